@@ -1,0 +1,87 @@
+# ovs-daqring: top-level build driver.
+#
+# The OVS tree in ovs/ is prepared from the pinned base (see configure.ac),
+# the patch series in patches/ and our real files (lib/, tests/,
+# vswitchd-overrides/), then built with its own build system.  The README's
+# two commands, "make demo" and "make check", work on a fresh machine: they
+# install missing Debian packages and configure with defaults.
+#
+# Each directory owns its part of the build in a fragment (local.mk)
+# included at the end, as OVN does with its automake.mk files.
+
+SHELL = /bin/bash
+.DEFAULT_GOAL := all
+MAKEFLAGS += --no-print-directory
+
+# Goals that must work before (or without) configuration.
+NOCONFIG_GOALS = deps clean distclean help
+ifeq ($(filter-out $(NOCONFIG_GOALS),$(or $(MAKECMDGOALS),all)),)
+else
+-include config.mk
+endif
+
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+PYTHON3 ?= /usr/bin/python3
+OVS = ovs
+OVS_STATE = $(OVS)/.daqring
+export OVS_BASE_KIND OVS_BASE_ID OVS_BASE_DESC OVS_SOURCE OVS_TARBALL \
+	PATCH PYTHON3
+
+# Lists the fragments add to.
+CHECK_TARGETS =
+CLEAN_LOCAL =
+PHONY = all build deps help prepare ovs-configure check clean distclean
+
+help:
+	@echo "ovs-daqring $(PACKAGE_VERSION)"
+	@echo "  make deps        install missing Debian packages (root)"
+	@echo "  make             prepare ovs/ and build it"
+	@echo "  make demo        incast demo: stock vs daqring (root)"
+	@echo "  make check       our tests, OVS regressions, pytest (root)"
+	@echo "  make check-ovs   OVS's full testsuite (an hour or more)"
+	@echo "  make checkpatch  OVS checkpatch over our C files and patches"
+	@echo "  make bench       benchmarks, results in bench-results/"
+	@echo "  make rpm         binary and source RPMs"
+
+deps:
+	@build-aux/install-deps
+
+configure: configure.ac acinclude.m4 | deps
+	autoconf
+	rm -rf autom4te.cache
+
+config.mk: configure config.mk.in | deps
+	./configure $(CONFIGURE_FLAGS)
+
+# Stamps: the base is extracted once per base id; the series is applied
+# incrementally; the overlay copies only changed files.
+prepare: config.mk
+	@build-aux/prepare-ovs all
+
+$(OVS)/Makefile: config.mk
+	@build-aux/prepare-ovs all
+	cd $(OVS) && $(AUTORECONF) --install --force
+	cd $(OVS) && ./configure --with-dpdk=shared \
+		--localstatedir=/var --sysconfdir=/etc \
+		PYTHON3=$(PYTHON3) CFLAGS="$(DAQ_OPT_CFLAGS)" \
+		$(OVS_CONFIGURE_FLAGS)
+
+ovs-configure: $(OVS)/Makefile
+
+build all: $(OVS)/Makefile prepare
+	$(MAKE) -C $(OVS) -j$(JOBS)
+
+clean:
+	if [ -f $(OVS)/Makefile ]; then $(MAKE) -C $(OVS) clean; fi
+	rm -rf $(CLEAN_LOCAL)
+	find utilities tests -name __pycache__ -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(OVS) .ovs.tmp config.mk config.log config.status configure \
+		autom4te.cache
+
+include build-aux/local.mk
+include tests/local.mk
+include utilities/local.mk
+
+.PHONY: $(PHONY)
