@@ -55,7 +55,7 @@ config.mk: configure config.mk.in | deps
 
 # Stamps: the base is extracted once per base id; the series is applied
 # incrementally; the overlay copies only changed files.
-prepare: config.mk
+prepare: $(OVS)/Makefile
 	@build-aux/prepare-ovs all
 
 $(OVS)/Makefile: config.mk
@@ -68,7 +68,7 @@ $(OVS)/Makefile: config.mk
 
 ovs-configure: $(OVS)/Makefile
 
-build all: $(OVS)/Makefile prepare
+build all: prepare
 	$(MAKE) -C $(OVS) -j$(JOBS)
 
 clean:

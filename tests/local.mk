@@ -1,0 +1,47 @@
+# Tests.
+#
+# "make check" runs, and counts into one closing line:
+#   1. our system testsuite (tests/system-daqring-*.at: the DPDK harness,
+#      daqring ports, incast), as root, -j1;
+#   2. the OVS regression tests of the areas our patches touch;
+#   3. OVS's DPDK system testsuite;
+#   4. pytest for utilities/ (tests/test_*.py) and flake8 over our Python.
+# "make check-ovs" runs OVS's whole testsuite (an hour or more here).
+#
+# TESTSUITEFLAGS go to our suite (e.g. TESTSUITEFLAGS='-k daqring -v');
+# OVS_TESTSUITEFLAGS to the OVS suites.  CHECK_PARTS selects parts, e.g.
+# CHECK_PARTS='daqring pytest'.
+
+OVS_REGRESSION_AREAS = \
+	dpif-netdev.at \
+	pmd.at \
+	'ofproto-dpif.at:tcp_flags|tcp-flags' \
+	'ovs-ofctl.at:tcp.flags'
+CHECK_PARTS ?= daqring ovs-regression ovs-dpdk pytest
+PYTHON_SOURCES = utilities/daq-incast build-aux/ovs-test-select \
+	$(wildcard utilities/*.py utilities/*/*.py tests/*.py)
+
+check: all
+	@JOBS=$(JOBS) PYTHON3=$(PYTHON3) \
+	 TESTSUITEFLAGS="$(TESTSUITEFLAGS)" \
+	 OVS_TESTSUITEFLAGS="$(OVS_TESTSUITEFLAGS)" \
+	 OVS_REGRESSION_AREAS="$(OVS_REGRESSION_AREAS)" \
+	 PYTHON_SOURCES="$(PYTHON_SOURCES)" \
+	 build-aux/run-checks $(CHECK_PARTS)
+
+check-daqring: all
+	@$(MAKE) CHECK_PARTS=daqring check
+
+check-ovs: all
+	$(MAKE) -C $(OVS) -j$(JOBS) check \
+		TESTSUITEFLAGS="-j$(JOBS) $(OVS_TESTSUITEFLAGS)"
+
+checkpatch: prepare
+	$(PYTHON3) $(OVS)/utilities/checkpatch.py -q -f \
+		$(wildcard lib/*.c lib/*.h)
+	@for p in $(PATCHES); do \
+	    echo "checkpatch: $$p"; \
+	    $(PYTHON3) $(OVS)/utilities/checkpatch.py -q $$p || exit 1; \
+	done
+
+PHONY += check check-daqring check-ovs checkpatch
