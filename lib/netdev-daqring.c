@@ -1,0 +1,1471 @@
+/*
+ * Copyright (c) 2026 The ovs-daqring authors.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at:
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+#include <config.h>
+
+#include "netdev-daqring.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_malloc.h>
+#include <rte_memory.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "coverage.h"
+#include "dp-packet.h"
+#include "dpdk.h"
+#include "netdev-provider.h"
+#include "openvswitch/dynamic-string.h"
+#include "openvswitch/list.h"
+#include "openvswitch/poll-loop.h"
+#include "openvswitch/vlog.h"
+#include "ovs-atomic.h"
+#include "ovs-numa.h"
+#include "ovs-thread.h"
+#include "packets.h"
+#include "smap.h"
+#include "timeval.h"
+#include "unixctl.h"
+#include "util.h"
+
+VLOG_DEFINE_THIS_MODULE(netdev_daqring);
+
+COVERAGE_DEFINE(daqring_ring_full);
+COVERAGE_DEFINE(daqring_mixed_batch);
+
+/* Limits and defaults of the options.  See
+ * Documentation/topics/daqring.rst. */
+#define DAQRING_DEFAULT_SIZE 4096
+#define DAQRING_MAX_SIZE (1024 * 1024)
+#define DAQRING_MAX_POLL_INTERVAL 1000000          /* Microseconds. */
+
+/* The shaping parameters are published to the PMD thread as one 64-bit word:
+ * the burst in the low DAQRING_BURST_BITS bits and the interval, in TSC
+ * cycles, above them.  One relaxed load then always yields a consistent
+ * pair. */
+#define DAQRING_BURST_BITS 6
+#define DAQRING_BURST_MASK ((UINT64_C(1) << DAQRING_BURST_BITS) - 1)
+BUILD_ASSERT_DECL(NETDEV_MAX_BURST <= DAQRING_BURST_MASK);
+
+/* Frame size used to express the shaping rate in bits per second. */
+#define DAQRING_RATE_FRAME_LEN 1518
+
+/* How often, in milliseconds, the main thread checks mempool capacity and
+ * refreshes the "status" column of daqrings whose occupancy changed. */
+#define DAQRING_CHECK_INTERVAL 1000
+
+/* Name prefix of the mempools that netdev-dpdk creates. */
+#define DAQRING_OVS_MEMPOOL_PREFIX "ovs"
+
+/* Configuration of a daqring, as given by its "options". */
+struct daqring_config {
+    uint32_t ring_size;         /* Capacity of the ring, in packets. */
+    uint32_t max_burst;         /* Packets dequeued at most per interval. */
+    uint32_t poll_interval;     /* Shaping interval in microseconds, or 0. */
+    int numa_id;                /* NUMA node, or NETDEV_NUMA_UNSPEC. */
+};
+
+struct netdev_daqring {
+    /* Read on every send and receive; written only while no thread sends or
+     * receives (see netdev_daqring_reconfigure()), except 'shaping' and
+     * 'admin_up', which are atomic. */
+    PADDED_MEMBERS(CACHE_LINE_SIZE,
+        struct rte_ring *ring;          /* Packet pointers, or NULL. */
+        atomic_uint64_t shaping;        /* Burst and interval, see above. */
+        atomic_bool admin_up;           /* NETDEV_UP: accept packets. */
+    );
+
+    /* Written by every thread that sends to the daqring. */
+    PADDED_MEMBERS(CACHE_LINE_SIZE,
+        atomic_uint64_t tx_packets;     /* Packets enqueued. */
+        atomic_uint64_t tx_bytes;       /* Bytes enqueued. */
+        atomic_uint64_t ring_full_drops; /* Packets refused, ring full. */
+        atomic_uint64_t other_drops;    /* Packets refused, port down or
+                                         * unconfigured. */
+    );
+
+    /* Written only by the thread that polls the rx queue. */
+    PADDED_MEMBERS(CACHE_LINE_SIZE,
+        atomic_uint64_t rx_packets;     /* Packets dequeued. */
+        atomic_uint64_t rx_bytes;       /* Bytes dequeued. */
+        atomic_uint64_t high_watermark; /* Highest occupancy seen. */
+        atomic_uint32_t stash_count;    /* Copy of 'stash_n - stash_pos'
+                                         * for other threads. */
+
+        /* Packets held outside the ring and delivered before the packets in
+         * the ring: the oldest packets after a resize below the backlog, and
+         * packets set aside to keep each received batch from a single
+         * buffer source.  Owned by the polling thread while the rx queue is
+         * open and by the main thread in netdev_daqring_reconfigure(). */
+        struct dp_packet **stash;       /* Array of 'stash_cap' packets. */
+        size_t stash_cap;               /* Allocated size of 'stash'. */
+        size_t stash_pos;               /* Index of the next packet. */
+        size_t stash_n;                 /* Index past the last packet. */
+    );
+
+    /* The embedded generic netdev. */
+    struct netdev up;
+
+    /* In 'daqring_list'.  Protected by 'daqring_list_mutex'. */
+    struct ovs_list list_node;
+
+    /* Protects the members below. */
+    struct ovs_mutex mutex;
+
+    /* Configuration in force, i.e. the last valid one. */
+    struct daqring_config cfg OVS_GUARDED;
+
+    /* Actual capacity and NUMA node of 'ring', 0 and NETDEV_NUMA_UNSPEC
+     * without a ring, and the "numa-id" it was allocated for. */
+    uint32_t ring_size OVS_GUARDED;
+    int ring_numa_id OVS_GUARDED;
+    int ring_requested_numa_id OVS_GUARDED;
+
+    /* A ring allocated by netdev_daqring_set_config() for a new size or
+     * NUMA node, which netdev_daqring_reconfigure() puts in place of
+     * 'ring', and the "numa-id" it was allocated for. */
+    struct rte_ring *pending_ring OVS_GUARDED;
+    int pending_requested_numa_id OVS_GUARDED;
+
+    /* Options last passed to netdev_daqring_set_config(). */
+    struct smap last_args OVS_GUARDED;
+
+    /* Why the last options were rejected while the previous configuration
+     * stayed in force, or NULL. */
+    char *config_error OVS_GUARDED;
+
+    /* Values last reported in the "status" column. */
+    uint64_t published_occupancy OVS_GUARDED;
+    uint64_t published_high_watermark OVS_GUARDED;
+    bool published_mempool_warning OVS_GUARDED;
+
+    /* Interface properties. */
+    struct eth_addr hwaddr OVS_GUARDED;     /* Ethernet address. */
+    int mtu OVS_GUARDED;                    /* Maximum transmission unit. */
+    enum netdev_flags flags OVS_GUARDED;    /* NETDEV_UP, NETDEV_PROMISC. */
+    int requested_n_txq OVS_GUARDED;        /* Applied by reconfigure. */
+};
+
+struct netdev_rxq_daqring {
+    struct netdev_rxq up;               /* The embedded generic rx queue. */
+    struct netdev_daqring *dev;         /* The daqring of 'up'. */
+    uint64_t shaping;                   /* Copy of 'dev->shaping' that
+                                         * 'next_tsc' refers to. */
+    uint64_t next_tsc;                  /* TSC before which a shaped
+                                         * daqring does not dequeue. */
+};
+
+/* All daqrings. */
+static struct ovs_mutex daqring_list_mutex = OVS_MUTEX_INITIALIZER;
+static struct ovs_list daqring_list OVS_GUARDED_BY(daqring_list_mutex)
+    = OVS_LIST_INITIALIZER(&daqring_list);
+
+/* Sum of the capacities of all rings in place, and whether it changed
+ * since the last mempool check.  Atomic, so that they can be updated with a
+ * daqring's mutex held without nesting 'daqring_list_mutex' inside it. */
+static atomic_uint64_t daqring_total_capacity = ATOMIC_VAR_INIT(0);
+static atomic_bool daqring_check_now = ATOMIC_VAR_INIT(false);
+
+/* Result of the last mempool check: 'true' if 'daqring_total_capacity'
+ * exceeds the number of mbufs in the OVS DPDK mempools, and these two
+ * numbers. */
+static bool daqring_mempool_short OVS_GUARDED_BY(daqring_list_mutex);
+static uint64_t daqring_mempool_mbufs OVS_GUARDED_BY(daqring_list_mutex);
+static uint64_t daqring_checked_capacity OVS_GUARDED_BY(daqring_list_mutex);
+
+/* Time of the next periodic check, in msec. */
+static long long int daqring_next_check OVS_GUARDED_BY(daqring_list_mutex);
+
+static const struct netdev_class netdev_daqring_class;
+
+static struct netdev_daqring *
+netdev_daqring_cast(const struct netdev *netdev)
+{
+    ovs_assert(netdev_get_class(netdev) == &netdev_daqring_class);
+    return CONTAINER_OF(netdev, struct netdev_daqring, up);
+}
+
+static struct netdev_rxq_daqring *
+netdev_rxq_daqring_cast(const struct netdev_rxq *rxq)
+{
+    return CONTAINER_OF(rxq, struct netdev_rxq_daqring, up);
+}
+
+static uint64_t
+netdev_daqring_shaping_word(uint32_t max_burst, uint32_t poll_interval)
+{
+    uint64_t cycles = poll_interval * (rte_get_tsc_hz() / 1000000.0) + 0.5;
+
+    return (cycles << DAQRING_BURST_BITS) | max_burst;
+}
+
+/* Returns the number of packets in 'dev''s ring and stash.  May be called
+ * from any thread; the result is a snapshot. */
+static uint64_t
+netdev_daqring_occupancy(const struct netdev_daqring *dev)
+{
+    uint32_t stash;
+
+    atomic_read_relaxed(&CONST_CAST(struct netdev_daqring *, dev)->stash_count,
+                        &stash);
+    return (dev->ring ? rte_ring_count(dev->ring) : 0) + stash;
+}
+
+static void
+netdev_daqring_format_rate(struct ds *ds, uint32_t max_burst,
+                           uint32_t poll_interval, bool verbose)
+{
+    double pps, bps;
+
+    if (!poll_interval) {
+        ds_put_cstr(ds, "unshaped");
+        return;
+    }
+
+    pps = max_burst * 1e6 / poll_interval;
+    bps = pps * DAQRING_RATE_FRAME_LEN * 8;
+    if (bps >= 1e9) {
+        ds_put_format(ds, "%.2f Gbps", bps / 1e9);
+    } else if (bps >= 1e6) {
+        ds_put_format(ds, "%.2f Mbps", bps / 1e6);
+    } else {
+        ds_put_format(ds, "%.2f kbps", bps / 1e3);
+    }
+    if (verbose) {
+        ds_put_format(ds, " (%d-byte frames, %.0f pps)",
+                      DAQRING_RATE_FRAME_LEN, pps);
+    }
+}
+
+/* Ring memory. */
+
+/* Returns the NUMA node of the memory at 'ring'. */
+static int
+netdev_daqring_ring_numa_id(const struct rte_ring *ring)
+{
+    const struct rte_memseg_list *msl = rte_mem_virt2memseg_list(ring);
+
+    return msl && msl->socket_id >= 0 ? msl->socket_id : NETDEV_NUMA_UNSPEC;
+}
+
+/* Allocates an empty ring for 'size' packet pointers on NUMA node 'numa_id'
+ * (or any node if it is NETDEV_NUMA_UNSPEC), with multi-producer enqueue and
+ * single-consumer dequeue.  Returns the ring and stores its node in
+ * '*actual_numa_id', or returns NULL and stores an error message in
+ * '*errp'.
+ *
+ * The ring lives in rte_malloc() memory instead of coming from
+ * rte_ring_create(): that one takes a memzone per ring and DPDK has only
+ * RTE_MAX_MEMZONE (2560) memzones for everything, which would cap the number
+ * of daqrings well below the thousands a data-acquisition switch needs.
+ *
+ * Producers use the "relaxed tail sync" (RTS) mode: with the classic
+ * multi-producer mode a producer preempted between reserving and committing
+ * its slots makes every other producer spin until it runs again, and the
+ * main thread (packet-outs, non-PMD ports) and PMD threads sharing cores are
+ * preemptible. */
+static struct rte_ring *
+netdev_daqring_ring_alloc(const char *name, uint32_t size, int numa_id,
+                          int *actual_numa_id, char **errp)
+{
+    static atomic_count next_id = ATOMIC_COUNT_INIT(0);
+    char ring_name[RTE_RING_NAMESIZE];
+    struct rte_ring *ring;
+    ssize_t memsize;
+    int socket_id;
+    int error;
+
+    snprintf(ring_name, sizeof ring_name, "daqring%u",
+             atomic_count_inc(&next_id));
+    memsize = rte_ring_get_memsize(rte_align32pow2(size + 1));
+    if (memsize < 0) {
+        *errp = xasprintf("%s: cannot size a ring of %"PRIu32" packets",
+                          name, size);
+        return NULL;
+    }
+
+    socket_id = numa_id == NETDEV_NUMA_UNSPEC ? SOCKET_ID_ANY : numa_id;
+    ring = rte_zmalloc_socket(ring_name, memsize, RTE_CACHE_LINE_SIZE,
+                              socket_id);
+    if (!ring) {
+        char *where = (numa_id == NETDEV_NUMA_UNSPEC
+                       ? xstrdup("any NUMA node")
+                       : xasprintf("NUMA node %d", numa_id));
+
+        *errp = xasprintf("%s: cannot allocate %"PRIdSIZE" bytes of DPDK "
+                          "memory for a ring of %"PRIu32" packets on %s "
+                          "(see other_config:dpdk-socket-mem)",
+                          name, memsize, size, where);
+        free(where);
+        return NULL;
+    }
+
+    error = rte_ring_init(ring, ring_name, size,
+                          RING_F_MP_RTS_ENQ | RING_F_SC_DEQ
+                          | RING_F_EXACT_SZ);
+    if (error) {
+        *errp = xasprintf("%s: cannot initialize a ring of %"PRIu32
+                          " packets (%s)", name, size,
+                          rte_strerror(-error));
+        rte_free(ring);
+        return NULL;
+    }
+
+    *actual_numa_id = netdev_daqring_ring_numa_id(ring);
+    return ring;
+}
+
+/* Dequeues all packets from 'ring' into 'pkts', which has room for them,
+ * and returns their number. */
+static size_t
+netdev_daqring_ring_drain(struct rte_ring *ring, struct dp_packet **pkts)
+{
+    size_t n = 0;
+    unsigned int got;
+
+    do {
+        got = rte_ring_sc_dequeue_burst(ring, (void **) &pkts[n],
+                                        NETDEV_MAX_BURST, NULL);
+        n += got;
+    } while (got);
+
+    return n;
+}
+
+/* Frees 'ring' and every packet in it.  Returns the number of packets. */
+static size_t
+netdev_daqring_ring_free(struct rte_ring *ring)
+{
+    struct dp_packet *pkts[NETDEV_MAX_BURST];
+    size_t total = 0;
+    unsigned int n;
+
+    if (!ring) {
+        return 0;
+    }
+
+    while ((n = rte_ring_sc_dequeue_burst(ring, (void **) pkts,
+                                          NETDEV_MAX_BURST, NULL))) {
+        for (unsigned int i = 0; i < n; i++) {
+            dp_packet_delete(pkts[i]);
+        }
+        total += n;
+    }
+    rte_free(ring);
+
+    return total;
+}
+
+/* Adds 'delta' to the total ring capacity and requests a mempool check. */
+static void
+netdev_daqring_capacity_changed(int64_t delta)
+{
+    uint64_t orig;
+
+    atomic_add_relaxed(&daqring_total_capacity, (uint64_t) delta, &orig);
+    atomic_store_relaxed(&daqring_check_now, true);
+}
+
+/* Life cycle. */
+
+static struct netdev *
+netdev_daqring_alloc(void)
+{
+    struct netdev_daqring *dev = xzalloc_cacheline(sizeof *dev);
+
+    return &dev->up;
+}
+
+static void
+netdev_daqring_dealloc(struct netdev *netdev)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    free_cacheline(dev);
+}
+
+static int
+netdev_daqring_construct(struct netdev *netdev)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    /* No DPDK call here: the class is registered even when DPDK is not
+     * initialized, and netdev_daqring_set_config() reports that case. */
+    ovs_mutex_init(&dev->mutex);
+    dev->ring = NULL;
+    atomic_init(&dev->shaping, NETDEV_MAX_BURST);
+    atomic_init(&dev->admin_up, true);
+    atomic_init(&dev->tx_packets, 0);
+    atomic_init(&dev->tx_bytes, 0);
+    atomic_init(&dev->ring_full_drops, 0);
+    atomic_init(&dev->other_drops, 0);
+    atomic_init(&dev->rx_packets, 0);
+    atomic_init(&dev->rx_bytes, 0);
+    atomic_init(&dev->high_watermark, 0);
+    atomic_init(&dev->stash_count, 0);
+    dev->stash_cap = NETDEV_MAX_BURST;
+    dev->stash = xmalloc(dev->stash_cap * sizeof *dev->stash);
+    dev->stash_pos = dev->stash_n = 0;
+
+    ovs_mutex_lock(&dev->mutex);
+    dev->cfg.ring_size = DAQRING_DEFAULT_SIZE;
+    dev->cfg.max_burst = NETDEV_MAX_BURST;
+    dev->cfg.poll_interval = 0;
+    dev->cfg.numa_id = NETDEV_NUMA_UNSPEC;
+    dev->ring_size = 0;
+    dev->ring_numa_id = NETDEV_NUMA_UNSPEC;
+    dev->ring_requested_numa_id = NETDEV_NUMA_UNSPEC;
+    dev->pending_ring = NULL;
+    dev->pending_requested_numa_id = NETDEV_NUMA_UNSPEC;
+    smap_init(&dev->last_args);
+    dev->config_error = NULL;
+    eth_addr_random(&dev->hwaddr);
+    dev->mtu = ETH_PAYLOAD_MAX;
+    dev->flags = NETDEV_UP;
+    dev->requested_n_txq = netdev->n_txq;
+    ovs_mutex_unlock(&dev->mutex);
+
+    /* Packets that carry offload requests pass through unchanged; the port
+     * that finally transmits them checks its own capabilities. */
+    netdev->ol_flags = (NETDEV_TX_OFFLOAD_IPV4_CKSUM
+                        | NETDEV_TX_OFFLOAD_TCP_CKSUM
+                        | NETDEV_TX_OFFLOAD_UDP_CKSUM
+                        | NETDEV_TX_OFFLOAD_SCTP_CKSUM
+                        | NETDEV_TX_OFFLOAD_TCP_TSO);
+
+    ovs_mutex_lock(&daqring_list_mutex);
+    ovs_list_push_back(&daqring_list, &dev->list_node);
+    ovs_mutex_unlock(&daqring_list_mutex);
+
+    return 0;
+}
+
+/* Called when the last reference to the netdev goes away: when the port is
+ * deleted, its bridge is deleted, or ovs-vswitchd exits (bridge_exit()
+ * destroys the bridges and the datapath closes its ports).  No thread uses
+ * the ring any more, so every queued packet is freed here. */
+static void
+netdev_daqring_destruct(struct netdev *netdev)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    size_t freed = 0;
+
+    ovs_mutex_lock(&daqring_list_mutex);
+    ovs_list_remove(&dev->list_node);
+    ovs_mutex_unlock(&daqring_list_mutex);
+
+    ovs_mutex_lock(&dev->mutex);
+    for (size_t i = dev->stash_pos; i < dev->stash_n; i++) {
+        dp_packet_delete(dev->stash[i]);
+        freed++;
+    }
+    free(dev->stash);
+    freed += netdev_daqring_ring_free(dev->ring);
+    netdev_daqring_ring_free(dev->pending_ring);
+    if (dev->ring) {
+        netdev_daqring_capacity_changed(-(int64_t) dev->ring_size);
+    }
+    dev->ring = NULL;
+    smap_destroy(&dev->last_args);
+    free(dev->config_error);
+    ovs_mutex_unlock(&dev->mutex);
+
+    if (freed) {
+        VLOG_INFO("%s: freed %"PRIuSIZE" queued packets",
+                  netdev_get_name(netdev), freed);
+    }
+    ovs_mutex_destroy(&dev->mutex);
+}
+
+/* Configuration. */
+
+static int
+netdev_daqring_get_config(const struct netdev *netdev, struct smap *args)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    ovs_mutex_lock(&dev->mutex);
+    smap_add_format(args, "ring-size", "%"PRIu32, dev->cfg.ring_size);
+    smap_add_format(args, "max-burst", "%"PRIu32, dev->cfg.max_burst);
+    smap_add_format(args, "poll-interval", "%"PRIu32,
+                    dev->cfg.poll_interval);
+    if (dev->cfg.numa_id != NETDEV_NUMA_UNSPEC) {
+        smap_add_format(args, "numa-id", "%d", dev->cfg.numa_id);
+    }
+    ovs_mutex_unlock(&dev->mutex);
+
+    return 0;
+}
+
+/* Parses the optional integer option 'key' of 'args' into '*value', which
+ * is left alone if the option is absent.  Returns false and stores an error
+ * message in '*errp' if the value is not an integer in [min, max]. */
+static bool
+netdev_daqring_parse_uint(const char *name, const struct smap *args,
+                          const char *key, uint32_t min, uint32_t max,
+                          uint32_t *value, char **errp)
+{
+    const char *s = smap_get(args, key);
+    unsigned int u;
+
+    if (!s) {
+        return true;
+    }
+    if (!str_to_uint(s, 10, &u) || u < min || u > max) {
+        *errp = xasprintf("%s: invalid %s \"%s\" (expected an integer "
+                          "from %"PRIu32" to %"PRIu32")",
+                          name, key, s, min, max);
+        return false;
+    }
+    *value = u;
+    return true;
+}
+
+/* Parses 'args' into '*cfg'.  Returns false and stores an error message in
+ * '*errp' on any invalid value. */
+static bool
+netdev_daqring_parse_args(const char *name, const struct smap *args,
+                          struct daqring_config *cfg, char **errp)
+{
+    const struct smap_node *node;
+    uint32_t numa_id;
+
+    cfg->ring_size = DAQRING_DEFAULT_SIZE;
+    cfg->max_burst = NETDEV_MAX_BURST;
+    cfg->poll_interval = 0;
+    cfg->numa_id = NETDEV_NUMA_UNSPEC;
+
+    if (!netdev_daqring_parse_uint(name, args, "ring-size", 1,
+                                   DAQRING_MAX_SIZE, &cfg->ring_size, errp)
+        || !netdev_daqring_parse_uint(name, args, "max-burst", 1,
+                                      NETDEV_MAX_BURST, &cfg->max_burst,
+                                      errp)
+        || !netdev_daqring_parse_uint(name, args, "poll-interval", 0,
+                                      DAQRING_MAX_POLL_INTERVAL,
+                                      &cfg->poll_interval, errp)) {
+        return false;
+    }
+
+    if (smap_get(args, "numa-id")) {
+        numa_id = 0;
+        if (!netdev_daqring_parse_uint(name, args, "numa-id", 0, INT_MAX,
+                                       &numa_id, errp)) {
+            return false;
+        }
+        if (!ovs_numa_numa_id_is_valid(numa_id)) {
+            *errp = xasprintf("%s: invalid numa-id %"PRIu32" (no such NUMA "
+                              "node; this system has %d)", name, numa_id,
+                              ovs_numa_get_n_numas());
+            return false;
+        }
+        cfg->numa_id = numa_id;
+    }
+
+    SMAP_FOR_EACH (node, args) {
+        if (strcmp(node->key, "ring-size")
+            && strcmp(node->key, "max-burst")
+            && strcmp(node->key, "poll-interval")
+            && strcmp(node->key, "numa-id")) {
+            VLOG_WARN("%s: ignoring unknown option \"%s\"", name, node->key);
+        }
+    }
+
+    return true;
+}
+
+/* Applies the options in 'args'.
+ *
+ * The first successful call creates the ring, so that a failure (no DPDK,
+ * no memory) lands in the Interface's "error" column.  Later calls for a
+ * port that is in use never fail: ovs-vswitchd deletes a port whose
+ * set_config fails, which would free the backlog.  Invalid options are
+ * logged and reported as "config_error" in the status column instead, and
+ * the previous configuration stays in force.
+ *
+ * Shaping changes apply immediately through 'dev->shaping'.  A new ring
+ * size or NUMA node gets a new ring here (allocating can fail, moving
+ * packets cannot) which netdev_daqring_reconfigure() puts in place. */
+static int
+netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
+                          char **errp)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    const char *name = netdev_get_name(netdev);
+    struct daqring_config cfg;
+    int numa_id = NETDEV_NUMA_UNSPEC;
+    struct rte_ring *ring;
+    char *error = NULL;
+    int retval = 0;
+
+    ovs_mutex_lock(&dev->mutex);
+    if (dev->ring && smap_equal(args, &dev->last_args)) {
+        goto out;
+    }
+
+    if (!dpdk_available()) {
+        *errp = xasprintf("%s: daqring ports require DPDK; set "
+                          "other_config:dpdk-init=true", name);
+        retval = EINVAL;
+        goto out;
+    }
+
+    smap_destroy(&dev->last_args);
+    smap_clone(&dev->last_args, args);
+
+    if (!netdev_daqring_parse_args(name, args, &cfg, &error)) {
+        goto error;
+    }
+
+    if (!dev->ring) {
+        /* First configuration: the port is not in a datapath yet. */
+        ring = netdev_daqring_ring_alloc(name, cfg.ring_size, cfg.numa_id,
+                                         &numa_id, &error);
+        if (!ring) {
+            goto error;
+        }
+        dev->ring = ring;
+        dev->ring_size = cfg.ring_size;
+        dev->ring_numa_id = numa_id;
+        dev->ring_requested_numa_id = cfg.numa_id;
+        netdev_daqring_capacity_changed(cfg.ring_size);
+        VLOG_INFO("%s: ring of %"PRIu32" packets on NUMA node %d",
+                  name, cfg.ring_size, numa_id);
+    } else if (cfg.ring_size != dev->cfg.ring_size
+               || cfg.numa_id != dev->cfg.numa_id) {
+        /* The ring in place, or the pending one, was made for 'dev->cfg'.
+         * Replace the pending one, if any, by one for 'cfg', unless 'cfg'
+         * is what the ring in place was made for. */
+        struct rte_ring *pending = NULL;
+
+        if (cfg.ring_size != dev->ring_size
+            || cfg.numa_id != dev->ring_requested_numa_id) {
+            pending = netdev_daqring_ring_alloc(name, cfg.ring_size,
+                                                cfg.numa_id, &numa_id,
+                                                &error);
+            if (!pending) {
+                goto error;
+            }
+        }
+        netdev_daqring_ring_free(dev->pending_ring);
+        dev->pending_ring = pending;
+        dev->pending_requested_numa_id = cfg.numa_id;
+        netdev_request_reconfigure(netdev);
+    }
+
+    atomic_store_relaxed(&dev->shaping,
+                         netdev_daqring_shaping_word(cfg.max_burst,
+                                                     cfg.poll_interval));
+    dev->cfg = cfg;
+    if (dev->config_error) {
+        free(dev->config_error);
+        dev->config_error = NULL;
+        VLOG_INFO("%s: configuration accepted", name);
+    }
+    netdev_change_seq_changed(netdev);
+    goto out;
+
+error:
+    if (!dev->ring) {
+        /* Not in use yet: fail, so that the error goes to the Interface's
+         * "error" column. */
+        *errp = error;
+        retval = EINVAL;
+        smap_clear(&dev->last_args);
+    } else {
+        VLOG_WARN("%s; keeping the previous configuration", error);
+        free(dev->config_error);
+        dev->config_error = error;
+        netdev_change_seq_changed(netdev);
+    }
+
+out:
+    ovs_mutex_unlock(&dev->mutex);
+    return retval;
+}
+
+static int
+netdev_daqring_set_tx_multiq(struct netdev *netdev, unsigned int n_txq)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    /* Enqueueing is multi-producer safe and ignores the queue id.  Having as
+     * many tx queues as dpif-netdev has threads lets it use static queue ids
+     * (no XPS, no locking). */
+    ovs_mutex_lock(&dev->mutex);
+    if (dev->requested_n_txq != n_txq) {
+        dev->requested_n_txq = n_txq;
+        netdev_request_reconfigure(netdev);
+    }
+    ovs_mutex_unlock(&dev->mutex);
+
+    return 0;
+}
+
+/* Moves the backlog of the old ring (stash first, then ring, oldest first)
+ * into 'dev->pending_ring' and puts that in place.  If the backlog exceeds
+ * the new capacity, the oldest packets that do not fit go to the stash,
+ * which the rx queue serves before the ring, so that a resize never loses
+ * or reorders packets; the new capacity applies to new arrivals. */
+static void
+netdev_daqring_swap_ring(struct netdev_daqring *dev)
+    OVS_REQUIRES(dev->mutex)
+{
+    struct rte_ring *new = dev->pending_ring;
+    size_t n_stash = dev->stash_n - dev->stash_pos;
+    size_t n, excess, enqueued, total;
+    struct dp_packet **pkts;
+    uint32_t new_size;
+    int numa_id;
+
+    new_size = rte_ring_get_capacity(new);
+    total = n_stash + rte_ring_count(dev->ring);
+    pkts = xmalloc(MAX(total, 1) * sizeof *pkts);
+    memcpy(pkts, &dev->stash[dev->stash_pos], n_stash * sizeof *pkts);
+    n = n_stash + netdev_daqring_ring_drain(dev->ring, &pkts[n_stash]);
+    ovs_assert(n == total);
+
+    excess = n > new_size ? n - new_size : 0;
+    if (excess > dev->stash_cap || (excess <= NETDEV_MAX_BURST
+                                    && dev->stash_cap > NETDEV_MAX_BURST)) {
+        dev->stash_cap = MAX(excess, NETDEV_MAX_BURST);
+        free(dev->stash);
+        dev->stash = xmalloc(dev->stash_cap * sizeof *dev->stash);
+    }
+    memcpy(dev->stash, pkts, excess * sizeof *pkts);
+    dev->stash_pos = 0;
+    dev->stash_n = excess;
+    atomic_store_relaxed(&dev->stash_count, excess);
+
+    enqueued = 0;
+    while (enqueued < n - excess) {
+        enqueued += rte_ring_mp_rts_enqueue_burst(
+            new, (void *const *) &pkts[excess + enqueued],
+            n - excess - enqueued, NULL);
+    }
+    free(pkts);
+
+    netdev_daqring_ring_free(dev->ring);
+    netdev_daqring_capacity_changed((int64_t) new_size - dev->ring_size);
+
+    numa_id = netdev_daqring_ring_numa_id(new);
+    VLOG_INFO("%s: ring resized from %"PRIu32" to %"PRIu32" packets on "
+              "NUMA node %d, %"PRIuSIZE" packets moved%s",
+              netdev_get_name(&dev->up), dev->ring_size, new_size, numa_id,
+              n, excess ? ", the oldest ones held beyond capacity" : "");
+
+    dev->ring = new;
+    dev->ring_size = new_size;
+    dev->ring_numa_id = numa_id;
+    dev->ring_requested_numa_id = dev->pending_requested_numa_id;
+    dev->pending_ring = NULL;
+}
+
+/* Applies what set_config() and set_tx_multiq() prepared.
+ *
+ * dpif-netdev calls this from port_reconfigure() in reconfigure_datapath(),
+ * after pmd_remove_stale_ports() took this port out of every thread's poll
+ * list and tx port cache, reload_affected_pmds() waited for the PMD threads
+ * to pick that up, and port_reconfigure() closed the rx queue; the main
+ * thread, which runs this, is also the only non-PMD sender.  Nothing sends
+ * to or receives from the ring until the port is back in place, so the
+ * ring and the stash can be replaced here without synchronization. */
+static int
+netdev_daqring_reconfigure(struct netdev *netdev)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    ovs_mutex_lock(&dev->mutex);
+    netdev->n_txq = dev->requested_n_txq;
+    if (dev->pending_ring) {
+        netdev_daqring_swap_ring(dev);
+        netdev_change_seq_changed(netdev);
+    }
+    ovs_mutex_unlock(&dev->mutex);
+
+    return 0;
+}
+
+static int
+netdev_daqring_get_numa_id(const struct netdev *netdev)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    int numa_id;
+
+    ovs_mutex_lock(&dev->mutex);
+    numa_id = dev->ring_numa_id;
+    ovs_mutex_unlock(&dev->mutex);
+
+    return numa_id;
+}
+
+/* Interface properties. */
+
+static int
+netdev_daqring_set_etheraddr(struct netdev *netdev, const struct eth_addr mac)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    ovs_mutex_lock(&dev->mutex);
+    if (!eth_addr_equals(dev->hwaddr, mac)) {
+        dev->hwaddr = mac;
+        netdev_change_seq_changed(netdev);
+    }
+    ovs_mutex_unlock(&dev->mutex);
+
+    return 0;
+}
+
+static int
+netdev_daqring_get_etheraddr(const struct netdev *netdev, struct eth_addr *mac)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    ovs_mutex_lock(&dev->mutex);
+    *mac = dev->hwaddr;
+    ovs_mutex_unlock(&dev->mutex);
+
+    return 0;
+}
+
+static int
+netdev_daqring_get_mtu(const struct netdev *netdev, int *mtup)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    ovs_mutex_lock(&dev->mutex);
+    *mtup = dev->mtu;
+    ovs_mutex_unlock(&dev->mutex);
+
+    return 0;
+}
+
+static int
+netdev_daqring_set_mtu(struct netdev *netdev, int mtu)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    /* A daqring queues packets of any size; the MTU is only recorded. */
+    if (mtu < ETH_PAYLOAD_MIN || mtu > UINT16_MAX) {
+        return EINVAL;
+    }
+
+    ovs_mutex_lock(&dev->mutex);
+    if (dev->mtu != mtu) {
+        dev->mtu = mtu;
+        netdev_change_seq_changed(netdev);
+    }
+    ovs_mutex_unlock(&dev->mutex);
+
+    return 0;
+}
+
+static int
+netdev_daqring_update_flags(struct netdev *netdev, enum netdev_flags off,
+                            enum netdev_flags on,
+                            enum netdev_flags *old_flagsp)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    if ((off | on) & ~(NETDEV_UP | NETDEV_PROMISC)) {
+        return EINVAL;
+    }
+
+    ovs_mutex_lock(&dev->mutex);
+    *old_flagsp = dev->flags;
+    dev->flags |= on;
+    dev->flags &= ~off;
+    if (*old_flagsp != dev->flags) {
+        atomic_store_relaxed(&dev->admin_up, !!(dev->flags & NETDEV_UP));
+        netdev_change_seq_changed(netdev);
+    }
+    ovs_mutex_unlock(&dev->mutex);
+
+    return 0;
+}
+
+static int
+netdev_daqring_get_carrier(const struct netdev *netdev OVS_UNUSED,
+                           bool *carrier)
+{
+    *carrier = true;
+    return 0;
+}
+
+/* Statistics and status. */
+
+static int
+netdev_daqring_get_stats(const struct netdev *netdev,
+                         struct netdev_stats *stats)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    uint64_t full, other;
+
+    atomic_read_relaxed(&dev->tx_packets, &stats->tx_packets);
+    atomic_read_relaxed(&dev->tx_bytes, &stats->tx_bytes);
+    atomic_read_relaxed(&dev->rx_packets, &stats->rx_packets);
+    atomic_read_relaxed(&dev->rx_bytes, &stats->rx_bytes);
+    atomic_read_relaxed(&dev->ring_full_drops, &full);
+    atomic_read_relaxed(&dev->other_drops, &other);
+    stats->tx_dropped = full + other;
+    stats->rx_dropped = 0;
+    stats->rx_errors = 0;
+    stats->tx_errors = 0;
+
+    return 0;
+}
+
+static int
+netdev_daqring_get_custom_stats(const struct netdev *netdev,
+                                struct netdev_custom_stats *custom_stats)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    uint64_t values[3];
+    static const char *const names[] = {
+        "ring_full_drops", "occupancy", "high_watermark",
+    };
+
+    atomic_read_relaxed(&dev->ring_full_drops, &values[0]);
+    values[1] = netdev_daqring_occupancy(dev);
+    atomic_read_relaxed(&dev->high_watermark, &values[2]);
+
+    custom_stats->size = ARRAY_SIZE(names);
+    custom_stats->counters = xcalloc(ARRAY_SIZE(names),
+                                     sizeof *custom_stats->counters);
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        ovs_strlcpy(custom_stats->counters[i].name, names[i],
+                    NETDEV_CUSTOM_STATS_NAME_SIZE);
+        custom_stats->counters[i].value = values[i];
+    }
+
+    return 0;
+}
+
+static int
+netdev_daqring_get_status(const struct netdev *netdev, struct smap *args)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    uint64_t occupancy, hwm, capacity, mbufs;
+    struct ds rate = DS_EMPTY_INITIALIZER;
+    bool short_of_mbufs;
+
+    ovs_mutex_lock(&daqring_list_mutex);
+    short_of_mbufs = daqring_mempool_short;
+    capacity = daqring_checked_capacity;
+    mbufs = daqring_mempool_mbufs;
+    ovs_mutex_unlock(&daqring_list_mutex);
+
+    ovs_mutex_lock(&dev->mutex);
+    occupancy = netdev_daqring_occupancy(dev);
+    atomic_read_relaxed(&dev->high_watermark, &hwm);
+    dev->published_occupancy = occupancy;
+    dev->published_high_watermark = hwm;
+    dev->published_mempool_warning = short_of_mbufs;
+
+    smap_add_format(args, "ring_size", "%"PRIu32, dev->ring_size);
+    smap_add_format(args, "occupancy", "%"PRIu64, occupancy);
+    smap_add_format(args, "high_watermark", "%"PRIu64, hwm);
+    smap_add_format(args, "numa_id", "%d", dev->ring_numa_id);
+    smap_add_format(args, "max_burst", "%"PRIu32, dev->cfg.max_burst);
+    smap_add_format(args, "poll_interval", "%"PRIu32,
+                    dev->cfg.poll_interval);
+    netdev_daqring_format_rate(&rate, dev->cfg.max_burst,
+                               dev->cfg.poll_interval, true);
+    smap_add(args, "shaping_rate", ds_cstr(&rate));
+    if (short_of_mbufs) {
+        smap_add_format(args, "mempool_warning",
+                        "daqring capacity %"PRIu64" packets exceeds the "
+                        "%"PRIu64" mbufs in OVS DPDK mempools",
+                        capacity, mbufs);
+    }
+    if (dev->config_error) {
+        smap_add(args, "config_error", dev->config_error);
+    }
+    ovs_mutex_unlock(&dev->mutex);
+
+    ds_destroy(&rate);
+    return 0;
+}
+
+/* Periodic work: mempool check and status refresh, in the main thread. */
+
+static void
+netdev_daqring_count_mbufs(struct rte_mempool *mp, void *aux)
+{
+    uint64_t *mbufs = aux;
+
+    if (!strncmp(mp->name, DAQRING_OVS_MEMPOOL_PREFIX,
+                 strlen(DAQRING_OVS_MEMPOOL_PREFIX))) {
+        *mbufs += mp->size;
+    }
+}
+
+static void
+netdev_daqring_run(const struct netdev_class *netdev_class OVS_UNUSED)
+{
+    struct netdev_daqring *dev;
+    long long int now = time_msec();
+    uint64_t mbufs = 0, capacity;
+    bool was_short, check_now;
+
+    atomic_read_relaxed(&daqring_check_now, &check_now);
+    ovs_mutex_lock(&daqring_list_mutex);
+    if (!check_now && now < daqring_next_check) {
+        ovs_mutex_unlock(&daqring_list_mutex);
+        return;
+    }
+    daqring_next_check = now + DAQRING_CHECK_INTERVAL;
+    atomic_store_relaxed(&daqring_check_now, false);
+    if (ovs_list_is_empty(&daqring_list) || !dpdk_available()) {
+        ovs_mutex_unlock(&daqring_list_mutex);
+        return;
+    }
+    atomic_read_relaxed(&daqring_total_capacity, &capacity);
+
+    /* Packets from DPDK ports hold mbufs of netdev-dpdk's mempools, so rings
+     * larger than these mempools can never fill with such packets: the
+     * input ports run out of mbufs and drop first. */
+    rte_mempool_walk(netdev_daqring_count_mbufs, &mbufs);
+    was_short = daqring_mempool_short;
+    daqring_mempool_mbufs = mbufs;
+    daqring_checked_capacity = capacity;
+    daqring_mempool_short = mbufs && capacity > mbufs;
+    if (daqring_mempool_short && !was_short) {
+        VLOG_WARN("daqring capacity of %"PRIu64" packets exceeds the "
+                  "%"PRIu64" mbufs in OVS DPDK mempools: rings fed by DPDK "
+                  "ports cannot fill up and those ports will drop on "
+                  "reception first (give the mempools more mbufs or "
+                  "reduce ring-size)", capacity, mbufs);
+    } else if (!daqring_mempool_short && was_short) {
+        VLOG_INFO("daqring capacity of %"PRIu64" packets is now backed by "
+                  "%"PRIu64" mbufs in OVS DPDK mempools",
+                  capacity, mbufs);
+    }
+
+    /* The "status" column is only refreshed on a netdev change, so signal
+     * one when what it shows has changed. */
+    LIST_FOR_EACH (dev, list_node, &daqring_list) {
+        uint64_t hwm;
+
+        ovs_mutex_lock(&dev->mutex);
+        atomic_read_relaxed(&dev->high_watermark, &hwm);
+        if (dev->published_occupancy != netdev_daqring_occupancy(dev)
+            || dev->published_high_watermark != hwm
+            || dev->published_mempool_warning != daqring_mempool_short) {
+            netdev_change_seq_changed(&dev->up);
+        }
+        ovs_mutex_unlock(&dev->mutex);
+    }
+    ovs_mutex_unlock(&daqring_list_mutex);
+}
+
+static void
+netdev_daqring_wait(const struct netdev_class *netdev_class OVS_UNUSED)
+{
+    bool check_now;
+
+    atomic_read_relaxed(&daqring_check_now, &check_now);
+    ovs_mutex_lock(&daqring_list_mutex);
+    if (!ovs_list_is_empty(&daqring_list)) {
+        if (check_now) {
+            poll_immediate_wake();
+        } else {
+            poll_timer_wait_until(daqring_next_check);
+        }
+    }
+    ovs_mutex_unlock(&daqring_list_mutex);
+}
+
+/* Datapath. */
+
+/* Enqueues the packets of 'batch'.  Called by any number of threads at
+ * once; the queue id is irrelevant.  Packets that do not fit are freed and
+ * counted, so the whole batch is always consumed. */
+static int
+netdev_daqring_send(struct netdev *netdev, int qid OVS_UNUSED,
+                    struct dp_packet_batch *batch,
+                    bool concurrent_txq OVS_UNUSED)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    size_t cnt = dp_packet_batch_size(batch);
+    struct rte_ring *ring = dev->ring;
+    uint64_t bytes = 0, dropped_bytes = 0;
+    unsigned int sent = 0;
+    struct dp_packet *packet;
+    uint64_t orig;
+    bool up;
+
+    /* Sizes must be read before enqueueing: from then on the consumer may
+     * already have forwarded and freed the packets. */
+    DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
+        bytes += dp_packet_size(packet);
+    }
+
+    atomic_read_relaxed(&dev->admin_up, &up);
+    if (OVS_LIKELY(ring && up)) {
+        sent = rte_ring_mp_rts_enqueue_burst(ring,
+                                             (void *const *) batch->packets,
+                                             cnt, NULL);
+    }
+
+    if (OVS_UNLIKELY(sent < cnt)) {
+        for (size_t i = sent; i < cnt; i++) {
+            dropped_bytes += dp_packet_size(batch->packets[i]);
+            dp_packet_delete(batch->packets[i]);
+        }
+        if (ring && up) {
+            COVERAGE_ADD(daqring_ring_full, cnt - sent);
+            atomic_add_relaxed(&dev->ring_full_drops, cnt - sent, &orig);
+        } else {
+            atomic_add_relaxed(&dev->other_drops, cnt - sent, &orig);
+        }
+    }
+
+    if (OVS_LIKELY(sent)) {
+        atomic_add_relaxed(&dev->tx_packets, sent, &orig);
+        atomic_add_relaxed(&dev->tx_bytes, bytes - dropped_bytes, &orig);
+    }
+
+    return 0;
+}
+
+static struct netdev_rxq *
+netdev_daqring_rxq_alloc(void)
+{
+    struct netdev_rxq_daqring *rx = xzalloc(sizeof *rx);
+
+    return &rx->up;
+}
+
+static int
+netdev_daqring_rxq_construct(struct netdev_rxq *rxq)
+{
+    struct netdev_rxq_daqring *rx = netdev_rxq_daqring_cast(rxq);
+
+    rx->dev = netdev_daqring_cast(rxq->netdev);
+    rx->shaping = 0;
+    rx->next_tsc = 0;
+
+    return 0;
+}
+
+static void
+netdev_daqring_rxq_destruct(struct netdev_rxq *rxq OVS_UNUSED)
+{
+}
+
+static void
+netdev_daqring_rxq_dealloc(struct netdev_rxq *rxq)
+{
+    struct netdev_rxq_daqring *rx = netdev_rxq_daqring_cast(rxq);
+
+    free(rx);
+}
+
+/* Keeps the first packets of 'batch' that share the buffer source of the
+ * first one and puts the others back in front of the stash, to be received
+ * next time.  dpif-netdev and netdev-dpdk assume that all packets of a batch
+ * come from the same source (see dp_execute_output_action()), which
+ * holds for ports that allocate their own packets but not for a daqring fed
+ * by both DPDK ports and other ports or packet clones: netdev-dpdk would
+ * hand a malloc()ed packet to the NIC as an mbuf.
+ *
+ * 'from_stash' is the number of packets of 'batch' that came from the
+ * stash. */
+static void
+netdev_daqring_split_batch(struct netdev_daqring *dev,
+                           struct dp_packet_batch *batch, size_t from_stash)
+{
+    size_t n = dp_packet_batch_size(batch);
+    enum dp_packet_source source = batch->packets[0]->source;
+    size_t keep = 1;
+
+    while (batch->packets[keep]->source == source) {
+        keep++;
+    }
+
+    COVERAGE_INC(daqring_mixed_batch);
+    if (n > from_stash) {
+        /* The stash is empty, otherwise nothing would have come from the
+         * ring. */
+        memcpy(dev->stash, &batch->packets[keep],
+               (n - keep) * sizeof *dev->stash);
+        dev->stash_pos = 0;
+        dev->stash_n = n - keep;
+    } else {
+        /* All came from the stash and are still in it, just before
+         * 'stash_pos'. */
+        dev->stash_pos -= n - keep;
+    }
+    atomic_store_relaxed(&dev->stash_count, dev->stash_n - dev->stash_pos);
+    batch->count = keep;
+}
+
+/* Receives up to 'max-burst' packets.  Called by the one PMD thread that
+ * polls the daqring.
+ *
+ * Shaping is a buffered leaky bucket: at most one burst per 'poll-interval',
+ * scheduled on a TSC grid ('next_tsc' advances by exactly one interval per
+ * burst, so late polls do not lower the rate), except that a daqring that
+ * had nothing to send re-anchors the grid to now: idle time earns no
+ * credit, and the first burst after idle is at most 'max-burst'. */
+static int
+netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
+                        int *qfill)
+{
+    struct netdev_rxq_daqring *rx = netdev_rxq_daqring_cast(rxq);
+    struct netdev_daqring *dev = rx->dev;
+    struct rte_ring *ring = dev->ring;
+    size_t from_stash = 0, n_stash, n;
+    unsigned int avail = 0;
+    uint64_t shaping, interval, burst, now = 0;
+    uint64_t bytes = 0, occupancy, value;
+    enum dp_packet_source source;
+    bool mixed = false;
+    bool up;
+
+    atomic_read_relaxed(&dev->admin_up, &up);
+    if (OVS_UNLIKELY(!ring || !up)) {
+        return EAGAIN;
+    }
+
+    atomic_read_relaxed(&dev->shaping, &shaping);
+    if (OVS_UNLIKELY(shaping != rx->shaping)) {
+        rx->shaping = shaping;
+        rx->next_tsc = 0;
+    }
+    burst = shaping & DAQRING_BURST_MASK;
+    interval = shaping >> DAQRING_BURST_BITS;
+    n_stash = dev->stash_n - dev->stash_pos;
+
+    if (interval) {
+        if (!n_stash && rte_ring_empty(ring)) {
+            return EAGAIN;
+        }
+        now = rte_get_tsc_cycles();
+        if (now < rx->next_tsc) {
+            return EAGAIN;
+        }
+    }
+
+    if (OVS_UNLIKELY(n_stash)) {
+        from_stash = MIN(n_stash, burst);
+        memcpy(batch->packets, &dev->stash[dev->stash_pos],
+               from_stash * sizeof *batch->packets);
+        dev->stash_pos += from_stash;
+        n_stash -= from_stash;
+        atomic_store_relaxed(&dev->stash_count, n_stash);
+    }
+    n = from_stash;
+    if (n < burst) {
+        n += rte_ring_sc_dequeue_burst(ring, (void **) &batch->packets[n],
+                                       burst - n, &avail);
+    } else {
+        avail = rte_ring_count(ring);
+    }
+    if (!n) {
+        return EAGAIN;
+    }
+
+    if (interval) {
+        rx->next_tsc += interval;
+        if (rx->next_tsc <= now) {
+            rx->next_tsc = now + interval;
+        }
+    }
+
+    occupancy = n + n_stash + avail;
+    atomic_read_relaxed(&dev->high_watermark, &value);
+    if (occupancy > value) {
+        atomic_store_relaxed(&dev->high_watermark, occupancy);
+    }
+
+    batch->count = n;
+    source = batch->packets[0]->source;
+    for (size_t i = 0; i < n; i++) {
+        mixed |= batch->packets[i]->source != source;
+    }
+    if (OVS_UNLIKELY(mixed)) {
+        netdev_daqring_split_batch(dev, batch, from_stash);
+        n = batch->count;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bytes += dp_packet_size(batch->packets[i]);
+    }
+    dp_packet_batch_init_packet_fields(batch);
+
+    atomic_read_relaxed(&dev->rx_packets, &value);
+    atomic_store_relaxed(&dev->rx_packets, value + n);
+    atomic_read_relaxed(&dev->rx_bytes, &value);
+    atomic_store_relaxed(&dev->rx_bytes, value + bytes);
+
+    if (qfill) {
+        *qfill = occupancy - n;
+    }
+
+    return 0;
+}
+
+/* unixctl commands. */
+
+/* Returns the daqring named 'name', or NULL. */
+static struct netdev_daqring *
+netdev_daqring_lookup(const char *name)
+    OVS_REQUIRES(daqring_list_mutex)
+{
+    struct netdev_daqring *dev;
+
+    LIST_FOR_EACH (dev, list_node, &daqring_list) {
+        if (!strcmp(netdev_get_name(&dev->up), name)) {
+            return dev;
+        }
+    }
+    return NULL;
+}
+
+static void
+netdev_daqring_unixctl_show(struct unixctl_conn *conn, int argc,
+                            const char *argv[], void *aux OVS_UNUSED)
+{
+    struct ds reply = DS_EMPTY_INITIALIZER;
+    struct netdev_daqring *dev;
+    int width = strlen("port");
+
+    ovs_mutex_lock(&daqring_list_mutex);
+    if (argc > 1 && !netdev_daqring_lookup(argv[1])) {
+        char *error = xasprintf("%s: no such daqring port", argv[1]);
+
+        ovs_mutex_unlock(&daqring_list_mutex);
+        unixctl_command_reply_error(conn, error);
+        free(error);
+        return;
+    }
+
+    LIST_FOR_EACH (dev, list_node, &daqring_list) {
+        width = MAX(width, strlen(netdev_get_name(&dev->up)));
+    }
+    ds_put_format(&reply, "%-*s %8s %8s %8s %12s %12s %10s %5s %8s %10s "
+                  "%4s\n", width, "port", "size", "occup", "high-wm",
+                  "enqueued", "dequeued", "full-drops", "burst", "interval",
+                  "rate", "numa");
+
+    LIST_FOR_EACH (dev, list_node, &daqring_list) {
+        const char *name = netdev_get_name(&dev->up);
+        uint64_t tx, rx, drops, hwm;
+        struct ds rate = DS_EMPTY_INITIALIZER;
+
+        if (argc > 1 && strcmp(name, argv[1])) {
+            continue;
+        }
+        atomic_read_relaxed(&dev->tx_packets, &tx);
+        atomic_read_relaxed(&dev->rx_packets, &rx);
+        atomic_read_relaxed(&dev->ring_full_drops, &drops);
+        atomic_read_relaxed(&dev->high_watermark, &hwm);
+
+        ovs_mutex_lock(&dev->mutex);
+        netdev_daqring_format_rate(&rate, dev->cfg.max_burst,
+                                   dev->cfg.poll_interval, false);
+        ds_put_format(&reply, "%-*s %8"PRIu32" %8"PRIu64" %8"PRIu64
+                      " %12"PRIu64" %12"PRIu64" %10"PRIu64" %5"PRIu32
+                      " %8"PRIu32" %10s %4d\n", width, name, dev->ring_size,
+                      netdev_daqring_occupancy(dev), hwm, tx, rx, drops,
+                      dev->cfg.max_burst, dev->cfg.poll_interval,
+                      ds_cstr(&rate), dev->ring_numa_id);
+        ovs_mutex_unlock(&dev->mutex);
+        ds_destroy(&rate);
+    }
+    ovs_mutex_unlock(&daqring_list_mutex);
+
+    unixctl_command_reply(conn, ds_cstr(&reply));
+    ds_destroy(&reply);
+}
+
+static void
+netdev_daqring_unixctl_reset_watermark(struct unixctl_conn *conn, int argc,
+                                       const char *argv[],
+                                       void *aux OVS_UNUSED)
+{
+    struct netdev_daqring *dev;
+    int n = 0;
+
+    ovs_mutex_lock(&daqring_list_mutex);
+    LIST_FOR_EACH (dev, list_node, &daqring_list) {
+        if (argc > 1 && strcmp(netdev_get_name(&dev->up), argv[1])) {
+            continue;
+        }
+        /* The polling thread may raise it again right away; it only ever
+         * stores occupancies it has just seen. */
+        atomic_store_relaxed(&dev->high_watermark,
+                             netdev_daqring_occupancy(dev));
+        n++;
+    }
+    ovs_mutex_unlock(&daqring_list_mutex);
+
+    if (argc > 1 && !n) {
+        char *error = xasprintf("%s: no such daqring port", argv[1]);
+
+        unixctl_command_reply_error(conn, error);
+        free(error);
+    } else {
+        unixctl_command_reply(conn, NULL);
+    }
+}
+
+static const struct netdev_class netdev_daqring_class = {
+    .type = "daqring",
+    .is_pmd = true,
+    .run = netdev_daqring_run,
+    .wait = netdev_daqring_wait,
+    .alloc = netdev_daqring_alloc,
+    .construct = netdev_daqring_construct,
+    .destruct = netdev_daqring_destruct,
+    .dealloc = netdev_daqring_dealloc,
+    .get_config = netdev_daqring_get_config,
+    .set_config = netdev_daqring_set_config,
+    .get_numa_id = netdev_daqring_get_numa_id,
+    .set_tx_multiq = netdev_daqring_set_tx_multiq,
+    .send = netdev_daqring_send,
+    .set_etheraddr = netdev_daqring_set_etheraddr,
+    .get_etheraddr = netdev_daqring_get_etheraddr,
+    .get_mtu = netdev_daqring_get_mtu,
+    .set_mtu = netdev_daqring_set_mtu,
+    .get_carrier = netdev_daqring_get_carrier,
+    .get_stats = netdev_daqring_get_stats,
+    .get_custom_stats = netdev_daqring_get_custom_stats,
+    .get_status = netdev_daqring_get_status,
+    .update_flags = netdev_daqring_update_flags,
+    .reconfigure = netdev_daqring_reconfigure,
+    .rxq_alloc = netdev_daqring_rxq_alloc,
+    .rxq_construct = netdev_daqring_rxq_construct,
+    .rxq_destruct = netdev_daqring_rxq_destruct,
+    .rxq_dealloc = netdev_daqring_rxq_dealloc,
+    .rxq_recv = netdev_daqring_rxq_recv,
+};
+
+void
+netdev_daqring_register(void)
+{
+    unixctl_command_register("netdev-daqring/show", "[port]", 0, 1,
+                             netdev_daqring_unixctl_show, NULL);
+    unixctl_command_register("netdev-daqring/reset-watermark", "[port]", 0, 1,
+                             netdev_daqring_unixctl_reset_watermark, NULL);
+    netdev_register_provider(&netdev_daqring_class);
+}
