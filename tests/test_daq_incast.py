@@ -1,0 +1,521 @@
+"""pytest for utilities/daq-incast.
+
+Everything but the last test is pure (or uses loopback only) and needs no
+root.  test_end_to_end_stock builds a tiny topology and runs it in stock
+mode; it is skipped unless root, free hugepages and an ovs-vswitchd with
+DPDK are available.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+UTILITIES = os.path.join(os.path.dirname(HERE), "utilities")
+SCRIPT = os.path.join(UTILITIES, "daq-incast")
+sys.path.insert(0, UTILITIES)
+
+from daq_incast_lib import config, runner, stats, topology  # noqa: E402
+from daq_incast_lib.config import ConfigError, HostInfo  # noqa: E402
+from daq_incast_lib.sysutil import Cleanup, stale_namespaces  # noqa: E402
+
+STOCK = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
+
+
+def host(**kw: Any) -> HostInfo:
+    base: Dict[str, Any] = dict(is_root=True, cpus=[0, 1],
+                                hugepages_free_mb=4096,
+                                hugetlbfs_mounted=True)
+    base.update(kw)
+    return HostInfo(**base)
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    return config.parse_args(list(argv))
+
+
+def cfg(*argv: str, h: Optional[HostInfo] = None,
+        env: bool = False) -> config.Config:
+    return config.validate(parse(*argv), h or host(), check_env=env)
+
+
+def fake_build(tmp_path: Any) -> str:
+    """An OVS build tree with executables that are never run."""
+    for rel in ("vswitchd/ovs-vswitchd", "ovsdb/ovsdb-server",
+                "ovsdb/ovsdb-tool", "utilities/ovs-vsctl",
+                "utilities/ovs-ofctl", "utilities/ovs-appctl"):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+    (tmp_path / "vswitchd" / "vswitch.ovsschema").write_text("{}")
+    return str(tmp_path)
+
+
+@pytest.fixture
+def tools(monkeypatch: Any) -> None:
+    """Pretend ip, tc and ethtool exist."""
+    monkeypatch.setattr(config.shutil, "which", lambda name: "/bin/" + name)
+
+
+# ------------------------------------------------------------------ units
+@pytest.mark.parametrize("text,bps", [
+    ("200mbit", 200_000_000), ("1gbit", 10**9), ("1.5Gbit", 1_500_000_000),
+    ("25mbps", 200_000_000), ("1000", 1000), ("10kbit", 10_000),
+    ("1mibit", 2**20)])
+def test_parse_rate(text: str, bps: int) -> None:
+    assert config.parse_rate(text) == bps
+
+
+@pytest.mark.parametrize("text", ["", "fast", "200 furlongs", "-5mbit",
+                                  "1e9"])
+def test_parse_rate_bad(text: str) -> None:
+    with pytest.raises(ConfigError):
+        config.parse_rate(text)
+
+
+@pytest.mark.parametrize("text,n", [
+    ("32KiB", 32768), ("16kb", 16384), ("48k", 49152), ("1500", 1500),
+    ("1m", 2**20), ("2MiB", 2**21), ("0", 0)])
+def test_parse_size(text: str, n: int) -> None:
+    assert config.parse_size(text) == n
+
+
+def test_parse_sweep() -> None:
+    assert config.parse_sweep("ring-size=128,512,1024,4096") == (
+        "ring-size", [128, 512, 1024, 4096])
+    assert config.parse_sweep("credits=1, 2,4") == ("credits", [1, 2, 4])
+    for bad in ("ring-size", "colour=1,2", "ring-size=a,b",
+                "ring-size=0,8", "credits=2,2", "max-burst="):
+        with pytest.raises(ConfigError):
+            config.parse_sweep(bad)
+
+
+# ------------------------------------------------------------- validation
+def test_defaults_are_the_demo_scenario() -> None:
+    c = cfg()
+    assert (c.ros, c.dcms, c.fragment_size) == (30, 1, 32768)
+    assert c.link_rate_bps == 200_000_000
+    assert c.port_frames == 32
+    assert c.link_burst == 16384
+    assert c.link_limit == 34 * 1538     # the port's frames fit: no refusal
+    assert c.modes == ["stock", "credits", "daqring"]
+    assert c.ros_per_host == 1 and c.ethdev_ports == 31
+    assert c.pmd_cpus == [1] and c.agent_cpus == [0]
+    assert c.ring_size == 1024            # 30 x 23 packets, power of 2
+    assert 1 <= c.max_burst <= 32 and c.poll_interval_us > 0
+    assert c.daqring_rate_bps < c.link_rate_bps
+    assert c.credits >= 1
+    assert c.binaries.vswitchd.endswith("ovs/vswitchd/ovs-vswitchd")
+
+
+@pytest.mark.parametrize("argv", [
+    ["--ros", "0"], ["--dcms", "0"], ["--events", "0"],
+    ["--fragment-size", "0"], ["--fragment-size", "0KiB"],
+    ["--ros", "-3"], ["--credits", "-1"], ["--timeout", "0"],
+    ["--socket-mem", "0"], ["--ring-size", "-1"],
+    ["--link-burst", "100"], ["--link-limit", "0"],
+    ["--fragment-size", "1g"], ["--port-frames", "7"],
+    ["--port-frames", "0"], ["--port-frames", "64"],
+])
+def test_zero_and_negative_sizes_are_refused(argv: List[str]) -> None:
+    with pytest.raises(ConfigError):
+        cfg(*argv)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--link-rate", "10gbit"],                      # more than 2 cores drive
+    ["--link-rate", "3gbit", "--dcms", "2"],        # 6 Gbit/s in total
+    ["--link-rate", "100kbit"],                     # below 1 Mbit/s
+    ["--link-rate", "fast"],
+    ["--link-rate", "0"],
+])
+def test_bad_rates_are_refused(argv: List[str]) -> None:
+    with pytest.raises(ConfigError):
+        cfg(*argv)
+
+
+def test_ros_above_capacity_is_refused() -> None:
+    # 31 DPDK ports left for ROS namespaces, at most 8 ROS in each.
+    assert cfg("--ros", "248").ros_per_host == 8
+    with pytest.raises(ConfigError, match="at most 248 ROS"):
+        cfg("--ros", "249")
+    with pytest.raises(ConfigError, match="ethdev ports"):
+        cfg("--ros", "40", "--ros-per-host", "1")
+    with pytest.raises(ConfigError):
+        cfg("--dcms", "9")
+    with pytest.raises(ConfigError, match="ethdev ports"):
+        cfg("--ros", "240", "--dcms", "8", "--ros-per-host", "8",
+            "--link-rate", "100mbit")
+
+
+def test_aggregation() -> None:
+    c = cfg("--ros", "40")
+    assert c.ros_per_host == 2 and c.ros_hosts == 20
+    assert c.ethdev_ports == 21
+    assert any("aggregated" in n for n in c.notes)
+    c = cfg("--ros", "31")                 # 31 + 1 = 32 ports: fits
+    assert c.ros_per_host == 1 and c.ethdev_ports == 32
+    c = cfg("--ros", "32")
+    assert c.ros_per_host == 2
+
+
+def test_port_buffer_and_credits() -> None:
+    assert config.max_port_frames(212992) == 40
+    assert config.max_port_frames(4 * 212992) == 166
+    c = cfg("--port-frames", "64", h=host(wmem_default=4 * 212992))
+    assert c.port_frames == 64
+    c = cfg("--link-limit", "16kb")
+    assert c.link_limit == 16384
+    assert any("refuse" in n for n in c.notes)
+    assert cfg().credits == 1                   # 23 frames in 32
+    assert cfg("--fragment-size", "8KiB").credits == 5
+    assert cfg("--credits", "7").credits == 7
+
+
+def test_modes_and_sweep() -> None:
+    with pytest.raises(ConfigError):
+        cfg("--modes", "stock,turbo")
+    with pytest.raises(ConfigError):
+        cfg("--modes", "stock,stock")
+    c = cfg("--modes", "stock", "--sweep", "ring-size=128,512")
+    assert c.modes == ["stock", "daqring"]
+    runs = runner.mode_runs(c)
+    assert [r[2] for r in runs] == ["stock", "daqring ring-size=128",
+                                    "daqring ring-size=512"]
+    assert runs[2][1]["ring_size"] == 512
+    c = cfg("--modes", "credits", "--sweep", "credits=1,4")
+    assert [r[1]["credits"] for r in runner.mode_runs(c)] == [1, 4]
+
+
+def test_daqring_shaping() -> None:
+    with pytest.raises(ConfigError):
+        cfg("--max-burst", "33")
+    c = cfg("--max-burst", "32", "--poll-interval", "500")
+    assert (c.max_burst, c.poll_interval_us) == (32, 500)
+    assert round(c.daqring_rate_bps / 1e6) == 777    # the thesis' 0.78 G
+    c = cfg("--max-burst", "8")
+    frame_bits = (1500 + 14 + 24) * 8
+    assert 8 / (c.poll_interval_us * 1e-6) <= 0.95 * 2e8 / frame_bits
+    for rate in (10**7, 10**8, 2 * 10**8, 10**9):
+        b, us = config.auto_shaping(rate, 24, 1500, 0.95, 32768)
+        target = 0.95 * rate / frame_bits
+        assert 1 <= b <= 32
+        assert b / (us * 1e-6) <= target * 1.0001
+        assert b / (us * 1e-6) >= 0.9 * target
+
+
+def test_cpu_mask() -> None:
+    with pytest.raises(ConfigError):
+        cfg("--pmd-cpu-mask", "0x4")              # CPU 2 does not exist
+    with pytest.raises(ConfigError):
+        cfg("--pmd-cpu-mask", "0x3")              # nothing left for hosts
+    with pytest.raises(ConfigError):
+        cfg("--pmd-cpu-mask", "zz")
+
+
+def test_environment_checks(tmp_path: Any, tools: None) -> None:
+    build = fake_build(tmp_path)
+    c = cfg("--ovs-build", build, env=True)
+    assert c.use_hugepages and c.binaries.vsctl.startswith(build)
+    with pytest.raises(ConfigError, match="root"):
+        cfg("--ovs-build", build, h=host(is_root=False), env=True)
+    with pytest.raises(ConfigError, match="hugepages"):
+        cfg("--ovs-build", build, "--hugepages", "require",
+            h=host(hugepages_free_mb=0), env=True)
+    c = cfg("--ovs-build", build, h=host(hugepages_free_mb=0), env=True)
+    assert not c.use_hugepages
+    assert any("--no-huge" in n for n in c.notes)
+    c = cfg("--ovs-build", build, "--hugepages", "off", env=True)
+    assert not c.use_hugepages
+    with pytest.raises(ConfigError, match="not an executable"):
+        cfg("--ovs-build", str(tmp_path / "nowhere"), env=True)
+    with pytest.raises(ConfigError, match="not an executable"):
+        cfg("--vswitchd", str(tmp_path / "no-vswitchd"), env=True)
+    # Without --ovs-build, --vswitchd uses the system's tools and schema.
+    b = config.resolve_binaries(None, STOCK)
+    assert b.vswitchd == STOCK
+    assert b.schema == "/usr/share/openvswitch/vswitch.ovsschema"
+
+
+def test_cli_exit_status_2(monkeypatch: Any, capsys: Any) -> None:
+    monkeypatch.setattr(runner, "probe_host",
+                        lambda: host(is_root=False))
+    assert runner.main(["--ros", "0"]) == 2
+    assert "--ros must be positive" in capsys.readouterr().err
+    assert runner.main(["--vswitchd", STOCK]) == 2
+    assert "root" in capsys.readouterr().err
+    assert runner.main(["--dry-run", "--ros", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "2 ROS per namespace" in out
+
+
+def test_script_help_and_bad_args() -> None:
+    p = subprocess.run([sys.executable, SCRIPT, "--help"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0
+    for word in ("NAME", "DESCRIPTION", "EXIT STATUS", "--link-rate",
+                 "--sweep", "--credits"):
+        assert word in p.stdout
+    p = subprocess.run([sys.executable, SCRIPT, "--link-rate", "9gbit"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "error" in p.stderr
+
+
+# ------------------------------------------------------------- statistics
+def test_percentile() -> None:
+    assert stats.percentile([5.0], 99) == 5.0
+    assert stats.percentile([1, 2, 3, 4, 5], 50) == 3
+    assert stats.percentile([1, 2, 3, 4], 50) == 2.5
+    assert stats.percentile(list(range(1, 101)), 99) == pytest.approx(99.01)
+    assert stats.percentile([3, 1, 2], 0) == 1
+    assert stats.percentile([3, 1, 2], 100) == 3
+    with pytest.raises(ValueError):
+        stats.percentile([], 50)
+    with pytest.raises(ValueError):
+        stats.percentile([1], 101)
+
+
+def test_summary_and_timeouts() -> None:
+    times = [0.05, 0.05, 0.2, 0.45, 0.06]
+    s = stats.summarize_times(times)
+    assert s["mean"] == pytest.approx(0.162)
+    assert s["p50"] == 0.06 and s["max"] == 0.45 and s["min"] == 0.05
+    assert stats.count_timeouts(times) == 2          # 200 ms counts
+    assert stats.count_timeouts(times, 0.5) == 0
+    assert stats.count_timeouts([]) == 0
+
+
+def test_goodput() -> None:
+    # 2 events of 1 MB: 10 ms and 90 ms -> 2 MB in 0.1 s.
+    b, t = [1_000_000, 1_000_000], [0.01, 0.09]
+    assert stats.goodput(b, t) == pytest.approx(160e6)
+    assert stats.mean_event_goodput(b, t) == pytest.approx(
+        (800e6 + 800e6 / 9) / 2)
+    with pytest.raises(ValueError):
+        stats.goodput([1], [])
+    with pytest.raises(ValueError):
+        stats.goodput([1], [0.0])
+
+
+def test_ideal_goodput() -> None:
+    mss = 1448
+    # Whole segments: MSS / (MSS + 66 header bytes + 24 Ethernet overhead)
+    assert stats.payload_efficiency(10 * mss, mss, 24) == pytest.approx(
+        1448 / 1538)
+    assert stats.payload_efficiency(10 * mss, mss, 0) == pytest.approx(
+        1448 / 1514)
+    # 32 KiB = 22 full segments + 912 bytes: 23 segments of overhead.
+    assert stats.wire_bytes(32768, mss, 24) == 32768 + 23 * 90
+    ideal = stats.ideal_goodput(200e6, 32768, mss, 24)
+    assert ideal == pytest.approx(200e6 * 32768 / (32768 + 2070))
+    assert 187e6 < ideal < 189e6
+    t = stats.ideal_collection_time(200e6, 30, 32768, mss, 24)
+    assert t == pytest.approx(30 * 34838 * 8 / 200e6)
+    assert stats.segments(1, mss) == 1 and stats.segments(1449, mss) == 2
+
+
+def test_counter_delta() -> None:
+    assert stats.counter_delta({"a": 1, "b": 5}, {"a": 4, "b": 5, "c": 2}) \
+        == {"a": 3, "b": 0, "c": 2}
+
+
+def mode_result(label: str = "stock") -> Dict[str, Any]:
+    r = {"mode": "stock", "label": label, "status": "ok", "error": None,
+         "params": {}, "wall_s": 1.0}
+    r.update(stats.summarize_mode([0.05, 0.25], [983040, 983040], 188e6,
+                                  0.2))
+    r["tcp"] = {"retrans_segs": 3, "rto_timeouts": 1}
+    r["drops"] = {"switch_total": 7, "daqring": 0, "qdisc": 2, "ports": {},
+                  "qdiscs": {}, "hosts": {}}
+    r["samples_s"] = [0.05, 0.25]
+    r["pmd_cpu_share"] = 0.99
+    return r
+
+
+def results_doc() -> Dict[str, Any]:
+    return {"schema": stats.SCHEMA, "version": "1.0",
+            "started": "2024-01-01T00:00:00+00:00", "duration_s": 3.5,
+            "host": {}, "config": {}, "topology": {}, "notes": [],
+            "ideal": {"efficiency": 0.94, "goodput_bps": 188e6,
+                      "collection_time_s": 0.0418, "event_bytes": 983040},
+            "modes": [mode_result(),
+                      {"mode": "daqring", "label": "daqring",
+                       "status": "error", "error": "no daqring support",
+                       "params": {}}],
+            "sweep": None}
+
+
+def test_results_schema() -> None:
+    doc = results_doc()
+    assert stats.validate_results(doc) == []
+    assert stats.validate_results(json.loads(json.dumps(doc))) == []
+    assert doc["modes"][0]["timeouts"] == 1
+    assert doc["modes"][0]["events"] == 2
+    del doc["modes"][0]["goodput_bps"]
+    assert any("goodput_bps" in e for e in stats.validate_results(doc))
+    doc = results_doc()
+    doc["modes"][0]["timeouts"] = True                # bool is not a count
+    assert stats.validate_results(doc)
+    doc = results_doc()
+    doc["modes"][0]["collection_time_s"]["p99"] = "slow"
+    assert any("p99" in e for e in stats.validate_results(doc))
+    doc = results_doc()
+    doc["schema"] = "other/2"
+    assert stats.validate_results(doc)
+    doc = results_doc()
+    doc["sweep"] = {"param": "ring-size", "mode": "daqring",
+                    "values": [128], "labels": ["daqring ring-size=128"]}
+    assert stats.validate_results(doc) == []
+    assert stats.validate_results([]) != []
+
+
+def test_table() -> None:
+    doc = results_doc()
+    text = stats.format_table(doc["modes"], 188e6)
+    assert "stock" in text and "no daqring support" in text
+    assert "ideal goodput: 188.0 Mbit/s" in text
+
+
+# ---------------------------------------------------------------- topology
+def test_plan() -> None:
+    plan = topology.make_plan(4194303, 40, 2, 2, dcm_frames=512)
+    assert len(plan.ros_hosts) == 20 and len(plan.dcms) == 2
+    names = [h.veth for h in plan.hosts]
+    assert len(set(names)) == len(names)
+    assert all(len(n) <= 15 for n in names)
+    assert plan.switch_ns == "dqi4194303-sw"
+    assert len(plan.ros_ips) == 40 == len(set(plan.ros_ips))
+    assert plan.ros_hosts[0].ips == ["10.77.1.1", "10.77.1.2"]
+    assert plan.dcms[1].ips == ["10.77.0.2"]
+    assert len({h.mac for h in plan.hosts}) == 22
+    ports = [h.ofport for h in plan.hosts]
+    assert len(set(ports)) == len(ports)
+    args = [h.devargs() for h in plan.hosts]
+    assert all("qdisc_bypass=0" in a for a in args)
+    assert "framecnt=512" in plan.dcms[0].devargs()
+    assert "framecnt" not in plan.ros_hosts[0].devargs()
+    assert len({a.split(",")[0] for a in args}) == len(args)
+    assert topology.ros_ip(249) == "10.77.1.250"
+    assert topology.ros_ip(250) == "10.77.2.1"
+
+
+def test_tbf_command() -> None:
+    cmd = topology.tbf_command("ns", "v0", 200_000_000, 16384, 49152, 24)
+    assert cmd[:6] == ["tc", "-n", "ns", "qdisc", "replace", "dev"]
+    assert "stab" in cmd and "overhead" in cmd and "24" in cmd
+    assert cmd[-7:] == ["tbf", "rate", "200000000bit", "burst", "16384",
+                        "limit", "49152"]
+    assert "stab" not in topology.tbf_command("ns", "v0", 10**8, 2000,
+                                              2000, 0)
+
+
+def test_parse_snmp() -> None:
+    text = ("Tcp: RtoAlgorithm RetransSegs InErrs\nTcp: 1 42 0\n"
+            "TcpExt: TCPTimeouts TCPLossProbes\nTcpExt: 7 3\n")
+    assert topology.parse_snmp(text) == {
+        "Tcp.RtoAlgorithm": 1, "Tcp.RetransSegs": 42, "Tcp.InErrs": 0,
+        "TcpExt.TCPTimeouts": 7, "TcpExt.TCPLossProbes": 3}
+
+
+def test_stale_namespaces() -> None:
+    assert stale_namespaces(["dqi%d-sw" % os.getpid(), "other",
+                             "dqi999999999-ros3"]) == ["dqi999999999-ros3"]
+
+
+def test_cleanup_runs_once_in_reverse() -> None:
+    done: List[str] = []
+    c = Cleanup()
+    c.push("a", lambda: done.append("a"))
+    c.push("b", lambda: 1 / 0)          # a failure does not stop the rest
+    c.push("c", lambda: done.append("c"))
+    assert len(c.run()) == 1
+    assert done == ["c", "a"]
+    c.run()
+    assert done == ["c", "a"]
+
+
+# ------------------------------------------------------------------ agents
+def test_agents_on_loopback() -> None:
+    """The ROS/DCM protocol, over 127.0.0.x only."""
+    agents = os.path.join(UTILITIES, "daq_incast_lib", "agents.py")
+    port = 20000 + os.getpid() % 20000
+    ros = subprocess.Popen([sys.executable, agents, "ros",
+                            "127.0.0.1,127.0.0.2", str(port), "4096"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True)
+    try:
+        assert ros.stdout is not None
+        assert ros.stdout.readline().strip() == "READY"
+        spec = {"ip": "127.0.0.1",
+                "ros": ["127.0.0.1", "127.0.0.2", "127.0.0.1"],
+                "port": port, "credits": 2, "seed": 1,
+                "fragment_size": 3000, "fragment_dist": "uniform",
+                "events": 4, "event_gap_ms": 0, "event_deadline_s": 10}
+        p = subprocess.run([sys.executable, agents, "dcm", json.dumps(spec)],
+                           input="GO\n", capture_output=True, text=True,
+                           timeout=60)
+        lines = p.stdout.splitlines()
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert lines[0] == "READY"
+        assert sum(1 for line in lines if line.startswith("EV ")) == 4
+        done = json.loads(lines[-1][5:])
+        assert len(done["times_ns"]) == 4
+        assert all(1500 * 3 <= b <= 4500 * 3 for b in done["bytes"])
+    finally:
+        assert ros.stdin is not None
+        ros.stdin.close()
+        ros.wait(10)
+
+
+# ------------------------------------------------------------- end to end
+def _e2e_skip_reason() -> Optional[str]:
+    if os.geteuid() != 0:
+        return "needs root"
+    h = config.probe_host()
+    if h.hugepages_free_mb < 1024:
+        return "needs 1024 MB of free hugepages"
+    if len(h.cpus) < 2:
+        return "needs 2 CPUs"
+    default = config.resolve_binaries(None, None).vswitchd
+    if not (os.access(default, os.X_OK) or os.access(STOCK, os.X_OK)):
+        return "needs an ovs-vswitchd with DPDK"
+    for tool in ("ip", "tc", "ethtool"):
+        if shutil.which(tool) is None:
+            return "needs " + tool
+    return None
+
+
+@pytest.mark.skipif(_e2e_skip_reason() is not None,
+                    reason=str(_e2e_skip_reason()))
+def test_end_to_end_stock(tmp_path: Any) -> None:
+    """3 ROS x 8 KiB into one DCM, stock mode, 3 events."""
+    default = config.resolve_binaries(None, None).vswitchd
+    switch = [] if os.access(default, os.X_OK) else ["--vswitchd", STOCK]
+    out = tmp_path / "r.json"
+    p = subprocess.Popen(
+        [sys.executable, SCRIPT, *switch, "--ros", "3", "--events", "3",
+         "--fragment-size", "8KiB", "--modes", "stock", "--timeout", "240",
+         "--json", str(out), "--socket-mem", "1024", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = p.communicate(timeout=300)
+    assert p.returncode == 0, stdout + stderr
+    doc = json.loads(out.read_text())
+    assert stats.validate_results(doc) == []
+    (mode,) = doc["modes"]
+    assert mode["status"] == "ok" and mode["events"] == 3
+    assert mode["goodput_bps"] > 0
+    assert mode["drops"]["ports"]                 # DCM port counters seen
+    tag = "dqi%d-" % p.pid
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                          text=True).stdout
+    assert tag not in left
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True,
+                        text=True).stdout
+    assert "daq-incast.dqi%d." % p.pid not in ps

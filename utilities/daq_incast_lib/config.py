@@ -1,0 +1,715 @@
+"""Command line, units and validation for daq-incast.
+
+Everything here is pure: validate() looks at the parsed arguments and at
+a HostInfo snapshot (which probe_host() fills in from the machine) and
+either returns a Config or raises ConfigError.  Nothing is created before
+validation has passed.
+"""
+
+import argparse
+import math
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+# Debian's DPDK 22.11 is built with RTE_MAX_ETHPORTS=32: one ovs-vswitchd
+# can open at most 32 ethdev ports (each host namespace needs one).
+MAX_ETHDEV_PORTS = 32
+# At most this many ROS share one namespace (and one Python agent) when
+# hosts are aggregated; beyond it the agent, not the switch, is measured.
+MAX_ROS_PER_HOST = 8
+MAX_DCMS = 8
+# What two cores can drive through af_packet ports (2.9 Gbit/s of TCP was
+# measured for plain forwarding): more would measure the CPU.
+MAX_TOTAL_RATE_BPS = 5_000_000_000
+MIN_RATE_BPS = 1_000_000
+MAX_FRAGMENT = 16 * 1024 * 1024
+MAX_EVENTS = 100_000
+MIN_LINK_BUFFER = 1600          # a full frame must fit in tbf burst/limit
+DAQRING_FRAME = 1518            # frame size in the daqring rate formula
+MODES = ("stock", "credits", "daqring")
+SWEEP_PARAMS = {
+    # parameter -> (mode it applies to, minimum value)
+    "ring-size": ("daqring", 1),
+    "max-burst": ("daqring", 1),
+    "poll-interval": ("daqring", 0),
+    "credits": ("credits", 1),
+}
+DEFAULT_OVS_BUILD = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "ovs")
+
+
+class ConfigError(Exception):
+    """A bad parameter or an unusable machine; exit status 2."""
+
+
+# ---------------------------------------------------------------- units
+_RATE_UNITS = {
+    "": 1, "bit": 1, "k": 10**3, "kbit": 10**3, "m": 10**6, "mbit": 10**6,
+    "g": 10**9, "gbit": 10**9, "tbit": 10**12,
+    "kibit": 2**10, "mibit": 2**20, "gibit": 2**30,
+    "bps": 8, "kbps": 8 * 10**3, "mbps": 8 * 10**6, "gbps": 8 * 10**9,
+}
+_SIZE_UNITS = {
+    "": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10,
+    "m": 2**20, "mb": 2**20, "mib": 2**20, "g": 2**30, "gb": 2**30,
+    "gib": 2**30,
+}
+_NUM_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*$")
+
+
+def parse_rate(text: str) -> int:
+    """Parse a rate with tc(8) units ("200mbit", "1gbit", "25mbps" is
+    bytes/s, a bare number is bit/s) into bit/s."""
+    m = _NUM_RE.match(text)
+    unit = m.group(2).lower() if m else None
+    if m is None or unit not in _RATE_UNITS:
+        raise ConfigError("bad rate %r (use e.g. 200mbit, 1gbit)" % text)
+    return int(round(float(m.group(1)) * _RATE_UNITS[unit]))
+
+
+def parse_size(text: str) -> int:
+    """Parse a size in bytes ("32KiB", "16kb", "1m", "1500")."""
+    m = _NUM_RE.match(text)
+    unit = m.group(2).lower() if m else None
+    if m is None or unit not in _SIZE_UNITS:
+        raise ConfigError("bad size %r (use e.g. 32KiB, 16kb, 1500)" % text)
+    return int(round(float(m.group(1)) * _SIZE_UNITS[unit]))
+
+
+def format_rate(bps: float) -> str:
+    for unit, scale in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bps >= scale:
+            return "%.4g %s" % (bps / scale, unit)
+    return "%.4g bit/s" % bps
+
+
+def parse_sweep(text: str) -> Tuple[str, List[int]]:
+    """"ring-size=128,512" -> ("ring-size", [128, 512])."""
+    name, sep, values = text.partition("=")
+    name = name.strip()
+    if not sep or name not in SWEEP_PARAMS:
+        raise ConfigError("bad --sweep %r: expected PARAM=V1,V2,... with "
+                          "PARAM one of %s"
+                          % (text, ", ".join(sorted(SWEEP_PARAMS))))
+    out = []
+    for v in values.split(","):
+        try:
+            n = int(v.strip(), 0)
+        except ValueError:
+            raise ConfigError("bad --sweep value %r for %s" % (v, name))
+        if n < SWEEP_PARAMS[name][1]:
+            raise ConfigError("--sweep %s values must be >= %d, not %d"
+                              % (name, SWEEP_PARAMS[name][1], n))
+        out.append(n)
+    if not out or len(set(out)) != len(out):
+        raise ConfigError("--sweep %s needs distinct values" % name)
+    return name, out
+
+
+def parse_cpu_mask(text: str) -> List[int]:
+    try:
+        mask = int(text, 16)
+    except ValueError:
+        raise ConfigError("bad --pmd-cpu-mask %r (hex, e.g. 0x2)" % text)
+    cpus = [i for i in range(mask.bit_length()) if mask >> i & 1]
+    if not cpus:
+        raise ConfigError("--pmd-cpu-mask selects no CPU")
+    return cpus
+
+
+# ---------------------------------------------------------------- host
+@dataclass
+class HostInfo:
+    """What validate() needs to know about the machine."""
+    is_root: bool
+    cpus: List[int]
+    hugepages_free_mb: int
+    hugetlbfs_mounted: bool
+    other_vswitchd: List[str] = field(default_factory=list)
+    wmem_default: int = 212992
+
+
+def probe_host() -> HostInfo:
+    free = size_kb = 0
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key == "HugePages_Free":
+                    free = int(rest.split()[0])
+                elif key == "Hugepagesize":
+                    size_kb = int(rest.split()[0])
+    except OSError:
+        pass
+    mounted = False
+    try:
+        with open("/proc/mounts") as f:
+            mounted = any(line.split()[2] == "hugetlbfs" for line in f
+                          if len(line.split()) > 2)
+    except OSError:
+        pass
+    others = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/comm" % pid) as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if comm.startswith("ovs-vswitchd"):
+            others.append("%s (%s)" % (pid, comm))
+    try:
+        with open("/proc/sys/net/core/wmem_default") as f:
+            wmem = int(f.read())
+    except (OSError, ValueError):
+        wmem = 212992
+    return HostInfo(is_root=os.geteuid() == 0, wmem_default=wmem,
+                    cpus=sorted(os.sched_getaffinity(0)),
+                    hugepages_free_mb=free * size_kb // 1024,
+                    hugetlbfs_mounted=mounted, other_vswitchd=others)
+
+
+# ---------------------------------------------------------------- binaries
+@dataclass
+class Binaries:
+    vswitchd: str
+    ovsdb_server: str
+    ovsdb_tool: str
+    vsctl: str
+    ofctl: str
+    appctl: str
+    schema: str
+    origin: str
+
+
+def _system_tool(name: str) -> str:
+    for d in ("/usr/bin", "/usr/sbin"):
+        p = os.path.join(d, name)
+        if os.access(p, os.X_OK):
+            return p
+    return shutil.which(name) or os.path.join("/usr/bin", name)
+
+
+def resolve_binaries(ovs_build: Optional[str],
+                     vswitchd: Optional[str]) -> Binaries:
+    """--ovs-build DIR uses a built OVS tree; --vswitchd PATH uses that
+    binary with the system's tools and schema (unless --ovs-build is also
+    given)."""
+    if vswitchd is not None and ovs_build is None:
+        return Binaries(
+            vswitchd=vswitchd, ovsdb_server=_system_tool("ovsdb-server"),
+            ovsdb_tool=_system_tool("ovsdb-tool"),
+            vsctl=_system_tool("ovs-vsctl"), ofctl=_system_tool("ovs-ofctl"),
+            appctl=_system_tool("ovs-appctl"),
+            schema="/usr/share/openvswitch/vswitch.ovsschema",
+            origin="system tools, vswitchd %s" % vswitchd)
+    d = ovs_build or DEFAULT_OVS_BUILD
+    return Binaries(
+        vswitchd=vswitchd or os.path.join(d, "vswitchd", "ovs-vswitchd"),
+        ovsdb_server=os.path.join(d, "ovsdb", "ovsdb-server"),
+        ovsdb_tool=os.path.join(d, "ovsdb", "ovsdb-tool"),
+        vsctl=os.path.join(d, "utilities", "ovs-vsctl"),
+        ofctl=os.path.join(d, "utilities", "ovs-ofctl"),
+        appctl=os.path.join(d, "utilities", "ovs-appctl"),
+        schema=os.path.join(d, "vswitchd", "vswitch.ovsschema"),
+        origin="OVS build %s" % d)
+
+
+# ---------------------------------------------------------------- config
+@dataclass
+class Config:
+    ros: int
+    dcms: int
+    ros_per_host: int
+    fragment_size: int
+    fragment_dist: str
+    events: int
+    event_gap_ms: float
+    credits: int
+    credits_auto: bool
+    seed: int
+    link_rate_bps: int
+    link_burst: int
+    link_limit: int
+    link_overhead: int
+    port_frames: int
+    mtu: int
+    modes: List[str]
+    ring_size: int
+    max_burst: int
+    poll_interval_us: int
+    ring_rate_fraction: float
+    sweep_param: Optional[str]
+    sweep_values: List[int]
+    binaries: Binaries
+    socket_mem_mb: int
+    use_hugepages: bool
+    pmd_cpus: List[int]
+    agent_cpus: List[int]
+    timeout_s: float
+    event_deadline_s: float
+    rto_threshold_s: float
+    json_path: Optional[str]
+    plot_dir: Optional[str]
+    log_dir: Optional[str]
+    progress: bool
+    dry_run: bool
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def ros_hosts(self) -> int:
+        return -(-self.ros // self.ros_per_host)
+
+    @property
+    def ethdev_ports(self) -> int:
+        return self.ros_hosts + self.dcms
+
+    @property
+    def mss(self) -> int:
+        return self.mtu - 20 - 20 - 12      # IPv4, TCP, timestamps
+
+    @property
+    def daqring_rate_bps(self) -> float:
+        if self.poll_interval_us == 0:
+            return float("inf")
+        return self.max_burst * DAQRING_FRAME * 8 / (
+            self.poll_interval_us * 1e-6)
+
+    def as_dict(self) -> Dict[str, object]:
+        d = dict(self.__dict__)
+        d["binaries"] = dict(self.binaries.__dict__)
+        d["ros_hosts"] = self.ros_hosts
+        d["ethdev_ports"] = self.ethdev_ports
+        d["mss"] = self.mss
+        d["daqring_rate_bps"] = self.daqring_rate_bps
+        return d
+
+
+def frames_per_fragment(fragment_size: int, mss: int) -> int:
+    return max(1, -(-fragment_size // mss))
+
+
+def auto_ring_size(ros: int, fragment_size: int, mss: int) -> int:
+    """One event's worth of packets per DCM, rounded up to a power of 2."""
+    need = ros * frames_per_fragment(fragment_size, mss)
+    return max(64, 1 << (need - 1).bit_length())
+
+
+def auto_credits(fragment_size: int, mss: int, port_frames: int, mtu: int,
+                 link_overhead: int) -> int:
+    """Outstanding fragments whose frames fit the DCM port's buffer, at
+    least 1: the ATLAS rule that the credit window should match the ToR
+    port's output buffer."""
+    frames = frames_per_fragment(fragment_size, mss)
+    return max(1, port_frames // frames)
+
+
+def max_port_frames(wmem_default: int) -> int:
+    """Frames an af_packet TX ring may hold so that a full ring makes the
+    DPDK PMD drop rather than block: in-flight frames (about 2.5 KB of
+    socket memory each) must stay under half the send buffer."""
+    n = wmem_default // 2 // 2560
+    return max(2, n - n % 2)
+
+
+def auto_shaping(link_rate_bps: int, link_overhead: int, mtu: int,
+                 fraction: float, max_bytes: int,
+                 min_interval_us: int = 250) -> Tuple[int, int]:
+    """Choose (max-burst, poll-interval us) so that the daqring releases
+    full-size frames just under the access link's frame rate.
+
+    The link carries a full frame in (mtu + 14 + overhead) * 8 bits; the
+    daqring releases max-burst frames per poll-interval, so the target is
+    max-burst / poll-interval <= fraction * link frame rate.  Takes the
+    smallest burst whose interval is at least min_interval_us (a schedule
+    one PMD keeps easily) and whose rate is within 2% of the target;
+    bursts never exceed max_bytes (the link's shallow buffer)."""
+    frame_bits = (mtu + 14 + link_overhead) * 8
+    target = fraction * link_rate_bps / frame_bits       # frames per s
+    best: Optional[Tuple[float, int, int]] = None
+    for burst in range(1, 33):
+        if burst > 1 and burst * (mtu + 14) > max_bytes:
+            break
+        us = max(1, math.ceil(burst / target * 1e6))
+        rate = burst / (us * 1e-6)
+        if us >= min_interval_us and rate >= 0.98 * target:
+            return burst, us
+        if best is None or rate > best[0]:
+            best = (rate, burst, us)
+    assert best is not None
+    return best[1], best[2]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="daq-incast",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="daq-incast [OPTIONS]",
+        description=DESCRIPTION, epilog=EPILOG, add_help=False)
+    g = p.add_argument_group("Topology Options")
+    g.add_argument("--ros", type=int, default=30, metavar="R",
+                   help="number of Readout Systems (default: %(default)s)")
+    g.add_argument("--dcms", type=int, default=1, metavar="D",
+                   help="number of Data-Collection Managers, each behind "
+                   "its own access link (default: %(default)s)")
+    g.add_argument("--ros-per-host", type=int, default=0, metavar="K",
+                   help="ROS per namespace (default: 1, or the smallest K "
+                   "that fits %d ethdev ports)" % MAX_ETHDEV_PORTS)
+    g = p.add_argument_group("Traffic Options")
+    g.add_argument("--fragment-size", default="32KiB", metavar="SIZE",
+                   help="bytes each ROS sends per event (default: "
+                   "%(default)s)")
+    g.add_argument("--fragment-dist", default="fixed",
+                   choices=("fixed", "uniform", "exponential"),
+                   help="fragment sizes: fixed, uniform in [S/2, 3S/2], "
+                   "or exponential with mean S clipped to [64, 4S]")
+    g.add_argument("--events", type=int, default=50, metavar="N",
+                   help="events collected per DCM and mode (default: "
+                   "%(default)s)")
+    g.add_argument("--event-gap", type=float, default=0.0, metavar="MS",
+                   help="pause between events of a DCM (default: 0)")
+    g.add_argument("--credits", type=int, default=0, metavar="N",
+                   help="credits mode: outstanding fragment requests per "
+                   "DCM (default: the fragments that fit the port buffer, "
+                   ">= 1)")
+    g.add_argument("--seed", type=int, default=1, metavar="N",
+                   help="seed for fragment sizes (default: %(default)s)")
+    g = p.add_argument_group("Access-Link Options")
+    g.add_argument("--link-rate", default="200mbit", metavar="RATE",
+                   help="DCM access-link rate, tc units (default: "
+                   "%(default)s)")
+    g.add_argument("--link-burst", default="16kb", metavar="SIZE",
+                   help="tbf burst (default: %(default)s)")
+    g.add_argument("--link-limit", default="auto", metavar="SIZE",
+                   help="tbf queue limit (default: room for the port's "
+                   "frames, so that tbf never refuses one: af_packet would "
+                   "strand a refused frame until the port's next packet)")
+    g.add_argument("--port-frames", type=int, default=32, metavar="N",
+                   help="the DCM port's buffer: frames in the af_packet TX "
+                   "ring of its switch port; when it is full OVS drops and "
+                   "counts ovs_tx_failure_drops (default: %(default)s, "
+                   "about 48 KB; at most what the socket's send buffer "
+                   "keeps in flight, about 40)")
+    g.add_argument("--link-overhead", type=int, default=24, metavar="BYTES",
+                   help="bytes charged per frame beyond the Ethernet "
+                   "header: FCS 4 + preamble 8 + gap 12 (default: "
+                   "%(default)s; 0 = count frames as the kernel sees them)")
+    g = p.add_argument_group("Mode Options")
+    g.add_argument("--modes", default="stock,credits,daqring",
+                   metavar="LIST", help="comma-separated, run in this "
+                   "order: stock, credits, daqring (default: %(default)s)")
+    g.add_argument("--ring-size", type=int, default=0, metavar="N",
+                   help="daqring capacity in packets (default: one event "
+                   "of packets per DCM, rounded up to a power of 2)")
+    g.add_argument("--max-burst", type=int, default=0, metavar="B",
+                   help="daqring max-burst, 1..32 (default: chosen with "
+                   "--poll-interval to just under the link rate)")
+    g.add_argument("--poll-interval", type=int, default=-1, metavar="US",
+                   help="daqring poll-interval in microseconds, 0 = "
+                   "unshaped (default: chosen with --max-burst)")
+    g.add_argument("--ring-rate-fraction", type=float, default=0.95,
+                   metavar="F", help="automatic daqring shaping targets F "
+                   "x the link's frame rate (default: %(default)s)")
+    g.add_argument("--sweep", metavar="PARAM=V1,V2,...",
+                   help="run the mode PARAM belongs to once per value and "
+                   "plot goodput and p99 against it; PARAM is ring-size, "
+                   "max-burst, poll-interval (daqring) or credits")
+    g = p.add_argument_group("Switch Options")
+    g.add_argument("--ovs-build", metavar="DIR",
+                   help="OVS build tree to use (default: %s)"
+                   % DEFAULT_OVS_BUILD)
+    g.add_argument("--vswitchd", metavar="PATH",
+                   help="use this ovs-vswitchd, with the system's "
+                   "ovsdb-server, ovs-vsctl, ovs-ofctl, ovs-appctl and "
+                   "schema, e.g. /usr/lib/openvswitch-switch-dpdk/"
+                   "ovs-vswitchd-dpdk")
+    g.add_argument("--socket-mem", type=int, default=1024, metavar="MB",
+                   help="DPDK memory (default: %(default)s)")
+    g.add_argument("--hugepages", default="auto",
+                   choices=("auto", "require", "off"),
+                   help="auto: hugepages if enough are free, else "
+                   "--no-huge; require: fail without them; off: --no-huge")
+    g.add_argument("--pmd-cpu-mask", default="0x2", metavar="MASK",
+                   help="PMD cores (default: %(default)s); agents run on "
+                   "the other cores")
+    g = p.add_argument_group("Output Options")
+    g.add_argument("--json", metavar="PATH", help="write results as JSON")
+    g.add_argument("--plot-dir", metavar="DIR",
+                   help="write PNG plots (latency CDF, sweep) here")
+    g.add_argument("--log-dir", metavar="DIR",
+                   help="keep the switch and agent logs here")
+    g.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress line on stderr")
+    g = p.add_argument_group("Other Options")
+    g.add_argument("--timeout", type=float, default=900, metavar="SECS",
+                   help="bound on the whole run (default: %(default)s)")
+    g.add_argument("--event-deadline", type=float, default=30,
+                   metavar="SECS", help="give up a mode when one event "
+                   "takes longer (default: %(default)s)")
+    g.add_argument("--rto-threshold", type=float, default=200,
+                   metavar="MS", help="collection times at or above this "
+                   "count as TCP timeouts (default: %(default)s)")
+    g.add_argument("--dry-run", action="store_true",
+                   help="validate, print the plan, create nothing")
+    g.add_argument("--cleanup-stale", action="store_true",
+                   help="remove namespaces left by killed runs and exit")
+    g.add_argument("-h", "--help", action="help",
+                   help="show this help and exit")
+    g.add_argument("-V", "--version", action="store_true",
+                   help="print the version and exit")
+    return p
+
+
+DESCRIPTION = """\
+NAME
+  daq-incast - ATLAS-style incast emulator and benchmark for ovs-daqring
+
+DESCRIPTION
+  Builds R Readout System (ROS) and D Data-Collection Manager (DCM) hosts
+  as network namespaces, attaches them through veth pairs and net_af_packet
+  DPDK ports to a private userspace-datapath bridge of a private
+  ovs-vswitchd, and emulates each DCM's access link with a tbf qdisc
+  (finite rate, shallow buffer).  Every DCM keeps one TCP connection per
+  ROS and, per event, requests a fragment from every ROS at once (or at
+  most --credits at a time); each ROS answers at once.  The collection
+  time runs from the first request to the last byte.
+
+  Modes, run one after the other on the same topology and traffic:
+    stock    plain forwarding (NORMAL)
+    credits  stock switch, DCM limits outstanding requests (ATLAS shaping)
+    daqring  one daqring port per DCM queues and paces the DCM's traffic
+
+  Reports per mode goodput and its ratio to the ideal, collection time
+  mean/p50/p99/max, events at or above the TCP timeout, TCP
+  retransmissions and drops at every point (switch ports, daqrings,
+  qdiscs).  Needs root, ip, tc, ethtool and an ovs-vswitchd with DPDK.
+"""
+
+EPILOG = """\
+EXIT STATUS
+  0 success (a mode the switch cannot run is reported, not fatal),
+  1 a run-time failure, 2 bad parameters or an unusable machine (nothing
+  was created), 130/143 interrupted (everything was cleaned up).
+
+EXAMPLES
+  daq-incast --vswitchd /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk \\
+      --modes stock,credits --json out.json --plot-dir plots
+  daq-incast --modes stock,daqring --sweep ring-size=128,512,1024,4096
+
+SEE ALSO
+  Documentation/topics/daq-incast.rst, ovs-vswitchd(8), tc-tbf(8)
+"""
+
+
+def validate(ns: argparse.Namespace, host: HostInfo,
+             check_env: bool = True) -> Config:
+    """Turn parsed arguments into a Config; raise ConfigError on any bad
+    parameter.  With check_env=False (--dry-run) the machine checks (root,
+    hugepages, binaries) are skipped."""
+    def positive(name: str, value: float) -> None:
+        if value <= 0:
+            raise ConfigError("%s must be positive, not %s" % (name, value))
+
+    positive("--ros", ns.ros)
+    positive("--dcms", ns.dcms)
+    positive("--events", ns.events)
+    if ns.events > MAX_EVENTS:
+        raise ConfigError("--events %d is more than %d"
+                          % (ns.events, MAX_EVENTS))
+    if ns.dcms > MAX_DCMS:
+        raise ConfigError("--dcms %d: at most %d DCMs (each needs its own "
+                          "namespace, access link and port)"
+                          % (ns.dcms, MAX_DCMS))
+    fragment = parse_size(ns.fragment_size)
+    positive("--fragment-size", fragment)
+    if fragment > MAX_FRAGMENT:
+        raise ConfigError("--fragment-size %d is more than %d bytes"
+                          % (fragment, MAX_FRAGMENT))
+    if ns.event_gap < 0:
+        raise ConfigError("--event-gap must not be negative")
+    if ns.credits < 0:
+        raise ConfigError("--credits must be positive")
+    rate = parse_rate(ns.link_rate)
+    if rate < MIN_RATE_BPS:
+        raise ConfigError("--link-rate %s is below %s" % (
+            ns.link_rate, format_rate(MIN_RATE_BPS)))
+    if rate * ns.dcms > MAX_TOTAL_RATE_BPS:
+        raise ConfigError(
+            "--link-rate %s x %d DCMs is more than the %s two cores can "
+            "drive through af_packet ports; the run would measure the CPU"
+            % (ns.link_rate, ns.dcms, format_rate(MAX_TOTAL_RATE_BPS)))
+    if not 0 <= ns.link_overhead <= 64:
+        raise ConfigError("--link-overhead must be 0..64")
+    max_frames = max_port_frames(host.wmem_default)
+    if not 2 <= ns.port_frames <= max_frames or ns.port_frames % 2:
+        raise ConfigError(
+            "--port-frames must be an even number in 2..%d, not %d (beyond "
+            "half the af_packet socket's send buffer, net.core.wmem_default"
+            " = %d, a full TX ring blocks the PMD instead of dropping)"
+            % (max_frames, ns.port_frames, host.wmem_default))
+    notes = []
+    burst = parse_size(ns.link_burst)
+    ring_bytes = ns.port_frames * (1514 + ns.link_overhead)
+    if ns.link_limit == "auto":
+        limit = ring_bytes + 2 * (1514 + ns.link_overhead)
+    else:
+        limit = parse_size(ns.link_limit)
+        if limit < ring_bytes:
+            notes.append("--link-limit %d is less than the port's %d "
+                         "frames: tbf will refuse frames, which af_packet "
+                         "retries only when the port sends again (delays "
+                         "without loss)" % (limit, ns.port_frames))
+    for name, v in (("--link-burst", burst), ("--link-limit", limit)):
+        if v < MIN_LINK_BUFFER:
+            raise ConfigError("%s %d: must hold a full frame (>= %d bytes)"
+                              % (name, v, MIN_LINK_BUFFER))
+
+    # Hosts: one ethdev port per namespace.
+    dcm_ports = ns.dcms
+    if ns.ros_per_host < 0:
+        raise ConfigError("--ros-per-host must be positive")
+    k = ns.ros_per_host or 1
+    if not ns.ros_per_host and ns.ros + dcm_ports > MAX_ETHDEV_PORTS:
+        k = -(-ns.ros // (MAX_ETHDEV_PORTS - dcm_ports))
+    if k > MAX_ROS_PER_HOST:
+        raise ConfigError(
+            "--ros %d with %d DCMs needs %d ROS per namespace: at most %d "
+            "(and %d DPDK ethdev ports), i.e. at most %d ROS"
+            % (ns.ros, ns.dcms, k, MAX_ROS_PER_HOST, MAX_ETHDEV_PORTS,
+               MAX_ROS_PER_HOST * (MAX_ETHDEV_PORTS - dcm_ports)))
+    ports = -(-ns.ros // k) + dcm_ports
+    if ports > MAX_ETHDEV_PORTS:
+        raise ConfigError(
+            "%d ROS at %d per namespace plus %d DCMs need %d ethdev ports; "
+            "this DPDK allows %d" % (ns.ros, k, ns.dcms, ports,
+                                     MAX_ETHDEV_PORTS))
+    if k > 1:
+        notes.append("hosts aggregated: %d ROS per namespace (%d ethdev "
+                     "ports for %d ROS + %d DCMs)"
+                     % (k, ports, ns.ros, ns.dcms))
+
+    modes = [m.strip() for m in ns.modes.split(",") if m.strip()]
+    for m in modes:
+        if m not in MODES:
+            raise ConfigError("unknown mode %r (modes: %s)"
+                              % (m, ", ".join(MODES)))
+    if not modes or len(set(modes)) != len(modes):
+        raise ConfigError("--modes needs distinct modes")
+    sweep_param: Optional[str] = None
+    sweep_values: List[int] = []
+    if ns.sweep:
+        sweep_param, sweep_values = parse_sweep(ns.sweep)
+        mode = SWEEP_PARAMS[sweep_param][0]
+        if mode not in modes:
+            modes.append(mode)
+
+    mtu = 1500
+    mss = mtu - 52
+    credits_auto = ns.credits == 0
+    credits = ns.credits or auto_credits(fragment, mss, ns.port_frames,
+                                         mtu, ns.link_overhead)
+    if ns.ring_size < 0:
+        raise ConfigError("--ring-size must be positive")
+    ring = ns.ring_size or auto_ring_size(ns.ros, fragment, mss)
+    if not 0 < ns.ring_rate_fraction <= 1:
+        raise ConfigError("--ring-rate-fraction must be in (0, 1]")
+    if ns.max_burst and not 1 <= ns.max_burst <= 32:
+        raise ConfigError("--max-burst must be 1..32, not %d" % ns.max_burst)
+    if ns.poll_interval < -1:
+        raise ConfigError("--poll-interval must not be negative")
+    frame_bits = (mtu + 14 + ns.link_overhead) * 8
+    if ns.max_burst and ns.poll_interval >= 0:
+        max_burst, poll = ns.max_burst, ns.poll_interval
+    elif ns.max_burst:
+        max_burst = ns.max_burst
+        poll = math.ceil(max_burst * frame_bits
+                         / (ns.ring_rate_fraction * rate) * 1e6)
+    elif ns.poll_interval >= 0:
+        poll = ns.poll_interval
+        max_burst = max(1, min(32, int(ns.ring_rate_fraction * rate
+                                       * poll * 1e-6 / frame_bits)))
+    else:
+        max_burst, poll = auto_shaping(rate, ns.link_overhead, mtu,
+                                       ns.ring_rate_fraction,
+                                       ns.port_frames // 2 * (mtu + 14))
+    for name, v in (("--timeout", ns.timeout),
+                    ("--event-deadline", ns.event_deadline),
+                    ("--rto-threshold", ns.rto_threshold),
+                    ("--socket-mem", ns.socket_mem)):
+        positive(name, v)
+
+    pmd_cpus = parse_cpu_mask(ns.pmd_cpu_mask)
+    bad = [c for c in pmd_cpus if c not in host.cpus]
+    if bad:
+        raise ConfigError("--pmd-cpu-mask %s names CPUs %s that this "
+                          "process cannot use (it has %s)"
+                          % (ns.pmd_cpu_mask, bad, host.cpus))
+    agent_cpus = [c for c in host.cpus if c not in pmd_cpus]
+    if not agent_cpus:
+        raise ConfigError("the PMD would take every CPU (%s); need at least "
+                          "one more for the hosts" % host.cpus)
+
+    binaries = resolve_binaries(ns.ovs_build, ns.vswitchd)
+    use_huge = ns.hugepages != "off"
+    if check_env:
+        if not host.is_root:
+            raise ConfigError("must run as root (namespaces, veths, qdiscs, "
+                              "DPDK)")
+        for path in (binaries.vswitchd, binaries.ovsdb_server,
+                     binaries.ovsdb_tool, binaries.vsctl, binaries.ofctl,
+                     binaries.appctl):
+            if not os.access(path, os.X_OK):
+                hint = ""
+                if ns.vswitchd is None and ns.ovs_build is None:
+                    hint = (" (the repository's build is missing: build it, "
+                            "or use --vswitchd /usr/lib/openvswitch-switch-"
+                            "dpdk/ovs-vswitchd-dpdk)")
+                raise ConfigError("%s: not an executable%s" % (path, hint))
+        if not os.path.isfile(binaries.schema):
+            raise ConfigError("%s: schema not found" % binaries.schema)
+        for tool in ("ip", "tc", "ethtool"):
+            if shutil.which(tool) is None and not os.access(
+                    "/usr/sbin/" + tool, os.X_OK):
+                raise ConfigError("%s not found (install iproute2, ethtool)"
+                                  % tool)
+        if use_huge and host.hugepages_free_mb < ns.socket_mem:
+            if ns.hugepages == "require":
+                raise ConfigError(
+                    "hugepages unavailable: %d MB free, --socket-mem %d "
+                    "needs more (echo 1024 > /proc/sys/vm/nr_hugepages, or "
+                    "--hugepages auto to fall back to --no-huge)"
+                    % (host.hugepages_free_mb, ns.socket_mem))
+            use_huge = False
+            notes.append("only %d MB of hugepages free: DPDK runs with "
+                         "--no-huge -m %d (slower)"
+                         % (host.hugepages_free_mb, ns.socket_mem))
+    if host.other_vswitchd:
+        notes.append("another ovs-vswitchd is running (%s): it may share "
+                     "the PMD core and skew the results"
+                     % ", ".join(host.other_vswitchd))
+
+    return Config(
+        ros=ns.ros, dcms=ns.dcms, ros_per_host=k, fragment_size=fragment,
+        fragment_dist=ns.fragment_dist, events=ns.events,
+        event_gap_ms=ns.event_gap, credits=credits,
+        credits_auto=credits_auto, seed=ns.seed, link_rate_bps=rate,
+        link_burst=burst, link_limit=limit, link_overhead=ns.link_overhead,
+        port_frames=ns.port_frames,
+        mtu=mtu, modes=modes, ring_size=ring, max_burst=max_burst,
+        poll_interval_us=poll, ring_rate_fraction=ns.ring_rate_fraction,
+        sweep_param=sweep_param, sweep_values=sweep_values,
+        binaries=binaries, socket_mem_mb=ns.socket_mem,
+        use_hugepages=use_huge, pmd_cpus=pmd_cpus, agent_cpus=agent_cpus,
+        timeout_s=ns.timeout, event_deadline_s=ns.event_deadline,
+        rto_threshold_s=ns.rto_threshold / 1000.0, json_path=ns.json,
+        plot_dir=ns.plot_dir, log_dir=ns.log_dir, progress=not ns.quiet,
+        dry_run=ns.dry_run, notes=notes)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    return build_parser().parse_args(list(argv))

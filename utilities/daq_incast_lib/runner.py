@@ -1,0 +1,594 @@
+"""Runs the modes on one topology and writes the report."""
+
+import atexit
+import datetime
+import json
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import VERSION
+from .config import (SWEEP_PARAMS, Config, ConfigError, build_parser,
+                     format_rate, probe_host, validate)
+from .stats import (SCHEMA, counter_delta, format_table,
+                    ideal_collection_time, ideal_goodput, payload_efficiency,
+                    summarize_mode, validate_results)
+from .switch import (STATS_INTERVAL, ModeUnavailable, Switch,
+                     program_daqrings, remove_daqrings)
+from .sysutil import (Cleanup, Interrupted, RunError, die_with_parent,
+                      install_signal_handlers, pid_alive, run,
+                      stale_namespaces,
+                      stop_process)
+from .topology import ROS_PORT, Plan, Topology, make_plan
+
+AGENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      "agents.py")
+Snapshot = Dict[str, Dict[str, Dict[str, int]]]
+
+
+class ModeFailed(Exception):
+    """A mode started but could not finish (an agent failed)."""
+
+
+class Progress:
+    """One line on stderr, rewritten with a carriage return."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.width = 0
+
+    def show(self, text: str) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + text.ljust(self.width))
+            sys.stderr.flush()
+            self.width = len(text)
+
+    def done(self, text: str) -> None:
+        if self.enabled:
+            self.show(text)
+            sys.stderr.write("\n")
+            self.width = 0
+        else:
+            sys.stderr.write(text + "\n")
+
+
+def mode_runs(cfg: Config) -> List[Tuple[str, Dict[str, Any], str]]:
+    """(mode, parameters, label) of every run, in order."""
+    def params(mode: str, **over: int) -> Dict[str, Any]:
+        if mode == "credits":
+            return {"credits": over.get("credits", cfg.credits)}
+        if mode == "daqring":
+            p: Dict[str, Any] = {
+                "ring_size": over.get("ring-size", cfg.ring_size),
+                "max_burst": over.get("max-burst", cfg.max_burst),
+                "poll_interval_us": over.get("poll-interval",
+                                             cfg.poll_interval_us)}
+            p["rate_bps"] = (p["max_burst"] * 1518 * 8
+                             / (p["poll_interval_us"] * 1e-6)
+                             if p["poll_interval_us"] else 0)
+            return p
+        return {}
+
+    runs = []
+    swept = SWEEP_PARAMS[cfg.sweep_param][0] if cfg.sweep_param else None
+    for mode in cfg.modes:
+        if mode != swept:
+            runs.append((mode, params(mode), mode))
+            continue
+        assert cfg.sweep_param is not None
+        for v in cfg.sweep_values:
+            runs.append((mode, params(mode, **{cfg.sweep_param: v}),
+                         "%s %s=%d" % (mode, cfg.sweep_param, v)))
+    return runs
+
+
+class Runner:
+    def __init__(self, cfg: Config, plan: Plan, cleanup: Cleanup) -> None:
+        self.cfg = cfg
+        self.plan = plan
+        self.cleanup = cleanup
+        self.procs: List["subprocess.Popen[bytes]"] = []
+        self.agent_ns: Dict[int, str] = {}
+        self.modes: List[Dict[str, Any]] = []
+        self.started = datetime.datetime.now(datetime.timezone.utc)
+        self.t0 = time.monotonic()
+        self.progress = Progress(cfg.progress)
+        self.last_traffic = 0.0
+        self.workdir = ""
+        self.topo: Optional[Topology] = None
+        self.switch: Optional[Switch] = None
+        ideal_bps = ideal_goodput(cfg.link_rate_bps, cfg.fragment_size,
+                                  cfg.mss, cfg.link_overhead)
+        self.ideal = {
+            "efficiency": payload_efficiency(cfg.fragment_size, cfg.mss,
+                                             cfg.link_overhead),
+            "goodput_bps": ideal_bps,
+            "collection_time_s": ideal_collection_time(
+                cfg.link_rate_bps, cfg.ros, cfg.fragment_size, cfg.mss,
+                cfg.link_overhead),
+            "event_bytes": cfg.ros * cfg.fragment_size,
+        }
+
+    # ------------------------------------------------------------ setup
+    def setup(self) -> None:
+        cfg = self.cfg
+        self.workdir = tempfile.mkdtemp(prefix="daq-incast.%s." %
+                                        self.plan.tag)
+        self.cleanup.push("remove " + self.workdir,
+                          lambda: shutil.rmtree(self.workdir, True))
+        if cfg.log_dir:
+            self.cleanup.push("save logs", self._save_logs)
+        self.progress.show("creating %d namespaces" % len(self.plan.hosts))
+        self.topo = Topology(self.plan, self.cleanup)
+        self.topo.create(cfg.link_rate_bps, cfg.link_burst, cfg.link_limit,
+                         cfg.link_overhead)
+        self.progress.show("starting ovs-vswitchd (DPDK)")
+        self.switch = Switch(cfg, self.plan, self.workdir, self.cleanup)
+        self.switch.start()
+        self.progress.show("adding %d DPDK af_packet ports"
+                           % len(self.plan.hosts))
+        try:
+            self.switch.add_ports(self.plan.hosts)
+        except ModeUnavailable as e:
+            raise RunError("ports failed: %s\n%s" % (e, self.switch.tail()))
+        self.cleanup.push("stop agents", self._stop_agents)
+        self._start_ros()
+
+    def _save_logs(self) -> None:
+        assert self.cfg.log_dir
+        if self.switch:
+            self.switch.save_logs(self.cfg.log_dir)
+        for name in os.listdir(self.workdir):
+            if name.startswith("agent-"):
+                shutil.copy(os.path.join(self.workdir, name),
+                            self.cfg.log_dir)
+
+    def _stop_agents(self) -> None:
+        for p in self.procs:
+            if p.stdin and not p.stdin.closed:
+                try:
+                    p.stdin.close()
+                except OSError:
+                    pass
+        for p in self.procs:
+            stop_process(p, grace=3)
+
+    def _agent(self, ns: str, args: List[str], log: str
+               ) -> "subprocess.Popen[bytes]":
+        with open(os.path.join(self.workdir, "agent-%s.log" % log),
+                  "ab") as err:
+            p = subprocess.Popen(
+                ["ip", "netns", "exec", ns, sys.executable, AGENTS] + args,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                start_new_session=True, preexec_fn=die_with_parent)
+        self.procs.append(p)
+        self.agent_ns[p.pid] = ns
+        return p
+
+    def _read_lines(self, procs: Sequence["subprocess.Popen[bytes]"],
+                    until: str, timeout: float) -> None:
+        """Wait until every process printed a line starting with `until`;
+        raise ModeFailed on ERROR or exit."""
+        pending: Dict[int, "subprocess.Popen[bytes]"] = {}
+        for p in procs:
+            assert p.stdout is not None
+            pending[p.stdout.fileno()] = p
+        bufs = {fd: b"" for fd in pending}
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as sel:
+            for fd in pending:
+                sel.register(fd, selectors.EVENT_READ)
+            while pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ModeFailed("agents not %s after %g s"
+                                     % (until, timeout))
+                for key, _ in sel.select(left):
+                    fd = key.fd
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        raise ModeFailed("agent in %s exited (see its log)"
+                                         % self.agent_ns[pending[fd].pid])
+                    bufs[fd] += chunk
+                    for line in bufs[fd].split(b"\n")[:-1]:
+                        text = line.decode()
+                        if text.startswith("ERROR"):
+                            raise ModeFailed(text[6:])
+                        if text.startswith(until):
+                            sel.unregister(fd)
+                            del pending[fd]
+                            break
+                    bufs[fd] = bufs[fd].rsplit(b"\n", 1)[-1]
+
+    def _start_ros(self) -> None:
+        cfg = self.cfg
+        biggest = {"fixed": cfg.fragment_size,
+                   "uniform": cfg.fragment_size * 3 // 2 + 1,
+                   "exponential": cfg.fragment_size * 4}[cfg.fragment_dist]
+        cpus = ",".join(map(str, cfg.agent_cpus))
+        procs = [self._agent(h.ns, ["ros", ",".join(h.ips), str(ROS_PORT),
+                                    str(biggest), cpus], h.ns)
+                 for h in self.plan.ros_hosts]
+        self.progress.show("starting %d ROS agents" % len(procs))
+        try:
+            self._read_lines(procs, "READY", 60)
+        except ModeFailed as e:
+            raise RunError("ROS agents: %s" % e)
+
+    # ------------------------------------------------------------ counters
+    def _snapshot(self) -> Snapshot:
+        assert self.topo and self.switch
+        wait = self.last_traffic + STATS_INTERVAL - time.monotonic()
+        if wait > 0:
+            self.progress.show("waiting %.1f s for switch counters" % wait)
+            time.sleep(wait)
+        return {"ports": self.switch.stats(),
+                "qdisc": self.topo.qdisc_counters(),
+                "tcp": self.topo.tcp_counters(),
+                "links": self.topo.link_counters()}
+
+    def _drops(self, before: Snapshot, after: Snapshot) -> Dict[str, Any]:
+        rings = {self.plan.ring_name(d) for d in self.plan.dcms}
+        hosts = {h.port_name for h in self.plan.hosts}
+        dcm_ports = {d.port_name for d in self.plan.dcms}
+        ports: Dict[str, Dict[str, int]] = {}
+        total = ring_drops = 0
+        for name, st in after["ports"].items():
+            if name not in rings and name not in hosts:
+                continue
+            delta = counter_delta(before["ports"].get(name, {}), st)
+            if name in rings:
+                ring_drops += delta.get("tx_dropped", 0)
+            else:
+                total += sum(delta.get(k, 0) for k in
+                             ("rx_dropped", "tx_dropped", "rx_missed_errors"))
+            keep = {k: v for k, v in delta.items()
+                    if v and ("drop" in k or "error" in k or "fail" in k)}
+            if name in rings or name in dcm_ports:
+                for k in ("tx_packets", "rx_packets", "tx_dropped"):
+                    keep[k] = delta.get(k, 0)
+            if keep:
+                ports[name] = keep
+        qdiscs = {v: counter_delta(before["qdisc"].get(v, {}), st)
+                  for v, st in after["qdisc"].items()}
+        links = {v: counter_delta(before["links"].get(v, {}), st)
+                 for v, st in after["links"].items()}
+        return {"switch_total": total, "daqring": ring_drops,
+                "qdisc": sum(q["drops"] for q in qdiscs.values()),
+                "ports": ports, "qdiscs": qdiscs, "hosts": links}
+
+    def _tcp(self, before: Snapshot, after: Snapshot) -> Dict[str, Any]:
+        per = {ns: counter_delta(before["tcp"].get(ns, {}), st)
+               for ns, st in after["tcp"].items()}
+        by_ns = {ns: {"retrans_segs": d.get("Tcp.RetransSegs", 0),
+                      "rto_timeouts": d.get("TcpExt.TCPTimeouts", 0)}
+                 for ns, d in per.items()}
+        return {
+            "retrans_segs": sum(v["retrans_segs"] for v in by_ns.values()),
+            "rto_timeouts": sum(v["rto_timeouts"] for v in by_ns.values()),
+            "loss_probes": sum(d.get("TcpExt.TCPLossProbes", 0)
+                               for d in per.values()),
+            "by_namespace": {ns: v for ns, v in by_ns.items()
+                             if any(v.values())},
+        }
+
+    # ------------------------------------------------------------ modes
+    def _collect(self, label: str, credits: int
+                 ) -> Tuple[List[float], List[int]]:
+        cfg = self.cfg
+        procs = []
+        for d in self.plan.dcms:
+            spec = {"ip": d.ips[0], "ros": self.plan.ros_ips,
+                    "port": ROS_PORT, "credits": credits,
+                    "seed": cfg.seed + d.index,
+                    "fragment_size": cfg.fragment_size,
+                    "fragment_dist": cfg.fragment_dist,
+                    "events": cfg.events, "event_gap_ms": cfg.event_gap_ms,
+                    "event_deadline_s": cfg.event_deadline_s,
+                    "cpus": ",".join(map(str, cfg.agent_cpus))}
+            procs.append(self._agent(d.ns, ["dcm", json.dumps(spec)], d.ns))
+        try:
+            self._read_lines(procs, "READY", 60)
+            for p in procs:
+                assert p.stdin
+                p.stdin.write(b"GO\n")
+                p.stdin.flush()
+            return self._events(label, procs)
+        finally:
+            self.last_traffic = time.monotonic()
+            for p in procs:
+                stop_process(p, grace=3)
+                self.procs.remove(p)
+
+    def _events(self, label: str, procs: List["subprocess.Popen[bytes]"]
+                ) -> Tuple[List[float], List[int]]:
+        cfg = self.cfg
+        fds = {p.stdout.fileno(): i                 # type: ignore
+               for i, p in enumerate(procs)}
+        bufs = {fd: b"" for fd in fds}
+        results: Dict[int, Dict[str, List[int]]] = {}
+        count, slow, t0 = 0, 0, time.monotonic()
+        total = cfg.events * len(procs)
+        last_ms = 0.0
+        with selectors.DefaultSelector() as sel:
+            for fd in fds:
+                sel.register(fd, selectors.EVENT_READ)
+            while len(results) < len(procs):
+                ready = sel.select(cfg.event_deadline_s + 10)
+                if not ready:
+                    raise ModeFailed("no DCM progress for %g s"
+                                     % (cfg.event_deadline_s + 10))
+                for key, _ in ready:
+                    chunk = os.read(key.fd, 1 << 20)
+                    if not chunk:
+                        sel.unregister(key.fd)
+                        if fds[key.fd] not in results:
+                            raise ModeFailed("DCM %d exited early"
+                                             % fds[key.fd])
+                        continue
+                    bufs[key.fd] += chunk
+                    *lines, bufs[key.fd] = bufs[key.fd].split(b"\n")
+                    for raw in lines:
+                        text = raw.decode()
+                        if text.startswith("EV "):
+                            ns = int(text.split()[2])
+                            count += 1
+                            last_ms = ns / 1e6
+                            slow += ns >= cfg.rto_threshold_s * 1e9
+                        elif text.startswith("DONE "):
+                            results[fds[key.fd]] = json.loads(text[5:])
+                        elif text.startswith("ERROR"):
+                            raise ModeFailed("DCM %d: %s"
+                                             % (fds[key.fd], text[6:]))
+                self.progress.show(
+                    "[%s] event %d/%d  last %.1f ms  timeouts %d  %.0f s"
+                    % (label, count, total, last_ms, slow,
+                       time.monotonic() - t0))
+        times: List[float] = []
+        nbytes: List[int] = []
+        for i in sorted(results):
+            times += [t / 1e9 for t in results[i]["times_ns"]]
+            nbytes += results[i]["bytes"]
+        return times, nbytes
+
+    def run_mode(self, mode: str, params: Dict[str, Any], label: str
+                 ) -> Dict[str, Any]:
+        assert self.switch
+        result: Dict[str, Any] = {"mode": mode, "label": label,
+                                  "status": "ok", "error": None,
+                                  "params": params}
+        t0 = time.monotonic()
+        if mode == "daqring":
+            self.progress.show("[%s] programming daqrings" % label)
+            try:
+                program_daqrings(self.switch, self.plan, params["ring_size"],
+                                 params["max_burst"],
+                                 params["poll_interval_us"])
+            except ModeUnavailable as e:
+                result.update(status="error", error=str(e))
+                return result
+        try:
+            before = self._snapshot()
+            sched0 = self.switch.pmd_schedstat()
+            times, nbytes = self._collect(label,
+                                          params.get("credits", 0))
+            sched1 = self.switch.pmd_schedstat()
+            after = self._snapshot()
+            if mode == "daqring":
+                result["daqring_status"] = self.switch.status(
+                    [self.plan.ring_name(d) for d in self.plan.dcms])
+        except ModeFailed as e:
+            result.update(status="error", error=str(e))
+            return result
+        finally:
+            if mode == "daqring":
+                remove_daqrings(self.switch, self.plan)
+        result.update(summarize_mode(times, nbytes,
+                                     self.ideal["goodput_bps"],
+                                     self.cfg.rto_threshold_s))
+        result["tcp"] = self._tcp(before, after)
+        result["drops"] = self._drops(before, after)
+        run_ns, wait_ns = (sched1[0] - sched0[0], sched1[1] - sched0[1])
+        result["pmd_cpu_share"] = (run_ns / (run_ns + wait_ns)
+                                   if run_ns + wait_ns else 0.0)
+        result["samples_s"] = times
+        result["event_bytes"] = nbytes
+        result["wall_s"] = time.monotonic() - t0
+        return result
+
+    def run_all(self) -> Dict[str, Any]:
+        self.setup()
+        for mode, params, label in mode_runs(self.cfg):
+            r = self.run_mode(mode, params, label)
+            self.modes.append(r)
+            if r["status"] != "ok":
+                self.progress.done("[%s] not run: %s" % (label, r["error"]))
+                continue
+            self.progress.done(
+                "[%s] %d events, goodput %.1f Mbit/s (%.0f%% of ideal),"
+                " p99 %.1f ms, %d timeouts, PMD had %.0f%% of its core"
+                % (label, r["events"], r["goodput_bps"] / 1e6,
+                   100 * r["ideal_ratio"],
+                   r["collection_time_s"]["p99"] * 1e3, r["timeouts"],
+                   100 * r["pmd_cpu_share"]))
+            if r["pmd_cpu_share"] < 0.9:
+                self.cfg.notes.append(
+                    "%s: the PMD had only %.0f%% of its core (another busy "
+                    "thread shares it): results are skewed"
+                    % (label, 100 * r["pmd_cpu_share"]))
+        return self.document()
+
+    def document(self) -> Dict[str, Any]:
+        """The results so far (all of them after run_all)."""
+        sweep = None
+        if self.cfg.sweep_param:
+            ends = tuple("%s=%d" % (self.cfg.sweep_param, v)
+                         for v in self.cfg.sweep_values)
+            sweep = {"param": self.cfg.sweep_param,
+                     "mode": SWEEP_PARAMS[self.cfg.sweep_param][0],
+                     "values": self.cfg.sweep_values,
+                     "labels": [m["label"] for m in self.modes
+                                if m["label"].endswith(ends)]}
+        host = probe_host()
+        return {
+            "schema": SCHEMA, "version": VERSION,
+            "started": self.started.isoformat(timespec="seconds"),
+            "duration_s": time.monotonic() - self.t0,
+            "host": {"cpus": host.cpus, "kernel": os.uname().release,
+                     "hugepages": self.cfg.use_hugepages,
+                     "other_vswitchd": host.other_vswitchd},
+            "config": self.cfg.as_dict(),
+            "topology": topology_dict(self.cfg, self.plan),
+            "notes": self.cfg.notes,
+            "ideal": self.ideal, "modes": list(self.modes), "sweep": sweep,
+        }
+
+
+def topology_dict(cfg: Config, plan: Plan) -> Dict[str, Any]:
+    return {
+        "ros": cfg.ros, "dcms": cfg.dcms, "ros_per_host": cfg.ros_per_host,
+        "ros_hosts": len(plan.ros_hosts), "ethdev_ports": cfg.ethdev_ports,
+        "aggregated": cfg.ros_per_host > 1,
+        "hosts": [{"kind": h.kind, "ns": h.ns, "port": h.port_name,
+                   "ofport": h.ofport, "ips": h.ips} for h in plan.hosts],
+    }
+
+
+def describe(cfg: Config, plan: Plan) -> str:
+    eff = payload_efficiency(cfg.fragment_size, cfg.mss, cfg.link_overhead)
+    lines = [
+        "daq-incast %s: %d ROS x %d B -> %d DCM(s); %d namespaces, %d "
+        "ethdev ports%s" % (VERSION, cfg.ros, cfg.fragment_size, cfg.dcms,
+                            len(plan.hosts), cfg.ethdev_ports,
+                            " (%d ROS per namespace)" % cfg.ros_per_host
+                            if cfg.ros_per_host > 1 else ""),
+        "access link: tbf %s, burst %d B, limit %d B, +%d B/frame; port "
+        "buffer %d frames; ideal goodput %s (%.1f%% payload), "
+        "ideal event %.1f ms"
+        % (format_rate(cfg.link_rate_bps), cfg.link_burst, cfg.link_limit,
+           cfg.link_overhead, cfg.port_frames,
+           format_rate(cfg.link_rate_bps * eff),
+           100 * eff, 1e3 * ideal_collection_time(
+               cfg.link_rate_bps, cfg.ros, cfg.fragment_size, cfg.mss,
+               cfg.link_overhead)),
+        "modes: %s; %d events per DCM and mode; credits %d%s"
+        % (", ".join(cfg.modes), cfg.events, cfg.credits,
+           " (auto)" if cfg.credits_auto else ""),
+    ]
+    if "daqring" in cfg.modes:
+        lines.append(
+            "daqring: ring-size %d, max-burst %d, poll-interval %d us = %s "
+            "(max-burst x 1518 x 8 / poll-interval)"
+            % (cfg.ring_size, cfg.max_burst, cfg.poll_interval_us,
+               format_rate(cfg.daqring_rate_bps)))
+    lines.append("switch: %s" % cfg.binaries.origin)
+    lines += ["note: " + n for n in cfg.notes]
+    return "\n".join(lines)
+
+
+def cleanup_stale() -> int:
+    """Remove the namespaces and run directories of daq-incast runs that
+    were killed before they could clean up (their daemons and agents died
+    with them: see die_with_parent)."""
+    if os.geteuid() != 0:
+        sys.stderr.write("daq-incast: error: must run as root\n")
+        return 2
+    names = [line.split()[0] for line in
+             run(["ip", "netns", "list"]).splitlines() if line.strip()]
+    stale = stale_namespaces(names)
+    for name in stale:
+        run(["ip", "netns", "del", name], check=False)
+        print("removed namespace %s" % name)
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        m = re.match(r"^daq-incast\.dqi(\d+)\.", name)
+        if m and not pid_alive(int(m.group(1))):
+            shutil.rmtree(os.path.join(tmp, name), True)
+            stale.append(name)
+            print("removed %s" % os.path.join(tmp, name))
+    if not stale:
+        print("nothing stale")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    ns = build_parser().parse_args(list(argv))
+    if ns.version:
+        print("daq-incast (ovs-daqring) %s" % VERSION)
+        return 0
+    if ns.cleanup_stale:
+        return cleanup_stale()
+    host = probe_host()
+    try:
+        cfg = validate(ns, host, check_env=not ns.dry_run)
+        if cfg.plot_dir:
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                raise ConfigError("--plot-dir needs matplotlib "
+                                  "(apt-get install python3-matplotlib)")
+        plan = make_plan(os.getpid(), cfg.ros, cfg.dcms, cfg.ros_per_host,
+                         cfg.port_frames)
+    except (ConfigError, ValueError) as e:
+        sys.stderr.write("daq-incast: error: %s\n" % e)
+        return 2
+    print(describe(cfg, plan))
+    early_notes = list(cfg.notes)
+    if cfg.dry_run:
+        return 0
+    sys.stdout.flush()
+
+    cleanup = Cleanup()
+    atexit.register(cleanup.run)
+    install_signal_handlers(cfg.timeout_s)
+    runner = Runner(cfg, plan, cleanup)
+    rc = 0
+    doc: Optional[Dict[str, Any]] = None
+    try:
+        doc = runner.run_all()
+    except Interrupted as e:
+        if e.signum == signal.SIGALRM:
+            sys.stderr.write("\ndaq-incast: --timeout %g s reached, "
+                             "cleaning up\n" % cfg.timeout_s)
+            rc = 1
+        else:
+            sys.stderr.write("\ndaq-incast: interrupted, cleaning up\n")
+            rc = 128 + e.signum
+    except RunError as e:
+        sys.stderr.write("\ndaq-incast: %s\n" % e)
+        rc = 1
+    finally:
+        signal.alarm(0)
+        if cleanup.run():
+            rc = rc or 1
+    if doc is None and runner.modes:
+        cfg.notes.append("incomplete: the run stopped after %d mode run(s)"
+                         % len(runner.modes))
+        doc = runner.document()
+    if doc is None:
+        return rc
+    print()
+    print(format_table(doc["modes"], runner.ideal["goodput_bps"]))
+    for note in cfg.notes[len(early_notes):]:
+        print("note: " + note)
+    errors = validate_results(doc)
+    if errors:
+        sys.stderr.write("daq-incast: internal: results do not match the "
+                         "schema: %s\n" % "; ".join(errors))
+        rc = 1
+    if cfg.json_path:
+        with open(cfg.json_path, "w") as f:
+            json.dump(doc, f, indent=1)
+        print("results: %s" % cfg.json_path)
+    if cfg.plot_dir:
+        from .plot import write_plots
+        for path in write_plots(doc, cfg.plot_dir):
+            print("plot: %s" % path)
+    return rc

@@ -1,0 +1,212 @@
+"""Statistics, the ideal-goodput model and the results schema (pure)."""
+
+import math
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+SCHEMA = "daq-incast/1"
+
+# Bytes on the wire per TCP segment besides its payload, as the access
+# link sees them: Ethernet header 14, IPv4 20, TCP 20, TCP timestamps 12;
+# plus the per-frame overhead the link is told to charge (FCS 4,
+# preamble 8, inter-frame gap 12 = 24 by default).
+L2_L4_HEADERS = 14 + 20 + 20 + 12
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """q-th percentile (0..100) with linear interpolation between closest
+    ranks (numpy's default method)."""
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0 <= q <= 100:
+        raise ValueError("percentile %r outside 0..100" % q)
+    s = sorted(values)
+    pos = (len(s) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def summarize_times(times: Sequence[float]) -> Dict[str, float]:
+    """Collection-time summary in seconds."""
+    if not times:
+        raise ValueError("no collection times")
+    return {"mean": sum(times) / len(times), "p50": percentile(times, 50),
+            "p99": percentile(times, 99), "max": max(times),
+            "min": min(times)}
+
+
+def count_timeouts(times: Sequence[float], threshold: float = 0.2) -> int:
+    """Events whose collection took at least one TCP minimum RTO."""
+    return sum(1 for t in times if t >= threshold)
+
+
+def goodput(event_bytes: Sequence[int], times: Sequence[float]) -> float:
+    """Event bytes over collection time, in bit/s, averaged over events
+    as total bytes / total time: what a DCM collecting events back to back
+    gets (the mean of per-event ratios would let a few fast events hide
+    the slow ones)."""
+    if len(event_bytes) != len(times) or not times:
+        raise ValueError("need one byte count per collection time")
+    total_t = sum(times)
+    if total_t <= 0:
+        raise ValueError("collection times must be positive")
+    return sum(event_bytes) * 8 / total_t
+
+
+def mean_event_goodput(event_bytes: Sequence[int],
+                       times: Sequence[float]) -> float:
+    """Mean over events of each event's bytes / collection time (bit/s)."""
+    if len(event_bytes) != len(times) or not times:
+        raise ValueError("need one byte count per collection time")
+    return sum(b * 8 / t for b, t in zip(event_bytes, times)) / len(times)
+
+
+def segments(payload: int, mss: int) -> int:
+    return max(1, -(-payload // mss))
+
+
+def wire_bytes(payload: int, mss: int, overhead: int) -> int:
+    """Bytes the access link carries for one fragment of `payload` bytes
+    sent as MSS-sized TCP segments."""
+    return payload + segments(payload, mss) * (L2_L4_HEADERS + overhead)
+
+
+def payload_efficiency(fragment: int, mss: int, overhead: int) -> float:
+    """Fraction of the link's bytes that are fragment payload.  For a
+    fragment of whole segments this is MSS / (MSS + 66 + overhead), e.g.
+    1448 / 1538 = 94.1% for MTU 1500 on real Ethernet."""
+    return fragment / wire_bytes(fragment, mss, overhead)
+
+
+def ideal_goodput(link_bps: float, fragment: int, mss: int,
+                  overhead: int) -> float:
+    """Link rate x payload efficiency (bit/s of fragment payload)."""
+    return link_bps * payload_efficiency(fragment, mss, overhead)
+
+
+def ideal_collection_time(link_bps: float, ros: int, fragment: int,
+                          mss: int, overhead: int) -> float:
+    """Seconds to carry one event over the access link, nothing else
+    (no round trip, no request time)."""
+    return ros * wire_bytes(fragment, mss, overhead) * 8 / link_bps
+
+
+def counter_delta(before: Mapping[str, int],
+                  after: Mapping[str, int]) -> Dict[str, int]:
+    """after - before per key; keys missing before count from 0."""
+    return {k: int(v) - int(before.get(k, 0)) for k, v in after.items()}
+
+
+def summarize_mode(times: Sequence[float], event_bytes: Sequence[int],
+                   ideal_bps: float, rto_threshold: float) -> Dict[str, Any]:
+    """The per-mode figures from per-event collection times and bytes."""
+    gp = goodput(event_bytes, times)
+    return {
+        "events": len(times),
+        "collection_time_s": summarize_times(times),
+        "goodput_bps": gp,
+        "goodput_mean_of_events_bps": mean_event_goodput(event_bytes,
+                                                         times),
+        "ideal_ratio": gp / ideal_bps if ideal_bps > 0 else 0.0,
+        "timeouts": count_timeouts(times, rto_threshold),
+    }
+
+
+# ---------------------------------------------------------------- schema
+# A deliberately small schema checker (stdlib only): key -> type, nested
+# dicts describe sub-objects.  Lists of modes are checked element-wise.
+_NUM = (int, float)
+MODE_SCHEMA: Dict[str, Any] = {
+    "mode": str, "label": str, "status": str, "error": (str, type(None)),
+    "params": dict, "wall_s": _NUM,
+    "events": int, "goodput_bps": _NUM, "goodput_mean_of_events_bps": _NUM,
+    "ideal_ratio": _NUM, "timeouts": int,
+    "collection_time_s": {"mean": _NUM, "p50": _NUM, "p99": _NUM,
+                          "max": _NUM, "min": _NUM},
+    "tcp": {"retrans_segs": int, "rto_timeouts": int},
+    "drops": {"switch_total": int, "daqring": int, "qdisc": int,
+              "ports": dict, "qdiscs": dict, "hosts": dict},
+    "samples_s": list, "pmd_cpu_share": _NUM,
+}
+RESULTS_SCHEMA: Dict[str, Any] = {
+    "schema": str, "version": str, "started": str, "duration_s": _NUM,
+    "host": dict, "config": dict, "topology": dict, "notes": list,
+    "ideal": {"efficiency": _NUM, "goodput_bps": _NUM,
+              "collection_time_s": _NUM, "event_bytes": int},
+    "modes": list, "sweep": (dict, type(None)),
+}
+
+
+def _check(obj: Any, schema: Mapping[str, Any], where: str,
+           errors: List[str]) -> None:
+    if not isinstance(obj, dict):
+        errors.append("%s: not an object" % where)
+        return
+    for key, typ in schema.items():
+        path = "%s.%s" % (where, key)
+        if key not in obj:
+            errors.append("%s: missing" % path)
+        elif isinstance(typ, dict):
+            _check(obj[key], typ, path, errors)
+        elif isinstance(obj[key], bool) or not isinstance(obj[key], typ):
+            errors.append("%s: %s has the wrong type"
+                          % (path, type(obj[key]).__name__))
+
+
+def validate_results(doc: Any) -> List[str]:
+    """Errors in a results document (empty list: valid).  Modes that did
+    not run (status "error") need only mode, label, status, error and
+    params."""
+    errors: List[str] = []
+    _check(doc, RESULTS_SCHEMA, "$", errors)
+    if errors:
+        return errors
+    if doc["schema"] != SCHEMA:
+        errors.append("$.schema: %r is not %r" % (doc["schema"], SCHEMA))
+    for i, mode in enumerate(doc["modes"]):
+        where = "$.modes[%d]" % i
+        if isinstance(mode, dict) and mode.get("status") == "error":
+            short = {k: MODE_SCHEMA[k] for k in
+                     ("mode", "label", "status", "error", "params")}
+            _check(mode, short, where, errors)
+        else:
+            _check(mode, MODE_SCHEMA, where, errors)
+            if isinstance(mode, dict) and mode.get("status") != "ok":
+                errors.append("%s.status: %r" % (where, mode.get("status")))
+    sweep = doc["sweep"]
+    if sweep is not None:
+        _check(sweep, {"param": str, "mode": str, "values": list,
+                       "labels": list}, "$.sweep", errors)
+    return errors
+
+
+# ---------------------------------------------------------------- table
+def format_table(modes: Sequence[Mapping[str, Any]],
+                 ideal_bps: Optional[float] = None) -> str:
+    """Fixed-width table, one row per mode run."""
+    w = max([16] + [len(m["label"]) for m in modes])
+    fmt = "%-*s %6s %9s %6s %8s %8s %8s %8s %5s %7s %7s %7s %7s"
+    lines = [fmt % (w, "mode", "events", "goodput", "ideal", "mean", "p50",
+                    "p99", "max", "RTOs", "retrans", "sw-drop", "ring-dr",
+                    "qdisc"),
+             fmt % (w, "", "", "Mbit/s", "%", "ms", "ms", "ms", "ms", "",
+                    "segs", "pkts", "pkts", "pkts")]
+    for m in modes:
+        if m.get("status") != "ok":
+            lines.append("%-*s error: %s" % (w, m["label"], m.get("error")))
+            continue
+        ct = m["collection_time_s"]
+        lines.append(
+            "%-*s %6d %9.1f %6.1f %8.1f %8.1f %8.1f %8.1f %5d %7d %7d %7d "
+            "%7d" % (w, m["label"], m["events"], m["goodput_bps"] / 1e6,
+                     100 * m["ideal_ratio"], ct["mean"] * 1e3,
+                     ct["p50"] * 1e3, ct["p99"] * 1e3, ct["max"] * 1e3,
+                     m["timeouts"], m["tcp"]["retrans_segs"],
+                     m["drops"]["switch_total"], m["drops"]["daqring"],
+                     m["drops"]["qdisc"]))
+    if ideal_bps:
+        lines.append("ideal goodput: %.1f Mbit/s" % (ideal_bps / 1e6))
+    lines.append("RTOs: events >= the TCP timeout; sw-drop: rx+tx dropped "
+                 "on the hosts' switch ports; ring-dr: daqring full; qdisc: "
+                 "tbf drops (refusals af_packet retries)")
+    return "\n".join(lines)

@@ -1,0 +1,231 @@
+"""Hosts as network namespaces: the address plan (pure) and the commands
+that build, measure and remove it (root)."""
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+from .sysutil import Cleanup, RunError, run
+
+NET = "10.77"
+PREFIX = 16
+ROS_PORT = 9000
+RING_OFPORT_BASE = 1000
+# No IPv6 (router solicitations, MLD) on our links: only the emulated
+# traffic crosses the switch.
+NO_IPV6 = ("set -e\n"
+           "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6\n"
+           "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6\n")
+
+
+@dataclass
+class Host:
+    kind: str                 # "dcm" or "ros"
+    index: int                # per kind
+    ns: str                   # namespace
+    veth: str                 # switch side of the veth pair (root ns)
+    mac: str                  # of e0 inside the namespace
+    ips: List[str]
+    ofport: int
+    ros_ids: List[int] = field(default_factory=list)
+    frames: int = 0           # af_packet ring frames, 0 = DPDK default
+
+    @property
+    def port_name(self) -> str:
+        return self.veth
+
+    def devargs(self) -> str:
+        """DPDK's af_packet PMD on the switch-side veth; qdisc_bypass=0
+        so that what OVS sends passes the veth's qdisc (the tbf)."""
+        args = "net_af_packet%d,iface=%s,qdisc_bypass=0" % (self.ofport,
+                                                            self.veth)
+        if self.frames:
+            args += ",framecnt=%d" % self.frames
+        return args
+
+
+@dataclass
+class Plan:
+    tag: str
+    dcms: List[Host]
+    ros_hosts: List[Host]
+
+    @property
+    def switch_ns(self) -> str:
+        """The switch's own namespace: ovs-vswitchd runs there with the
+        switch-side veths, so its tap devices (ovs-netdev, the bridge)
+        never clash with another ovs-vswitchd on the machine."""
+        return "%s-sw" % self.tag
+
+    @property
+    def hosts(self) -> List[Host]:
+        return self.dcms + self.ros_hosts
+
+    @property
+    def ros_ips(self) -> List[str]:
+        return [ip for h in self.ros_hosts for ip in h.ips]
+
+    def ring_name(self, dcm: Host) -> str:
+        return "dcm%d-ring" % dcm.index
+
+    def ring_ofport(self, dcm: Host) -> int:
+        return RING_OFPORT_BASE + dcm.index
+
+
+def ros_ip(i: int) -> str:
+    return "%s.%d.%d" % (NET, 1 + i // 250, 1 + i % 250)
+
+
+def make_plan(pid: int, ros: int, dcms: int, per_host: int,
+              dcm_frames: int = 0) -> Plan:
+    """Names, addresses and port numbers; nothing is created.  Namespaces
+    are dqi<pid>-sw (the switch), dqi<pid>-dcmN and dqi<pid>-rosN;
+    switch-side veths dq<pid>dN / dq<pid>rN (at most 15 characters), host
+    side e0; DCMs 10.77.0.N, ROS 10.77.1.N..."""
+    if len("dq%dr%d" % (pid, ros)) > 15:
+        raise ValueError("pid %d too long for interface names" % pid)
+    tag = "dqi%d" % pid
+    d_hosts, r_hosts = [], []
+    for d in range(dcms):
+        d_hosts.append(Host(
+            kind="dcm", index=d, ns="%s-dcm%d" % (tag, d),
+            veth="dq%dd%d" % (pid, d), mac="02:77:00:00:00:%02x" % (d + 1),
+            ips=["%s.0.%d" % (NET, d + 1)], ofport=d + 1,
+            frames=dcm_frames))
+    for j, first in enumerate(range(0, ros, per_host)):
+        ids = list(range(first, min(ros, first + per_host)))
+        r_hosts.append(Host(
+            kind="ros", index=j, ns="%s-ros%d" % (tag, j),
+            veth="dq%dr%d" % (pid, j),
+            mac="02:77:00:00:%02x:%02x" % (1 + j // 256, j % 256),
+            ips=[ros_ip(i) for i in ids], ofport=dcms + j + 1, ros_ids=ids))
+    return Plan(tag=tag, dcms=d_hosts, ros_hosts=r_hosts)
+
+
+def tbf_command(ns: str, veth: str, rate_bps: int, burst: int, limit: int,
+                overhead: int) -> List[str]:
+    """The access link: tbf on the switch-side veth of a DCM.  With an
+    overhead, a size table makes tbf charge each frame its Ethernet
+    overhead too (FCS, preamble, inter-frame gap)."""
+    cmd = ["tc", "-n", ns, "qdisc", "replace", "dev", veth, "root"]
+    if overhead:
+        cmd += ["stab", "overhead", str(overhead), "linklayer", "ethernet"]
+    return cmd + ["tbf", "rate", "%dbit" % rate_bps, "burst", str(burst),
+                  "limit", str(limit)]
+
+
+class Topology:
+    """Creates the plan's namespaces, veths and qdiscs; registers their
+    removal with the Cleanup before creating anything."""
+
+    def __init__(self, plan: Plan, cleanup: Cleanup) -> None:
+        self.plan = plan
+        self.cleanup = cleanup
+
+    def namespaces(self) -> List[str]:
+        return [self.plan.switch_ns] + [h.ns for h in self.plan.hosts]
+
+    def _remove(self) -> None:
+        """Deleting the namespaces deletes the veths and qdiscs in them."""
+        run(["ip", "-force", "-batch", "-"], check=False, timeout=120,
+            input="".join("netns del %s\n" % ns
+                          for ns in self.namespaces()))
+        left = [ns for ns in self.namespaces()
+                if os.path.exists("/run/netns/" + ns)]
+        if left:
+            raise RunError("namespaces left behind: %s" % " ".join(left))
+
+    def create(self, rate_bps: int, burst: int, limit: int,
+               overhead: int) -> None:
+        sw = self.plan.switch_ns
+        existing = set(run(["ip", "netns", "list"]).split())
+        clash = [ns for ns in self.namespaces() if ns in existing]
+        if clash:
+            raise RunError("already exist (a stale run?): %s"
+                           % " ".join(clash))
+        self.cleanup.push("remove namespaces", self._remove)
+        run(["ip", "-batch", "-"], timeout=120, input="".join(
+            "netns add %s\n" % ns for ns in self.namespaces()))
+        run(["ip", "netns", "exec", sw, "sh", "-c", NO_IPV6 +
+             "ip link set lo up"])
+        run(["ip", "-n", sw, "-batch", "-"], timeout=120, input="".join(
+            "link add %s type veth peer name e0 netns %s\n"
+            % (h.veth, h.ns) for h in self.plan.hosts))
+        run(["ip", "-n", sw, "-batch", "-"], timeout=120, input="".join(
+            "link set %s up\n" % h.veth for h in self.plan.hosts))
+        for h in self.plan.hosts:
+            self._setup_inside(h)
+        for d in self.plan.dcms:
+            run(tbf_command(sw, d.veth, rate_bps, burst, limit, overhead))
+
+    def _setup_inside(self, h: Host) -> None:
+        script = [
+            NO_IPV6 + "ip link set lo up",
+            "ip link set e0 address %s" % h.mac,
+        ]
+        script += ["ip addr add %s/%d dev e0" % (ip, PREFIX) for ip in h.ips]
+        # Without this, frames captured by af_packet carry partial
+        # checksums and TCP never comes up (tx off also turns off TSO).
+        script += ["ethtool -K e0 tx off >/dev/null", "ip link set e0 up"]
+        run(["ip", "netns", "exec", h.ns, "sh", "-c", "\n".join(script)])
+        # Static ARP: no ARP traffic, no ARP-induced delays.
+        peers = self.plan.ros_hosts if h.kind == "dcm" else self.plan.dcms
+        neigh = ["neigh replace %s lladdr %s dev e0 nud permanent"
+                 % (ip, p.mac) for p in peers for ip in p.ips]
+        run(["ip", "-n", h.ns, "-batch", "-"], input="\n".join(neigh) + "\n")
+
+    # ------------------------------------------------------------ counters
+    def tcp_counters(self) -> Dict[str, Dict[str, int]]:
+        """Per namespace: Tcp.RetransSegs, TcpExt.TCPTimeouts, ..."""
+        out = {}
+        for h in self.plan.hosts:
+            text = run(["ip", "netns", "exec", h.ns, "cat", "/proc/net/snmp",
+                        "/proc/net/netstat"])
+            out[h.ns] = parse_snmp(text)
+        return out
+
+    def qdisc_counters(self) -> Dict[str, Dict[str, int]]:
+        out = {}
+        for d in self.plan.dcms:
+            data = json.loads(run(["tc", "-n", self.plan.switch_ns, "-s",
+                                   "-j", "qdisc", "show", "dev", d.veth])
+                              or "[]")
+            root = next((q for q in data if q.get("root")),
+                        data[0] if data else {})
+            out[d.veth] = {k: int(root.get(k, 0)) for k in
+                           ("packets", "bytes", "drops", "overlimits",
+                            "requeues")}
+        return out
+
+    def link_counters(self) -> Dict[str, Dict[str, int]]:
+        """Kernel drop counters of the DCMs' veths, both ends."""
+        out = {}
+        for d in self.plan.dcms:
+            for where, cmd in (
+                    (d.veth, ["ip", "-n", self.plan.switch_ns, "-s", "-j",
+                              "link", "show", "dev", d.veth]),
+                    (d.ns + ":e0", ["ip", "-n", d.ns, "-s", "-j", "link",
+                                    "show", "dev", "e0"])):
+                st = json.loads(run(cmd))[0].get("stats64", {})
+                out[where] = {"rx_dropped": int(st["rx"]["dropped"]),
+                              "tx_dropped": int(st["tx"]["dropped"])}
+        return out
+
+
+def parse_snmp(text: str) -> Dict[str, int]:
+    """/proc/net/snmp and /proc/net/netstat (header line, value line) as
+    {"Tcp.RetransSegs": n, "TcpExt.TCPTimeouts": n, ...}."""
+    out: Dict[str, int] = {}
+    lines = text.splitlines()
+    for head, vals in zip(lines[0::2], lines[1::2]):
+        hk, _, hrest = head.partition(":")
+        vk, _, vrest = vals.partition(":")
+        if hk != vk:
+            continue
+        for k, v in zip(hrest.split(), vrest.split()):
+            try:
+                out["%s.%s" % (hk, k)] = int(v)
+            except ValueError:
+                pass
+    return out
