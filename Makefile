@@ -15,9 +15,19 @@ MAKEFLAGS += --no-print-directory
 
 # Goals that must work before (or without) configuration.
 NOCONFIG_GOALS = deps clean distclean help
+# OVS_SOURCE=DIR in the environment or on the command line selects an
+# upstream OVS v3.1.x tree instead of the pinned tarball; when it differs
+# from the configured one, configure runs again.
+REQUESTED_OVS_SOURCE := $(OVS_SOURCE)
 ifeq ($(filter-out $(NOCONFIG_GOALS),$(or $(MAKECMDGOALS),all)),)
 else
 -include config.mk
+endif
+ifneq ($(REQUESTED_OVS_SOURCE),)
+ifneq ($(abspath $(REQUESTED_OVS_SOURCE)),$(OVS_SOURCE))
+CONFIGURE_FLAGS += --with-ovs-source=$(abspath $(REQUESTED_OVS_SOURCE))
+config.mk: FORCE
+endif
 endif
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -84,4 +94,5 @@ include build-aux/local.mk
 include tests/local.mk
 include utilities/local.mk
 
-.PHONY: $(PHONY)
+FORCE:
+.PHONY: $(PHONY) FORCE
