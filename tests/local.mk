@@ -18,7 +18,8 @@ OVS_REGRESSION_AREAS = \
 	'ofproto-dpif.at:tcp_flags|tcp-flags' \
 	'ovs-ofctl.at:tcp.flags'
 CHECK_PARTS ?= daqring ovs-regression ovs-dpdk pytest
-PYTHON_SOURCES = utilities/daq-incast build-aux/ovs-test-select \
+PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
+	build-aux/ovs-test-select \
 	$(wildcard utilities/*.py utilities/*/*.py tests/*.py)
 
 check: all

@@ -13,3 +13,11 @@ demo: all
 
 CLEAN_LOCAL += $(DEMO_DIR)
 PHONY += demo
+
+# Man pages of the Python tools, from their reStructuredText sources.
+MAN_PAGES = utilities/ovs-daqctl.8
+utilities/%.8: utilities/%.8.rst
+	rst2man --strict $< $@.tmp && mv $@.tmp $@
+
+all: $(MAN_PAGES)
+CLEAN_LOCAL += $(MAN_PAGES)

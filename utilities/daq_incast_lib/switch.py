@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -244,37 +245,55 @@ STATS_INTERVAL = 5.0 + 0.7
 # ---------------------------------------------------------------- daqrings
 # One small pair of functions programs the daqrings and their flows, so
 # that utilities/ovs-daqctl can replace it later.
+def daqctl_path() -> str:
+    """ovs-daqctl next to daq-incast (the repository's utilities/, or the
+    same bin directory when installed), else the one on PATH."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for d in (here, os.path.dirname(os.path.abspath(sys.argv[0]))):
+        path = os.path.join(d, "ovs-daqctl")
+        if os.access(path, os.X_OK):
+            return path
+    path = shutil.which("ovs-daqctl")
+    if not path:
+        raise ModeUnavailable("ovs-daqctl not found next to daq-incast or "
+                              "on PATH")
+    return path
+
+
+def daqctl(sw: Switch, *args: str, timeout: float = 120) -> str:
+    """Runs ovs-daqctl against 'sw' (its database, bridge and tools)."""
+    return run([sys.executable, daqctl_path(), "--db", "unix:" + sw.sock,
+                "--bridge", sw.bridge, "--ofctl", sw.bin.ofctl,
+                "--timeout", "%d" % timeout] + list(args),
+               env=sw.env, timeout=timeout + 30)
+
+
 def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
                      poll_us: int) -> Dict[str, int]:
-    """Per DCM: a daqring, priority=100 ip,nw_dst=DCM -> ring and
-    priority=101 in_port=ring -> DCM port; NORMAL (priority 0) stays for
+    """Per DCM a daqring, priority=100 ip,nw_dst=DCM -> ring and
+    priority=101 in_port=ring -> DCM port, through ovs-daqctl (one OVSDB
+    transaction, one OpenFlow bundle); NORMAL (priority 0) stays for
     everything else.  Raises ModeUnavailable if the switch has no daqring
-    support or refuses the options."""
+    support or refuses the map."""
     types = sw.iface_types()
     if "daqring" not in types:
         raise ModeUnavailable(
             "this ovs-vswitchd does not support type=daqring (it offers: "
             "%s); build the patched tree or pass --ovs-build"
             % ", ".join(sorted(t for t in types if t)))
-    args: List[str] = []
-    for d in plan.dcms:
-        ring = plan.ring_name(d)
-        args += ["--", "add-port", sw.bridge, ring, "--", "set",
-                 "Interface", ring, "type=daqring",
-                 "options:ring-size=%d" % ring_size,
-                 "options:max-burst=%d" % max_burst,
-                 "options:poll-interval=%d" % poll_us,
-                 "ofport_request=%d" % plan.ring_ofport(d)]
-    sw.vsctl(*args, timeout=60)
+    dcms = [{"name": plan.ring_name(d), "ip": d.ips[0],
+             "egress": d.port_name, "ofport": plan.ring_ofport(d)}
+            for d in plan.dcms]
+    doc = {"defaults": {"ring-size": ring_size, "max-burst": max_burst,
+                        "poll-interval": poll_us},
+           "dcms": dcms}
+    path = os.path.join(sw.dir, "dcm-map.json")
+    with open(path, "w") as f:
+        # JSON is YAML: ovs-daqctl reads it as a map.
+        json.dump(doc, f, indent=1)
     try:
+        daqctl(sw, "apply", path)
         sw._check_ports([plan.ring_name(d) for d in plan.dcms])
-        for d in plan.dcms:
-            sw.ofctl("add-flow", sw.bridge,
-                     "priority=100,ip,nw_dst=%s,actions=output:%d"
-                     % (d.ips[0], plan.ring_ofport(d)))
-            sw.ofctl("add-flow", sw.bridge,
-                     "priority=101,in_port=%d,actions=output:%d"
-                     % (plan.ring_ofport(d), d.ofport))
     except (ModeUnavailable, RunError):
         remove_daqrings(sw, plan)
         raise
@@ -282,13 +301,5 @@ def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
 
 
 def remove_daqrings(sw: Switch, plan: Plan) -> None:
-    for d in plan.dcms:
-        sw.ofctl("--strict", "del-flows", sw.bridge,
-                 "priority=100,ip,nw_dst=%s" % d.ips[0])
-        sw.ofctl("--strict", "del-flows", sw.bridge,
-                 "priority=101,in_port=%d" % plan.ring_ofport(d))
-    args: List[str] = []
-    for d in plan.dcms:
-        args += ["--", "--if-exists", "del-port", sw.bridge,
-                 plan.ring_name(d)]
-    sw.vsctl(*args)
+    """Removes every daqring and DCM flow that ovs-daqctl installed."""
+    daqctl(sw, "clear")

@@ -1,0 +1,917 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Tests of utilities/ovs-daqctl.
+
+The map checks are pure unit tests.  Everything else runs against a real
+ovsdb-server and the patched ovs-vswitchd (userspace datapath, DPDK with
+--no-pci --in-memory, one PMD on core 1), both in a network namespace of
+their own, started once for the module: skipped, with the reason, when not
+root, without the build in ovs/, or without free huge pages.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_ovs_daqctl.py  (about a
+minute, most of it ovs-vswitchd adding 1000 daqrings).
+"""
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DAQCTL = ROOT / "utilities" / "ovs-daqctl"
+OVS = ROOT / "ovs"
+PYTHON = "/usr/bin/python3"
+BIN = {
+    "vswitchd": OVS / "vswitchd" / "ovs-vswitchd",
+    "ovsdb_server": OVS / "ovsdb" / "ovsdb-server",
+    "ovsdb_tool": OVS / "ovsdb" / "ovsdb-tool",
+    "vsctl": OVS / "utilities" / "ovs-vsctl",
+    "ofctl": OVS / "utilities" / "ovs-ofctl",
+    "appctl": OVS / "utilities" / "ovs-appctl",
+}
+SCHEMA = OVS / "vswitchd" / "vswitch.ovsschema"
+OVSDB_TCP = 6640          # inside our own namespace: no collisions
+OF_TCP = 6653
+HUGEPAGES_NEEDED_MB = 256
+
+
+# ====================================================== the tool as a module
+def _load_daqctl() -> ModuleType:
+    loader = importlib.machinery.SourceFileLoader("ovs_daqctl", str(DAQCTL))
+    spec = importlib.util.spec_from_loader("ovs_daqctl", loader)
+    assert spec is not None
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def daqctl() -> ModuleType:
+    try:
+        return _load_daqctl()
+    except SystemExit:
+        pytest.skip("ovs-daqctl needs the OVS Python library and PyYAML "
+                    "(python3-openvswitch, python3-yaml): run the tests "
+                    "with /usr/bin/python3")
+
+
+def read_map(daqctl: ModuleType, tmp_path: Path, text: str,
+             name: str = "map.yaml", tolerance: float = 0.01) -> Any:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return daqctl.MapReader(str(path), None, None, None, set(),
+                            tolerance).read()
+
+
+# ================================================================ unit tests
+@pytest.mark.parametrize("text,bps", [
+    ("190mbit", 190e6), ("0.78gbit", 0.78e9), ("500kbit", 500e3),
+    ("1G", 1e9), ("12e6", 12e6), ("100 Mbit/s", 100e6), ("2bit", 2),
+])
+def test_parse_rate(daqctl: ModuleType, text: str, bps: float) -> None:
+    assert daqctl.parse_rate(text) == pytest.approx(bps)
+
+
+@pytest.mark.parametrize("text", ["10mbps", "fast", "-5mbit", "0", ""])
+def test_parse_rate_refuses(daqctl: ModuleType, text: str) -> None:
+    with pytest.raises(ValueError):
+        daqctl.parse_rate(text)
+
+
+def test_rate_conversion(daqctl: ModuleType) -> None:
+    # The thesis's setting: 32 packets every 500 us = 777.2 Mbit/s.
+    b, t, err = daqctl.shaping_for_rate(32 * 1518 * 8 / 500e-6, None, 0.01)
+    assert (b, t) == (32, 500) and abs(err) < 1e-9
+    b, t, err = daqctl.shaping_for_rate(190e6, None, 0.01)
+    assert (b, t) == (32, 2045) and abs(err) < 0.001
+    b, t, err = daqctl.shaping_for_rate(190e6, 10, 0.01)
+    assert (b, t) == (10, 639)
+    # 100 Gbit/s needs b/t = 8.23: no burst <= 32 gets within 1%.
+    with pytest.raises(ValueError, match="not achievable"):
+        daqctl.shaping_for_rate(100e9, None, 0.01)
+    assert daqctl.shaping_for_rate(100e9, None, 0.02)[:2] == (25, 3)
+    with pytest.raises(ValueError, match="above the maximum"):
+        daqctl.shaping_for_rate(1e12, None, 0.01)
+    with pytest.raises(ValueError, match="below the minimum"):
+        daqctl.shaping_for_rate(1000, None, 0.01)
+
+
+def test_example_maps_agree(daqctl: ModuleType) -> None:
+    """The YAML and CSV examples describe the same DCMs."""
+    specs = {}
+    for ext in ("yaml", "csv"):
+        path = ROOT / "utilities" / ("dcm-map.example." + ext)
+        specs[ext] = daqctl.MapReader(str(path), None, None, None, set(),
+                                      0.01).read()
+    y, c = specs["yaml"][0].dcms, specs["csv"][0].dcms
+    assert [d.key() for d in y] == [d.key() for d in c]
+    assert len(y) == 5
+
+
+GOOD = """\
+dcms:
+  - {name: dcm1, ip: 10.0.0.1, egress: p1}
+  - {name: dcm2, ip: 10.0.0.2, egress: p2}
+"""
+
+# (map text, line of the first problem, words of its reason)
+BAD_MAPS = [
+    ("", 1, "empty"),
+    ("dcms: [\n  {name: a, ip: 10.0.0.1, egress: p1}\n", 3, "malformed YAML"),
+    ("dcms:\n  - name: a\n    name: b\n", 3, "duplicate key"),
+    ("dcms: 5\n", 1, "'dcms' must be a list"),
+    ("dcmz: []\n", 1, "unknown map key 'dcmz'"),
+    (GOOD + "  - {name: dcm1, ip: 10.0.0.3, egress: p1}\n", 4,
+     "duplicate name"),
+    (GOOD + "  - {name: dcm3, ip: 10.0.0.1, egress: p1}\n", 4,
+     "duplicate IP 10.0.0.1"),
+    (GOOD + "  - {name: dcm3, ring: dcm1, ip: 10.0.0.3, egress: p1}\n", 4,
+     "duplicate ring port name dcm1"),
+    (GOOD + "  - {name: dcm3, ip: 10.0.0.3, egress: dcm1}\n", 4,
+     "is the daqring of DCM dcm1"),
+    ("dcms:\n  - name: a\n    ip: 10.0.0.1\n    egress: p1\n"
+     "    ring-size: 0\n", 5, "ring-size 0 out of range 1..1048576"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, ring-size: 2000000}\n",
+     2, "out of range"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, ring-size: 4k}\n", 2,
+     "ring-size must be an integer"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, max-burst: 33}\n", 2,
+     "max-burst 33 out of range 1..32"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, poll-interval: -1}\n",
+     2, "poll-interval -1 out of range"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, max-burst: true}\n", 2,
+     "must be an integer"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 1tbit}\n", 2,
+     "above the maximum"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 100gbit}\n", 2,
+     "not achievable"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 1gbit,\n"
+     "       max-burst: 1}\n", 2, "not achievable within 1% with max-burst 1"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 10mbps}\n", 2,
+     "ambiguous rate unit"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 1gbit,\n"
+     "     poll-interval: 5}\n", 2, "not both"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.300, egress: p1}\n", 2,
+     "not an IP address"),
+    ("dcms:\n  - {name: a, ip: 'fe80::1', egress: p1}\n", 2, "only IPv4"),
+    ("dcms:\n  - {name: a, ip: 224.0.0.1, egress: p1}\n", 2, "unicast"),
+    ("dcms:\n  - {name: a, egress: p1}\n", 2, "no match"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1}\n", 2, "no 'egress'"),
+    ("dcms:\n  - {ip: 10.0.0.1, egress: p1}\n", 2, "needs a 'name'"),
+    ("dcms:\n  - {name: LOCAL, ip: 10.0.0.1, egress: p1}\n", 2, "reserved"),
+    ("dcms:\n  - {name: 'a b', ip: 10.0.0.1, egress: p1}\n", 2,
+     "not a valid port name"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, colour: red}\n", 2,
+     "unknown DCM key 'colour'"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, tuples: ['*:*->10.0.0.1:80'],\n"
+     "     egress: p1}\n", 2, "either 'ip' or 'tuples'"),
+    ("dcms:\n  - {name: a, tuples: ['10.0.0.1->10.0.0.2'], egress: p1}\n",
+     2, "bad tuple"),
+    ("dcms:\n  - {name: a, tuples: ['*:*->*:80'], egress: p1}\n", 2,
+     "needs its destination"),
+    ("dcms:\n  - {name: a, tuples: ['*:*->10.0.0.4:70000'], egress: p1}\n",
+     2, "out of range 1..65535"),
+    ("dcms:\n  - {name: a, tuples: ['*:*->10.0.0.4:80'], egress: p1}\n"
+     "  - {name: b, tuples: ['10.0.1.1:*->10.0.0.4:*'], egress: p1}\n", 3,
+     "overlaps"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.4, egress: p1}\n"
+     "  - {name: b, tuples: ['*:*->10.0.0.4:80'], egress: p1}\n", 3,
+     "overlaps the IP match of DCM a"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, ofport: 7}\n"
+     "  - {name: b, ip: 10.0.0.2, egress: p1, ofport: 7}\n", 3,
+     "duplicate ofport 7"),
+    ("defaults: {ring-size: 0}\ndcms:\n  - {name: a, ip: 10.0.0.1, "
+     "egress: p1}\n", 1, "ring-size 0 out of range"),
+    ("dcms: []\nswitches: [{bridge: br1, dcms: []}]\n", 1,
+     "exclude each other"),
+    ("switches:\n  - {name: s, bridge: br1, dcms: []}\n"
+     "  - {name: t, bridge: br1, dcms: []}\n", 3, "already listed"),
+]
+
+
+@pytest.mark.parametrize("text,line,words", BAD_MAPS,
+                         ids=[w for _, _, w in BAD_MAPS])
+def test_bad_map(daqctl: ModuleType, tmp_path: Path, text: str, line: int,
+                 words: str) -> None:
+    with pytest.raises(daqctl.MapError) as info:
+        read_map(daqctl, tmp_path, text)
+    first = info.value.problems[0]
+    assert first.where == "%s:%d" % (tmp_path / "map.yaml", line), \
+        info.value.problems
+    assert words in first.reason, info.value.problems
+    assert info.value.status == 2
+
+
+BAD_CSV = [
+    ("name,ip,egres\ndcm1,10.0.0.1,p1\n", 1, "unknown CSV column 'egres'"),
+    ("ip,egress\n10.0.0.1,p1\n", 1, "needs a 'name' column"),
+    ("# comment\nname,ip,egress\ndcm1,10.0.0.1,p1,extra\n", 3,
+     "4 fields, the header has 3"),
+    ("name,ip,egress,ring_size\ndcm1,10.0.0.1,p1,4096\n"
+     "dcm2,10.0.0.2,p1,x\n", 3, "ring-size must be an integer"),
+    ("name,ip,egress\ndcm1,10.0.0.1,p1\n\ndcm1,10.0.0.2,p1\n", 4,
+     "duplicate name"),
+]
+
+
+@pytest.mark.parametrize("text,line,words", BAD_CSV,
+                         ids=[w for _, _, w in BAD_CSV])
+def test_bad_csv(daqctl: ModuleType, tmp_path: Path, text: str, line: int,
+                 words: str) -> None:
+    with pytest.raises(daqctl.MapError) as info:
+        read_map(daqctl, tmp_path, text, name="map.csv")
+    first = info.value.problems[0]
+    assert first.where == "%s:%d" % (tmp_path / "map.csv", line), \
+        info.value.problems
+    assert words in first.reason, info.value.problems
+
+
+def test_all_problems_reported(daqctl: ModuleType, tmp_path: Path) -> None:
+    with pytest.raises(daqctl.MapError) as info:
+        read_map(daqctl, tmp_path, """\
+            dcms:
+              - {name: a, ip: 10.0.0.1, egress: p1, max-burst: 0}
+              - {name: b, ip: 10.0.0.2, egress: p1, rate: 1tbit}
+              - {name: c, ip: 10.0.0.3, egress: p1}
+              - {name: c, ip: 10.0.0.4, egress: p1}
+            """)
+    assert [p.where.rsplit(":", 1)[1] for p in info.value.problems] == \
+        ["2", "3", "5"]
+
+
+def test_defaults_and_tuples(daqctl: ModuleType, tmp_path: Path) -> None:
+    spec, = read_map(daqctl, tmp_path, """\
+        bridge: brx
+        defaults: {ring-size: 1000, poll-interval: 500, egress: p1}
+        dcms:
+          - {name: a, ip: 10.0.0.1}
+          - {name: b, ip: 10.0.0.2, rate: 190mbit, ring: ringb}
+          - name: c
+            tuples:
+              - "udp:10.0.1.1:5000->10.0.0.3:6000"
+              - {dst: 10.0.0.3, dport: 6001}
+        """)
+    a, b, c = spec.dcms
+    assert spec.bridge == "brx"
+    assert (a.ring_size, a.max_burst, a.poll_interval) == (1000, 32, 500)
+    assert (b.ring, b.max_burst, b.poll_interval, b.rate) == \
+        ("ringb", 32, 2045, "190mbit")
+    assert c.match_text() == ("udp:10.0.1.1:5000->10.0.0.3:6000 "
+                              "tcp:*:*->10.0.0.3:6001")
+    assert [(p, m) for p, m, _ in daqctl.dcm_flows(c, "7", "1")] == [
+        (100, ["udp", "nw_src=10.0.1.1", "nw_dst=10.0.0.3", "tp_src=5000",
+               "tp_dst=6000"]),
+        (100, ["tcp", "nw_dst=10.0.0.3", "tp_dst=6001"]),
+        (101, ["in_port=7"])]
+    assert len({d.cookie() for d in spec.dcms}) == 3
+    assert all(d.cookie() >> 48 == 0xdac7 for d in spec.dcms)
+
+
+def test_cli_refuses_bad_map(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1}\n"
+                    "  - {name: a, ip: 10.0.0.2, egress: p1}\n")
+    p = subprocess.run([PYTHON, str(DAQCTL), "--db", "unix:/nonexistent",
+                        "apply", str(path)], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 2
+    assert "%s:3: DCM a: duplicate name" % path in p.stderr
+    assert "nothing changed" in p.stderr
+
+
+def test_cli_help_and_flake8() -> None:
+    p = subprocess.run([PYTHON, str(DAQCTL), "--help"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 0
+    for word in ("apply", "add-dcm", "del-dcm", "show", "flows"):
+        assert word in p.stdout
+    if shutil.which("flake8") or os.path.exists("/usr/bin/flake8"):
+        f = subprocess.run([PYTHON, "-m", "flake8", str(DAQCTL), __file__],
+                           capture_output=True, text=True, timeout=120)
+        assert f.returncode == 0, f.stdout
+
+
+# ============================================================ a real switch
+def _skip_reason() -> Optional[str]:
+    if os.geteuid() != 0:
+        return "needs root (network namespace, DPDK)"
+    for b in list(BIN.values()) + [SCHEMA]:
+        if not b.exists():
+            return "the patched OVS is not built (%s missing): run make" % b
+    if not shutil.which("ip"):
+        return "needs iproute2 (ip netns)"
+    free_mb = 0
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        size_kb = int(info["Hugepagesize"].split()[0])
+        free_mb = int(info["HugePages_Free"].split()[0]) * size_kb // 1024
+    except (OSError, KeyError, ValueError):
+        pass
+    if free_mb < HUGEPAGES_NEEDED_MB:
+        return ("needs %d MB of free huge pages (%d MB free): echo 512 > "
+                "/proc/sys/vm/nr_hugepages" % (HUGEPAGES_NEEDED_MB, free_mb))
+    if not os.path.ismount("/dev/hugepages"):
+        return "hugetlbfs is not mounted on /dev/hugepages"
+    return None
+
+
+class Switch:
+    """ovsdb-server and ovs-vswitchd in namespace 'ns', files in 'dir'."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="daqctl-test-")
+        self.ns = "daqctl-%d" % os.getpid()
+        self.sock = os.path.join(self.dir, "db.sock")
+        self.db = "unix:" + self.sock
+        self.env = dict(os.environ, OVS_RUNDIR=self.dir, OVS_LOGDIR=self.dir,
+                        OVS_DBDIR=self.dir, OVS_SYSCONFDIR=self.dir,
+                        OVS_OFCTL=str(BIN["ofctl"]))
+        self.procs: List["subprocess.Popen[bytes]"] = []
+        self.ns_created = False
+
+    def run(self, *cmd: str, check: bool = True,
+            timeout: float = 120) -> "subprocess.CompletedProcess[str]":
+        p = subprocess.run(list(cmd), capture_output=True, text=True,
+                           env=self.env, timeout=timeout)
+        if check and p.returncode != 0:
+            raise AssertionError("%s failed (%d): %s%s" % (
+                " ".join(cmd), p.returncode, p.stdout, p.stderr))
+        return p
+
+    def vsctl(self, *args: str) -> str:
+        return self.run(str(BIN["vsctl"]), "--db=" + self.db,
+                        "--timeout=120", *args).stdout
+
+    def ofctl(self, *args: str) -> str:
+        return self.run(str(BIN["ofctl"]), *args).stdout
+
+    def daqctl(self, *args: str, bridge: str = "br0", in_ns: bool = False,
+               check: Optional[int] = 0,
+               timeout: float = 240) -> "subprocess.CompletedProcess[str]":
+        cmd = [PYTHON, str(DAQCTL)]
+        if "--db" not in args:
+            cmd += ["--db", self.db]
+        if bridge:
+            cmd += ["--bridge", bridge]
+        if in_ns:
+            cmd = ["ip", "netns", "exec", self.ns] + cmd
+        p = self.run(*(cmd + list(args)), check=False, timeout=timeout)
+        if check is not None:
+            assert p.returncode == check, (
+                "ovs-daqctl %s: exit %d, expected %d\n%s%s"
+                % (" ".join(args), p.returncode, check, p.stdout, p.stderr))
+        return p
+
+    def start(self) -> None:
+        self.run("ip", "netns", "add", self.ns)
+        self.ns_created = True
+        self.run("ip", "netns", "exec", self.ns, "ip", "link", "set", "lo",
+                 "up")
+        conf = os.path.join(self.dir, "conf.db")
+        self.run(str(BIN["ovsdb_tool"]), "create", conf, str(SCHEMA))
+        self._spawn("ovsdb-server", [
+            str(BIN["ovsdb_server"]), conf, "--remote=punix:" + self.sock,
+            "--remote=ptcp:%d:127.0.0.1" % OVSDB_TCP,
+            "--unixctl=" + os.path.join(self.dir, "ovsdb-server.ctl"),
+            "--log-file=" + os.path.join(self.dir, "ovsdb-server.log"),
+            "-vconsole:off"])
+        deadline = time.monotonic() + 20
+        while not os.path.exists(self.sock):
+            assert time.monotonic() < deadline, "ovsdb-server did not start"
+            time.sleep(0.05)
+        self.vsctl("--no-wait", "init", "--", "set", "Open_vSwitch", ".",
+                   "other_config:dpdk-init=true",
+                   "other_config:pmd-cpu-mask=0x2",
+                   "other_config:dpdk-socket-mem=%d" % HUGEPAGES_NEEDED_MB,
+                   'other_config:dpdk-extra="--no-pci --in-memory '
+                   '--file-prefix=%s"' % self.ns)
+        self._spawn("ovs-vswitchd", [
+            str(BIN["vswitchd"]), self.db,
+            "--unixctl=" + os.path.join(self.dir, "ovs-vswitchd.ctl"),
+            "--log-file=" + os.path.join(self.dir, "ovs-vswitchd.log"),
+            # dpif-netdev logs every rx queue at every port change: with
+            # 1000 daqrings that is 10^6 lines.
+            "-vconsole:off", "-vdpif_netdev:file:warn"])
+        self.vsctl("wait-until", "Open_vSwitch", ".", "dpdk_initialized=true")
+        # br0: the main bridge (also reachable by OpenFlow over TCP);
+        # br1: a second switch of a multi-switch map; br2: 1000 DCMs.
+        self.vsctl(
+            "add-br", "br0", "--", "set", "Bridge", "br0",
+            "datapath_type=netdev", "fail_mode=secure",
+            "--", "set-controller", "br0", "ptcp:%d:127.0.0.1" % OF_TCP,
+            *self._ports("br0", ["p1", "p2", "p3", "p4"]),
+            "--", "add-br", "br1", "--", "set", "Bridge", "br1",
+            "datapath_type=netdev", "fail_mode=secure",
+            *self._ports("br1", ["q1"]),
+            "--", "add-br", "br2", "--", "set", "Bridge", "br2",
+            "datapath_type=netdev", "fail_mode=secure",
+            *self._ports("br2", ["r1", "r2", "r3", "r4"]))
+        for br in ("br0", "br1", "br2"):
+            # Flows ovs-daqctl must leave alone.
+            self.ofctl("add-flow", br, "cookie=0x1,priority=1,actions=drop")
+            self.ofctl("add-flow", br, "cookie=0xdac8000000000001,"
+                       "priority=50,ip,nw_dst=10.9.9.9,actions=drop")
+
+    @staticmethod
+    def _ports(br: str, names: List[str]) -> List[str]:
+        out: List[str] = []
+        for n in names:
+            out += ["--", "add-port", br, n, "--", "set", "Interface", n,
+                    "type=internal"]
+        return out
+
+    def _spawn(self, name: str, cmd: List[str]) -> None:
+        with open(os.path.join(self.dir, name + ".out"), "w") as out:
+            # "ip netns exec" execs the daemon: the pid is the daemon's.
+            self.procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", self.ns] + cmd, env=self.env,
+                stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True))
+
+    def stop(self) -> None:
+        # SIGTERM, not "ovs-appctl exit": ovs-vswitchd would remove the
+        # 1000 daqrings one by one (about a minute).  DPDK memory is
+        # --in-memory, freed with the process.
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(10)
+        if self.ns_created:
+            subprocess.run(["ip", "netns", "del", self.ns],
+                           capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ---------------------------------------------------------- reading
+    def next_cfg(self) -> int:
+        return int(self.vsctl("get", "Open_vSwitch", ".", "next_cfg"))
+
+    def table(self, table: str, columns: str) -> List[Dict[str, Any]]:
+        out = json.loads(self.vsctl("-f", "json", "-d", "json",
+                                    "--columns=" + columns, "list", table))
+        return [dict(zip(out["headings"], [_ovs_value(v) for v in row]))
+                for row in out["data"]]
+
+    def rings(self, bridge: str = "br0") -> Dict[str, Dict[str, Any]]:
+        """The daqrings of a bridge: name -> uuid, options, external_ids,
+        ofport."""
+        names = set(self.vsctl("list-ports", bridge).split())
+        ports = {p["name"]: p for p in self.table("Port",
+                                                  "name,external_ids")}
+        out = {}
+        for i in self.table("Interface", "_uuid,name,type,options,ofport"):
+            if i["type"] == "daqring" and i["name"] in names:
+                i["external_ids"] = ports[i["name"]]["external_ids"]
+                out[i["name"]] = i
+        return out
+
+    def flows(self, bridge: str = "br0") -> Set[str]:
+        """All flows of a bridge, without statistics, ports as numbers."""
+        return {ln.strip() for ln in self.ofctl(
+            "--no-names", "--no-stats", "dump-flows", bridge).splitlines()
+            if ln.strip().startswith("cookie=")}
+
+    def flow_packets(self, bridge: str, pattern: str) -> int:
+        for ln in self.ofctl("--names", "dump-flows", bridge).splitlines():
+            if pattern in ln:
+                return int(ln.split("n_packets=")[1].split(",")[0])
+        raise AssertionError("no flow with %s" % pattern)
+
+
+def _ovs_value(v: Any) -> Any:
+    if isinstance(v, list) and len(v) == 2 and v[0] == "map":
+        return {k: _ovs_value(x) for k, x in v[1]}
+    if isinstance(v, list) and len(v) == 2 and v[0] == "set":
+        return [_ovs_value(x) for x in v[1]]
+    if isinstance(v, list) and len(v) == 2 and v[0] == "uuid":
+        return v[1]
+    return v
+
+
+@pytest.fixture(scope="module")
+def sw() -> Iterator[Switch]:
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    s = Switch()
+    try:
+        s.start()
+        yield s
+    finally:
+        s.stop()
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def cookie(name: str) -> int:
+    """ovs-daqctl's cookie of a DCM: 0xdac7, then 48 bits of SHA-256."""
+    digest = hashlib.sha256(name.encode()).digest()
+    return 0xdac7 << 48 | int.from_bytes(digest[:6], "big")
+
+
+def expected_flows(sw: Switch, bridge: str, dcms: List[Tuple[str, str, str]]
+                   ) -> Set[str]:
+    """The two flows of each (name, ip, egress) DCM, as dump-flows prints
+    them, with the ports' current numbers."""
+    ofport = {i["name"]: i["ofport"]
+              for i in sw.table("Interface", "name,ofport")}
+    out = set()
+    for name, ip, egress in dcms:
+        c = cookie(name)
+        out.add("cookie=%#x, priority=100,ip,nw_dst=%s actions=output:%d"
+                % (c, ip, ofport[name]))
+        out.add("cookie=%#x, priority=101,in_port=%d actions=output:%d"
+                % (c, ofport[name], ofport[egress]))
+    return out
+
+
+UNRELATED = {"cookie=0x1, priority=1 actions=drop",
+             "cookie=0xdac8000000000001, priority=50,ip,nw_dst=10.9.9.9 "
+             "actions=drop"}
+EXAMPLE_DCMS = [("dcm1", "10.0.0.1", "p1"), ("dcm2", "10.0.0.2", "p2"),
+                ("dcm3", "10.0.0.3", "p3")]
+
+
+# ================================================== tests against a switch
+def test_apply_example(sw: Switch) -> None:
+    cfg = sw.next_cfg()
+    p = sw.daqctl("apply", str(ROOT / "utilities" / "dcm-map.example.yaml"))
+    assert "rate 190mbit -> max-burst 32, poll-interval 2045 us" in p.stdout
+    assert "one OVSDB transaction: 5 created" in p.stdout
+    assert "one OpenFlow bundle" in p.stdout
+    assert sw.next_cfg() == cfg + 1                 # one transaction
+    rings = sw.rings()
+    assert sorted(rings) == ["dcm1", "dcm2", "dcm3", "dcm4a", "dcm4b"]
+    assert rings["dcm1"]["options"] == {"ring-size": "16384",
+                                        "max-burst": "32",
+                                        "poll-interval": "500"}
+    assert rings["dcm2"]["options"]["ring-size"] == "2048"
+    assert rings["dcm3"]["options"]["poll-interval"] == "2045"
+    assert rings["dcm3"]["external_ids"]["daqctl-rate"] == "190mbit"
+    assert rings["dcm1"]["external_ids"]["daqctl-egress"] == "p1"
+    flows = sw.flows()
+    assert expected_flows(sw, "br0", EXAMPLE_DCMS) <= flows
+    of = {n: r["ofport"] for n, r in rings.items()}
+    assert ("cookie=%#x, priority=100,tcp,nw_src=10.0.1.9,nw_dst=10.0.0.4,"
+            "tp_src=9000,tp_dst=40003 actions=output:%d"
+            % (cookie("dcm4b"), of["dcm4b"])) in flows
+    assert UNRELATED <= flows
+    assert len(flows) == 11 + len(UNRELATED)
+
+
+def test_reapply_changes_nothing(sw: Switch) -> None:
+    cfg, flows, rings = sw.next_cfg(), sw.flows(), sw.rings()
+    p = sw.daqctl("apply", str(ROOT / "utilities" / "dcm-map.example.yaml"))
+    assert "no changes" in p.stdout
+    # The same DCMs as CSV: still nothing to do.
+    p = sw.daqctl("apply", str(ROOT / "utilities" / "dcm-map.example.csv"))
+    assert "no changes" in p.stdout
+    assert sw.next_cfg() == cfg             # not even an empty transaction
+    assert sw.flows() == flows and sw.rings() == rings
+
+
+def test_traffic_goes_through_ring(sw: Switch) -> None:
+    """A packet to dcm1's address enters its daqring (priority 100), is
+    dequeued by the PMD and leaves by the in_port=dcm1 rule (101)."""
+    pkt = _udp_packet("10.0.1.1", "10.0.0.1")
+    before = sw.flow_packets("br0", "priority=101,in_port=dcm1 ")
+    for _ in range(3):
+        sw.ofctl("packet-out", "br0",
+                 "in_port=controller packet=%s actions=table" % pkt)
+    deadline = time.monotonic() + 10
+    while sw.flow_packets("br0", "priority=101,in_port=dcm1 ") < before + 3:
+        assert time.monotonic() < deadline, "packets did not leave the ring"
+        time.sleep(0.1)
+    assert sw.flow_packets("br0", "nw_dst=10.0.0.1 ") >= 3
+
+
+def test_change_update_remove(sw: Switch, tmp_path: Path) -> None:
+    before = sw.rings()
+    cfg = sw.next_cfg()
+    path = write(tmp_path, "m.yaml", """\
+        defaults: {ring-size: 16384, max-burst: 32, poll-interval: 500}
+        dcms:
+          - {name: dcm1, ip: 10.0.0.1, egress: p2}           # egress
+          - {name: dcm2, ip: 10.0.0.2, egress: p2, ring-size: 4096}
+          - {name: dcm3, ip: 10.0.0.3, egress: p3, rate: 300mbit}
+          - name: dcm4b                                      # unchanged
+            egress: p4
+            tuples:
+              - {proto: tcp, dst: 10.0.0.4, dport: 40002}
+              - "tcp:10.0.1.9:9000->10.0.0.4:40003"
+          - {name: dcm5, ip: 10.0.0.5, egress: p1, max-burst: 8}
+        """)
+    p = sw.daqctl("apply", path)
+    assert ("one OVSDB transaction: 1 created, 3 updated, 1 removed"
+            in p.stdout), p.stdout
+    assert "update dcm1: egress p1 -> p2" in p.stdout
+    assert "update dcm2: ring-size 2048 -> 4096" in p.stdout
+    assert "remove dcm4a" in p.stdout
+    assert sw.next_cfg() == cfg + 1
+    after = sw.rings()
+    assert sorted(after) == ["dcm1", "dcm2", "dcm3", "dcm4b", "dcm5"]
+    # Updated in place (the rings and their packets stay), not re-created.
+    for n in ("dcm1", "dcm2", "dcm3", "dcm4b"):
+        assert after[n]["_uuid"] == before[n]["_uuid"]
+        assert after[n]["ofport"] == before[n]["ofport"]
+    assert after["dcm2"]["options"]["ring-size"] == "4096"
+    assert after["dcm3"]["options"]["poll-interval"] == "1295"
+    assert after["dcm5"]["options"]["max-burst"] == "8"
+    flows = sw.flows()
+    want = expected_flows(sw, "br0", [
+        ("dcm1", "10.0.0.1", "p2"), ("dcm2", "10.0.0.2", "p2"),
+        ("dcm3", "10.0.0.3", "p3"), ("dcm5", "10.0.0.5", "p1")])
+    assert want <= flows and UNRELATED <= flows
+    assert not any("tp_dst=40001" in f for f in flows)
+    assert len(flows) == 8 + 3 + len(UNRELATED)
+    # The status of a ring reflects the change within a second or two.
+    deadline = time.monotonic() + 10
+    while True:
+        st = sw.table("Interface", "name,status")
+        st2 = next(i["status"] for i in st if i["name"] == "dcm2")
+        if st2.get("ring_size") == "4096":
+            break
+        assert time.monotonic() < deadline, st2
+        time.sleep(0.2)
+    assert "no changes" in sw.daqctl("apply", path).stdout
+
+
+def test_flows_are_repaired(sw: Switch, tmp_path: Path) -> None:
+    """Flows deleted or changed behind ovs-daqctl's back come back, without
+    touching OVSDB."""
+    flows = sw.flows()
+    c = cookie("dcm1")
+    sw.ofctl("del-flows", "br0", "cookie=%#x/-1" % c)
+    sw.ofctl("add-flow", "br0", "cookie=%#x,priority=100,ip,nw_dst=10.0.0.1,"
+             "actions=drop" % c)
+    cfg = sw.next_cfg()
+    p = sw.daqctl("add-dcm", "dcm2", "--ip", "10.0.0.2", "--egress", "p2",
+                  "--ring-size", "4096", "--max-burst", "32",
+                  "--poll-interval", "500")
+    assert "flows of 1 DCMs changed (1 deleted, 2 added)" in p.stdout
+    assert sw.flows() == flows and sw.next_cfg() == cfg
+
+
+def test_refused_on_switch_changes_nothing(sw: Switch,
+                                           tmp_path: Path) -> None:
+    cfg, flows, rings = sw.next_cfg(), sw.flows(), sw.rings()
+    path = write(tmp_path, "bad.yaml", """\
+        dcms:
+          - {name: dcm1, ip: 10.0.0.1, egress: p2, ring-size: 100}
+          - {name: dcm2, ip: 10.0.0.2, egress: p9}
+          - {name: p3, ip: 10.0.0.3, egress: p1}
+        """)
+    p = sw.daqctl("apply", path, check=2)
+    assert ("%s:3: DCM dcm2: egress port p9 is not on bridge br0 (it has: "
+            "br0, p1, p2, p3, p4)" % path) in p.stderr
+    assert ("%s:4: DCM p3: a port or interface named p3 exists and is not "
+            "a daqring" % path) in p.stderr
+    assert "nothing changed" in p.stderr
+    assert (sw.next_cfg(), sw.flows(), sw.rings()) == (cfg, flows, rings)
+
+
+def test_failed_transaction_rolls_back(sw: Switch, tmp_path: Path) -> None:
+    """ovs-vswitchd refuses a ring (NUMA node 7 does not exist): the other
+    changes of the same apply are undone too."""
+    flows, rings = sw.flows(), sw.rings()
+    path = write(tmp_path, "numa.yaml", """\
+        defaults: {ring-size: 16384, max-burst: 32, poll-interval: 500}
+        dcms:
+          - {name: dcm1, ip: 10.0.0.1, egress: p2}
+          - {name: dcm2, ip: 10.0.0.2, egress: p2, ring-size: 8192}
+          - {name: dcm3, ip: 10.0.0.3, egress: p3, rate: 300mbit}
+          - name: dcm4b
+            egress: p4
+            tuples:
+              - {proto: tcp, dst: 10.0.0.4, dport: 40002}
+              - "tcp:10.0.1.9:9000->10.0.0.4:40003"
+          - {name: dcm5, ip: 10.0.0.5, egress: p1, max-burst: 8}
+          - {name: dcm6, ip: 10.0.0.6, egress: p1, numa-id: 7}
+        """)
+    p = sw.daqctl("apply", path, check=1)
+    assert "refused the change, rolled back" in p.stderr
+    assert "dcm6: invalid numa-id 7" in p.stderr
+    assert sw.rings() == rings and sw.flows() == flows
+    # A ring in use is not deleted by ovs-vswitchd when its new options
+    # fail: it keeps its ring and says so in status:config_error.
+    text = Path(path).read_text()
+    text = text.replace("dcm6, ip: 10.0.0.6, egress: p1, numa-id: 7",
+                        "dcm6, ip: 10.0.0.6, egress: p1")
+    text = text.replace("max-burst: 8}", "max-burst: 8, numa-id: 7}")
+    Path(path).write_text(text)
+    p = sw.daqctl("apply", path, check=1)
+    assert "dcm5: invalid numa-id 7" in p.stderr
+    assert sw.rings() == rings and sw.flows() == flows
+
+
+def test_add_del_dcm(sw: Switch) -> None:
+    cfg = sw.next_cfg()
+    args = ["add-dcm", "dcm9", "--ip", "10.0.0.9", "--egress", "p3",
+            "--ring-size", "1000", "--rate", "190mbit"]
+    p = sw.daqctl(*args)
+    assert "rate 190mbit -> max-burst 32, poll-interval 2045 us" in p.stdout
+    assert "create dcm9" in p.stdout
+    assert "no changes" in sw.daqctl(*args).stdout
+    assert sw.next_cfg() == cfg + 1
+    r = sw.rings()["dcm9"]
+    assert r["options"] == {"ring-size": "1000", "max-burst": "32",
+                            "poll-interval": "2045"}
+    assert expected_flows(sw, "br0", [("dcm9", "10.0.0.9", "p3")]) <= \
+        sw.flows()
+    # Options may also follow the command; tuples instead of an address.
+    sw.daqctl("add-dcm", "dcm10", "--tuple", "tcp:*:*->10.0.0.10:5001",
+              "--egress", "p3", "--bridge", "br0", bridge="")
+    sw.daqctl("add-dcm", "dcm11", "--tuple", "tcp:*:*->10.0.0.10:5001",
+              "--egress", "p3", check=2)                 # overlaps dcm10
+    sw.daqctl("add-dcm", "dcm12", "--ip", "10.0.0.12", "--egress", "p3",
+              "--max-burst", "40", check=2)
+    p = sw.daqctl("del-dcm", "dcm9", "dcm10")
+    assert "remove dcm9" in p.stdout and "remove dcm10" in p.stdout
+    assert "dcm9" not in sw.rings()
+    assert not any("10.0.0.9" in f for f in sw.flows())
+    p = sw.daqctl("del-dcm", "dcm9", check=2)
+    assert "no DCM dcm9" in p.stderr
+    sw.daqctl("del-dcm", "--if-exists", "dcm9")
+
+
+def test_show(sw: Switch) -> None:
+    p = sw.daqctl("show")
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("bridge br0 (unix:") and "5 DCMs" in lines[0]
+    assert lines[1].split() == ["DCM", "RING", "OFPORT", "MATCH", "EGRESS",
+                                "SIZE", "OCCUP", "HIGH-WM", "DROPS",
+                                "SHAPING"]
+    dcm3 = next(ln for ln in lines if ln.startswith("dcm3 "))
+    assert "32/1295us = 300.08 Mbps (asked 300mbit)" in dcm3
+    print("\n" + p.stdout)
+    js = json.loads(sw.daqctl("show", "-f", "json").stdout)
+    row = {r["dcm"]: r for r in js["dcms"]}["dcm2"]
+    assert row["ring_size"] == 4096 and row["egress"] == "p2"
+    for key in ("occupancy", "high_watermark", "tx_dropped",
+                "ring_full_drops", "shaping_rate", "poll_interval"):
+        assert row[key] is not None, key
+    assert row["config_error"] is None
+    p = sw.daqctl("flows")
+    assert "priority=101,in_port=dcm2 actions=output:p2" in p.stdout
+    assert "cookie=0x1," not in p.stdout
+
+
+def test_remote_switch_over_tcp(sw: Switch, tmp_path: Path) -> None:
+    remote = ["--db", "tcp:127.0.0.1:%d" % OVSDB_TCP]
+    p = sw.daqctl("show", *remote, in_ns=True)
+    assert "bridge br0 (tcp:127.0.0.1:%d): 5 DCMs" % OVSDB_TCP in p.stdout
+    p = sw.daqctl("add-dcm", "dcm20", "--ip", "10.0.0.20", "--egress", "p1",
+                  *remote, in_ns=True, check=2)
+    assert "give its OpenFlow target with --of" in p.stderr
+    of = ["--of", "tcp:127.0.0.1:%d" % OF_TCP]
+    p = sw.daqctl("add-dcm", "dcm20", "--ip", "10.0.0.20", "--egress", "p1",
+                  *remote, *of, in_ns=True)
+    assert "create dcm20" in p.stdout
+    assert expected_flows(sw, "br0", [("dcm20", "10.0.0.20", "p1")]) <= \
+        sw.flows()
+    sw.daqctl("del-dcm", "dcm20", *remote, *of, in_ns=True)
+    assert "dcm20" not in sw.rings()
+
+
+def test_several_switches(sw: Switch, tmp_path: Path) -> None:
+    br0 = sw.daqctl("show", "-f", "json").stdout
+    path = write(tmp_path, "two.yaml", """\
+        defaults: {max-burst: 16, poll-interval: 250}
+        switches:
+          - name: leaf0
+            db: %s
+            bridge: br0
+            defaults: {ring-size: 16384, max-burst: 32, poll-interval: 500}
+            dcms:
+              - {name: dcm1, ip: 10.0.0.1, egress: p2}
+              - {name: dcm2, ip: 10.0.0.2, egress: p2, ring-size: 4096}
+              - {name: dcm3, ip: 10.0.0.3, egress: p3, rate: 300mbit}
+              - name: dcm4b
+                egress: p4
+                tuples:
+                  - {proto: tcp, dst: 10.0.0.4, dport: 40002}
+                  - "tcp:10.0.1.9:9000->10.0.0.4:40003"
+              - {name: dcm5, ip: 10.0.0.5, egress: p1, max-burst: 8}
+          - name: leaf1
+            db: %s
+            bridge: br1
+            dcms:
+              - {name: dcm1, ip: 10.0.0.1, egress: q1, ring: br1dcm1}
+              - {name: dcm7, ip: 10.0.0.7, egress: q1}
+        """ % (sw.db, sw.db))
+    p = sw.daqctl("apply", path, bridge="")
+    assert "leaf0/br0 (%s): no changes" % sw.db in p.stdout
+    assert "leaf1/br1 (%s): one OVSDB transaction: 2 created" % sw.db \
+        in p.stdout
+    assert sorted(sw.rings("br1")) == ["br1dcm1", "dcm7"]
+    assert sw.rings("br1")["dcm7"]["options"] == {
+        "ring-size": "4096", "max-burst": "16", "poll-interval": "250"}
+    assert sw.daqctl("show", "-f", "json").stdout == br0
+    p = sw.daqctl("apply", "--switch", "leaf1", path, bridge="")
+    assert "leaf1/br1 (%s): no changes" % sw.db in p.stdout
+    assert "leaf0" not in p.stdout
+    # The map's bridge and an explicit, different --bridge: refused.
+    p = sw.daqctl("apply", path, bridge="br2", check=2)
+    assert "--bridge br2 conflicts with the map's bridge: br0" in p.stderr
+    sw.daqctl("clear", bridge="br1")
+    assert sw.rings("br1") == {} and UNRELATED <= sw.flows("br1")
+
+
+def test_dry_run(sw: Switch, tmp_path: Path) -> None:
+    cfg, flows = sw.next_cfg(), sw.flows()
+    path = write(tmp_path, "m.yaml", """\
+        dcms:
+          - {name: dcm1, ip: 10.0.0.1, egress: p1}
+        """)
+    p = sw.daqctl("apply", "--dry-run", path)
+    assert ("would update dcm1: ring-size 16384 -> 4096, poll-interval 500 "
+            "-> 0, egress p2 -> p1") in p.stdout
+    assert "would remove dcm2" in p.stdout
+    assert "would change the flows of 5 DCMs (11 deleted, 2 added)" \
+        in p.stdout
+    assert (sw.next_cfg(), sw.flows()) == (cfg, flows)
+    # What the map asks for, in ovs-ofctl's syntax.
+    p = sw.daqctl("flows", "--map", path, "--expected")
+    assert p.stdout == (
+        "cookie=%#x,priority=100,ip,nw_dst=10.0.0.1,actions=output:dcm1\n"
+        "cookie=%#x,priority=101,in_port=dcm1,actions=output:p1\n"
+        % (cookie("dcm1"), cookie("dcm1")))
+
+
+def test_1000_dcms_one_transaction(sw: Switch, tmp_path: Path) -> None:
+    lines = ["defaults: {ring-size: 256, max-burst: 32, poll-interval: 500}",
+             "dcms:"]
+    for i in range(1000):
+        lines.append("  - {name: d%04d, ip: 10.1.%d.%d, egress: r%d}"
+                     % (i, i // 250, i % 250 + 1, i % 4 + 1))
+    path = write(tmp_path, "m1000.yaml", "\n".join(lines) + "\n")
+    cfg = sw.next_cfg()
+    t0 = time.monotonic()
+    first = sw.daqctl("apply", path, bridge="br2")
+    t_apply = time.monotonic() - t0
+    assert "one OVSDB transaction: 1000 created" in first.stdout, first.stdout
+    assert sw.next_cfg() == cfg + 1                 # ONE transaction
+    rings = sw.rings("br2")
+    assert len(rings) == 1000
+    assert all(isinstance(r["ofport"], int) and r["ofport"] > 0
+               for r in rings.values())
+    flows = sw.flows("br2")
+    assert len(flows) == 2000 + len(UNRELATED)
+    t0 = time.monotonic()
+    p = sw.daqctl("apply", path, bridge="br2")
+    t_again = time.monotonic() - t0
+    assert "no changes" in p.stdout
+    print("\n1000 DCMs: 'ovs-daqctl apply' took %.1f s; again (no changes) "
+          "%.1f s\n%s" % (t_apply, t_again, first.stdout))
+
+
+# ==================================================================== helpers
+def _udp_packet(src: str, dst: str) -> str:
+    """An Ethernet/IPv4/UDP frame, as hex for ovs-ofctl packet-out."""
+    def csum(b: bytes) -> int:
+        s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+        s = (s >> 16) + (s & 0xffff)
+        s += s >> 16
+        return ~s & 0xffff
+
+    payload = b"x" * 18
+    udp = struct.pack("!HHHH", 1000, 2000, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17,
+                     0, bytes(int(x) for x in src.split(".")),
+                     bytes(int(x) for x in dst.split(".")))
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    eth = bytes.fromhex("020000000001020000000002") + b"\x08\x00"
+    return (eth + ip + udp).hex()
