@@ -11,7 +11,7 @@ demo: all
 		--plot-dir $(DEMO_DIR) --log-dir $(DEMO_DIR)/logs $(DEMO_ARGS)
 	@echo "demo: results in $(DEMO_DIR)/ (incast.json, plots)"
 
-CLEAN_LOCAL += $(DEMO_DIR)
+CLEAN_LOCAL += $(DEMO_DIR) tests/check-logs .pytest_cache
 PHONY += demo
 
 # Man pages of the Python tools, from their reStructuredText sources.
