@@ -51,7 +51,7 @@ help:
 	@echo "  make check-ovs   OVS's full testsuite (an hour or more)"
 	@echo "  make checkpatch  OVS checkpatch over our C files and patches"
 	@echo "  make bench       benchmarks, results in bench-results/"
-	@echo "  make rpm         binary and source RPMs"
+	@echo "  make rpm         binary and source RPMs (make check-rpm: verify them)"
 
 deps:
 	@build-aux/install-deps
@@ -93,6 +93,7 @@ distclean: clean
 include build-aux/local.mk
 include tests/local.mk
 include utilities/local.mk
+include rhel/local.mk
 
 FORCE:
 .PHONY: $(PHONY) FORCE

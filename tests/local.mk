@@ -20,7 +20,7 @@ OVS_REGRESSION_AREAS = \
 CHECK_PARTS ?= daqring ovs-regression ovs-dpdk pytest
 PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
 	build-aux/ovs-test-select \
-	$(wildcard utilities/*.py utilities/*/*.py tests/*.py)
+	$(wildcard utilities/*.py utilities/*/*.py tests/*.py rhel/*.py)
 
 check: all
 	@JOBS=$(JOBS) PYTHON3=$(PYTHON3) \

@@ -1,0 +1,119 @@
+# RPM packaging (Documentation/intro/install/rpm.rst).
+#
+# "make rpm" builds binary and source RPMs with rpmbuild in $(RPM_TOPDIR):
+#   SOURCES/ovs-daqring-VERSION-RELEASE.tar.gz    Source0: this tree (its
+#       tracked files and untracked ones that are not ignored, as they are
+#       in the work tree), made reproducibly;
+#   SOURCES/openvswitch-source-DEBVERSION.tar.gz  Source1: the pinned OVS
+#       base, checked by sha256 here and again in the spec's %prep;
+#   SPECS/ovs-daqring.spec   from rhel/ovs-daqring.spec.in: version, pin,
+#       tools present, test areas and a %changelog made from NEWS.
+# Each is rewritten only when its content changes, so a second "make rpm"
+# with nothing changed does not rebuild.  "make check-rpm" builds if needed
+# and runs tests/test_rpm.py on the result.
+#
+# On Debian hosts rpmbuild cannot see the installed Debian packages as RPM
+# dependencies, so BuildRequires are not checked (rpmbuild --nodeps); "make
+# deps" installs the Debian equivalents.  RPMBUILD_FLAGS passes more options
+# (e.g. '--with check', or "--define 'daq_extra_cflags -O3'").
+
+RPM_TOPDIR ?= $(CURDIR)/rpmbuild
+RPMBUILD ?= rpmbuild
+RPMBUILD_FLAGS ?=
+RPM_NAME = ovs-daqring
+RPM_TARNAME = $(RPM_NAME)-$(DAQ_BASE_VERSION)-$(DAQ_RELEASE)
+RPM_SOURCE0 = $(RPM_TOPDIR)/SOURCES/$(RPM_TARNAME).tar.gz
+RPM_SOURCE1 = $(RPM_TOPDIR)/SOURCES/openvswitch-source-$(DAQ_PIN_DEB_VERSION).tar.gz
+RPM_SPEC = $(RPM_TOPDIR)/SPECS/$(RPM_NAME).spec
+RPM_STAMP = $(RPM_TOPDIR)/.rpm-built
+RPM_NODEPS = $(if $(wildcard /etc/debian_version),--nodeps)
+# %changelog entries are signed by the author of the last commit.
+RPM_CHANGELOG_WHO ?= $(or $(shell git log -1 --format='%an <%ae>' 2>/dev/null),ovs-daqring maintainers <ovs-daqring@localhost>)
+
+rpm: $(RPM_STAMP)
+	@ls -l $(RPM_TOPDIR)/RPMS/*/$(RPM_NAME)*-$(DAQ_BASE_VERSION)-$(DAQ_RELEASE)*.rpm \
+	    $(RPM_TOPDIR)/RPMS/*/python3-$(RPM_NAME)-$(DAQ_BASE_VERSION)-$(DAQ_RELEASE)*.rpm \
+	    $(RPM_TOPDIR)/SRPMS/$(RPM_NAME)-$(DAQ_BASE_VERSION)-$(DAQ_RELEASE)*.src.rpm
+
+$(RPM_STAMP): $(RPM_SOURCE0) $(RPM_SOURCE1) $(RPM_SPEC)
+	@command -v $(RPMBUILD) >/dev/null || { \
+	    echo "rpm: $(RPMBUILD) not found (Debian package rpm; run 'make deps')" >&2; \
+	    exit 1; }
+	@if [ -n "$(RPM_NODEPS)" ]; then \
+	    echo "rpm: Debian host: rpmbuild --nodeps (BuildRequires are RPM names; 'make deps' installs the Debian packages)"; \
+	    for t in sphinx-build:python3-sphinx autoreconf:autoconf \
+	             pkg-config:pkg-config patch:patch; do \
+	        command -v $${t%%:*} >/dev/null || { \
+	            echo "rpm: $${t%%:*} not found (Debian package $${t#*:})" >&2; \
+	            exit 1; }; \
+	    done; \
+	fi
+	rm -f $@
+	$(RPMBUILD) -ba $(RPM_NODEPS) \
+	    --define "_topdir $(RPM_TOPDIR)" \
+	    --define "_smp_mflags -j$(JOBS)" \
+	    $(RPMBUILD_FLAGS) $(RPM_SPEC)
+	touch $@
+
+# Source0, rewritten only if its content changed.  Reproducible: sorted,
+# owned by root, every file dated by the last commit, gzip without a name
+# or time stamp.
+$(RPM_SOURCE0): FORCE
+	@test -d .git || { echo "rpm: Source0 is made with git; this is not a git work tree" >&2; exit 1; }
+	@if [ -n "$$(git status --porcelain --untracked-files=no)" ]; then \
+	    echo "rpm: warning: uncommitted changes: Source0 includes them"; fi
+	@mkdir -p $(RPM_TOPDIR)/SOURCES
+	@git ls-files -z --cached --others --exclude-standard \
+	    | LC_ALL=C sort -z | xargs -0 -r sh -c 'for f; do [ -f "$$f" ] && printf "%s\0" "$$f"; done' sh \
+	    | LC_ALL=C tar --null -T - --sort=name --owner=0 --group=0 --numeric-owner \
+	        --mtime="@$$(git log -1 --format=%ct)" \
+	        --transform='s,^,$(RPM_TARNAME)/,' -cf - \
+	    | gzip -n -9 > $(RPM_SOURCE0).tmp
+	@if cmp -s $(RPM_SOURCE0).tmp $(RPM_SOURCE0); then rm -f $(RPM_SOURCE0).tmp; \
+	 else mv $(RPM_SOURCE0).tmp $(RPM_SOURCE0); echo "rpm: wrote $(RPM_SOURCE0)"; fi
+
+# Source1: the pinned base, only from the pinned Debian tarball.
+$(RPM_SOURCE1): $(OVS_TARBALL) config.mk
+	@test "$(OVS_BASE_KIND)" = tarball || { \
+	    echo "rpm: RPMs are built from the pinned base only, but this tree is configured with --with-ovs-source ($(OVS_SOURCE)); re-run ./configure without it" >&2; \
+	    exit 1; }
+	@sum=$$(sha256sum $(OVS_TARBALL) | cut -d' ' -f1); \
+	if [ "$$sum" != "$(DAQ_PIN_SHA256)" ]; then \
+	    echo "rpm: $(OVS_TARBALL) has sha256 $$sum, expected $(DAQ_PIN_SHA256) (Debian $(DAQ_PIN_DEB_PACKAGE) $(DAQ_PIN_DEB_VERSION))" >&2; \
+	    exit 1; fi
+	@mkdir -p $(@D)
+	cp $(OVS_TARBALL) $@.tmp
+	mv $@.tmp $@
+
+# The spec, rewritten only if its content changed.
+$(RPM_SPEC): FORCE
+	@mkdir -p $(RPM_TOPDIR)/SPECS
+	@sed -e 's|@DAQ_BASE_VERSION@|$(DAQ_BASE_VERSION)|g' \
+	     -e 's|@DAQ_RELEASE@|$(DAQ_RELEASE)|g' \
+	     -e 's|@DAQ_PIN_DEB_PACKAGE@|$(DAQ_PIN_DEB_PACKAGE)|g' \
+	     -e 's|@DAQ_PIN_DEB_VERSION@|$(DAQ_PIN_DEB_VERSION)|g' \
+	     -e 's|@DAQ_PIN_SHA256@|$(DAQ_PIN_SHA256)|g' \
+	     -e 's|@DAQ_HAVE_DAQ_INCAST@|$(if $(wildcard utilities/daq-incast),1,0)|g' \
+	     -e 's|@DAQ_HAVE_DAQCTL@|$(if $(wildcard utilities/ovs-daqctl),1,0)|g' \
+	     -e "s#@OVS_REGRESSION_AREAS@#$(OVS_REGRESSION_AREAS)#g" \
+	     rhel/$(RPM_NAME).spec.in > $(RPM_SPEC).tmp
+	@$(PYTHON3) rhel/news2changelog.py NEWS "$(RPM_CHANGELOG_WHO)" \
+	    "$$(git log -1 --format=%cd --date=short 2>/dev/null || date +%F)" \
+	    >> $(RPM_SPEC).tmp
+	@if grep -n '@[A-Z_0-9]*@' $(RPM_SPEC).tmp; then \
+	    echo "rpm: unsubstituted variables in the spec" >&2; exit 1; fi
+	@if cmp -s $(RPM_SPEC).tmp $(RPM_SPEC); then rm -f $(RPM_SPEC).tmp; \
+	 else mv $(RPM_SPEC).tmp $(RPM_SPEC); echo "rpm: wrote $(RPM_SPEC)"; fi
+
+check-rpm: rpm
+	DAQ_RPM_DIR=$(RPM_TOPDIR) $(PYTHON3) -m pytest -v -rs tests/test_rpm.py
+
+# Just the sources and the spec (rpmbuild -bs or a build elsewhere).
+rpm-sources: $(RPM_SOURCE0) $(RPM_SOURCE1) $(RPM_SPEC)
+
+rpm-clean:
+	rm -rf $(RPM_TOPDIR)
+
+FORCE:
+
+PHONY += rpm rpm-sources check-rpm rpm-clean
