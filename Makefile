@@ -57,8 +57,7 @@ deps:
 	@build-aux/install-deps
 
 configure: configure.ac acinclude.m4 | deps
-	autoconf
-	rm -rf autom4te.cache
+	./boot.sh
 
 config.mk: configure config.mk.in | deps
 	./configure $(CONFIGURE_FLAGS)
