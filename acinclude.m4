@@ -147,5 +147,13 @@ AC_DEFUN([DAQ_CHECK_OPTIMIZATION], [
     fi
     DAQ_OPT_CFLAGS="$DAQ_OPT_CFLAGS -march=$with_march"
   fi
+  AC_ARG_ENABLE([sanitizers],
+    [AS_HELP_STRING([--enable-sanitizers],
+                    [build ovs-vswitchd with AddressSanitizer and
+                     UndefinedBehaviorSanitizer, to run the tests under them])],
+    [], [enable_sanitizers=no])
+  if test "$enable_sanitizers" = yes; then
+    DAQ_OPT_CFLAGS="$DAQ_OPT_CFLAGS -fsanitize=address,undefined -fno-omit-frame-pointer -fno-common"
+  fi
   AC_SUBST([DAQ_OPT_CFLAGS])
 ])
