@@ -1,0 +1,662 @@
+"""pytest for utilities/daq-bench.
+
+All but the last test are pure: parsing of captured ovs-appctl / ovs-ofctl
+/ perf output, the statistics (Jain index, ratios, min/median/max), the
+verdicts and the Markdown summary.  test_end_to_end_hop runs the hop part
+for a few seconds; it is skipped unless root, free hugepages and a built
+ovs-vswitchd are available.
+"""
+
+import copy
+import importlib.machinery
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+SCRIPT = os.path.join(TOP, "utilities", "daq-bench")
+
+
+def _load() -> Any:
+    loader = importlib.machinery.SourceFileLoader("daq_bench", SCRIPT)
+    spec = importlib.util.spec_from_loader("daq_bench", loader)
+    assert spec is not None
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+db = _load()
+
+# Captured on the bench machine (ovs-daqring 3.1.0, one PMD on core 1,
+# net_null source -> daqring -> net_null sink).
+PMD_PERF_SHOW = """\
+Time: 06:39:12.433
+Measurement duration: 1.042 s
+
+pmd thread numa_id 0 core_id 1:
+
+  Iterations:               234092  (4.44 us/it)
+  - Used TSC cycles:    2704066872  ( 99.8 % of total cycles)
+  - idle iterations:             0  (  0.0 % of used cycles)
+  - busy iterations:        234092  (100.0 % of used cycles)
+  - sleep iterations:            0  (  0.0 % of iterations)
+  Sleep time (us):               0  (  0 us/iteration avg.)
+  Rx packets:             14981920  (14378 Kpps, 180 cycles/pkt)
+  Datapath passes:        14981920  (1.00 passes/pkt)
+  - PHWOL hits:                  0  (  0.0 %)
+  - MFEX Opt hits:               0  (  0.0 %)
+  - Simple Match hits:    14981920  (100.0 %)
+  - EMC hits:                    0  (  0.0 %)
+  - SMC hits:                    0  (  0.0 %)
+  - Megaflow hits:               0  (  0.0 %, 0.00 subtbl lookups/hit)
+  - Upcalls:                     0  (  0.0 %, 0.0 us/upcall)
+  - Lost upcalls:                0  (  0.0 %)
+  Tx packets:             14981888  (14378 Kpps)
+  Tx batches:               468184  (32.00 pkts/batch)
+
+"""
+
+PMD_PERF_SHOW_IDLE = """\
+Time: 06:40:00.001
+Measurement duration: 2.000 s
+
+pmd thread numa_id 0 core_id 1:
+
+  Iterations:             12000000  (0.17 us/it)
+  - Used TSC cycles:    5190000000  ( 99.9 % of total cycles)
+  - idle iterations:      12000000  (100.0 % of used cycles)
+  - busy iterations:             0  (  0.0 % of used cycles)
+  - sleep iterations:            0  (  0.0 % of iterations)
+  Sleep time (us):               0  (  0 us/iteration avg.)
+  Rx packets:                    0
+  Tx packets:                    0
+
+"""
+
+PMD_STATS_SHOW = """\
+pmd thread numa_id 0 core_id 1:
+  packets received: 15159904
+  packet recirculations: 0
+  avg. datapath passes per packet: 1.00
+  phwol hits: 0
+  mfex opt hits: 0
+  simple match hits: 15159872
+  emc hits: 0
+  smc hits: 0
+  megaflow hits: 0
+  avg. subtable lookups per megaflow hit: 0.00
+  miss with success upcall: 0
+  miss with failed upcall: 0
+  avg. packets per output batch: 32.00
+  idle cycles: 0 (0.00%)
+  processing cycles: 2778201868 (100.00%)
+  avg cycles per packet: 183.26 (2778201868/15159904)
+  avg processing cycles per packet: 183.26 (2778201868/15159904)
+main thread:
+  packets received: 0
+  packet recirculations: 0
+  avg. datapath passes per packet: 0.00
+  phwol hits: 0
+  mfex opt hits: 0
+  simple match hits: 0
+  emc hits: 0
+  smc hits: 0
+  megaflow hits: 0
+  avg. subtable lookups per megaflow hit: 0.00
+  miss with success upcall: 0
+  miss with failed upcall: 0
+  avg. packets per output batch: 0.00
+"""
+
+DUMP_PORTS = """\
+OFPST_PORT reply (xid=0x2): 4 ports
+  port 10: rx pkts=11856352, bytes=758806528, drop=0, errs=0, frame=?, \
+over=?, crc=?
+           tx pkts=11856352, bytes=758806528, drop=0, errs=0, coll=?
+  port LOCAL: rx pkts=0, bytes=0, drop=0, errs=0, frame=0, over=0, crc=0
+           tx pkts=0, bytes=0, drop=0, errs=0, coll=0
+  port  1: rx pkts=0, bytes=0, drop=0, errs=0, frame=?, over=?, crc=?
+           tx pkts=13027872, bytes=0, drop=?, errs=0, coll=?
+  port  2: rx pkts=13754240, bytes=0, drop=0, errs=0, frame=?, over=?, \
+crc=?
+           tx pkts=0, bytes=0, drop=0, errs=0, coll=?
+"""
+
+RXQ_SHOW = """\
+Displaying last 60 seconds pmd usage %
+pmd thread numa_id 0 core_id 1:
+  isolated : false
+  port: ring              queue-id:  0 (enabled)   pmd usage: NOT AVAIL
+  port: sink              queue-id:  0 (enabled)   pmd usage: NOT AVAIL
+  port: src               queue-id:  0 (enabled)   pmd usage: NOT AVAIL
+  overhead: NOT AVAIL
+"""
+
+PERF_REPORT = """\
+# Samples: 799  of event 'cpu-clock'
+# Event count (approx.): 199750000
+#
+# Overhead  Symbol                                         IPC   [IPC Cov]
+# ........  .............................................  ..............
+#
+    56.63%  [.] dp_netdev_pmd_flush_output_packets.part.0  -      -
+    10.18%  [.] dp_netdev_process_rxq_port                 -      -
+     7.31%  [.] netdev_daqring_rxq_recv                    -      -
+     0.43%  [k] finish_task_switch.isra.0                  -      -
+"""
+
+MALLOC_STATS = """\
+Heap id:0
+\tHeap name:socket_0
+\tHeap_size:1073741824,
+\tFree_size:279160896,
+\tAlloc_size:794580928,
+Heap id:1
+\tHeap name:
+\tHeap_size:0,
+\tAlloc_size:0,
+"""
+
+CONFIG_LOG = """\
+This file contains any messages produced by compilers while
+running configure, to aid debugging if configure makes a mistake.
+
+It was created by openvswitch configure 3.1.0, which was
+generated by GNU Autoconf 2.71.  Invocation command line was
+
+  $ ./configure --with-dpdk=shared --localstatedir=/var \
+--sysconfdir=/etc PYTHON3=/usr/bin/python3 'CFLAGS=-g -O2'
+"""
+
+
+# ---------------------------------------------------------------- parsing
+def test_parse_pmd_perf() -> None:
+    p = db.parse_pmd_perf(PMD_PERF_SHOW)
+    assert p["duration_s"] == pytest.approx(1.042)
+    pmd = p["pmds"]["pmd 0/1"]
+    assert pmd["iterations"] == 234092
+    assert pmd["us_per_it"] == pytest.approx(4.44)
+    assert pmd["used_cycles"] == 2704066872
+    assert pmd["used_pct"] == pytest.approx(99.8)
+    assert pmd["busy_iterations"] == 234092
+    assert pmd["idle_iterations"] == 0
+    assert pmd["rx"] == 14981920
+    assert pmd["kpps"] == 14378
+    assert pmd["cycles_per_pkt"] == 180
+    assert pmd["passes_per_pkt"] == pytest.approx(1.0)
+    assert pmd["emc_hits"] == 0
+    assert pmd["megaflow_hits"] == 0
+
+
+def test_parse_pmd_perf_no_packets() -> None:
+    p = db.parse_pmd_perf(PMD_PERF_SHOW_IDLE)
+    pmd = p["pmds"]["pmd 0/1"]
+    assert pmd["rx"] == 0
+    assert "cycles_per_pkt" not in pmd
+    assert pmd["idle_iterations"] == 12000000
+
+
+def test_parse_pmd_perf_empty() -> None:
+    assert db.parse_pmd_perf("") == {"duration_s": None, "pmds": {}}
+
+
+def test_parse_pmd_stats_and_totals() -> None:
+    st = db.parse_pmd_stats(PMD_STATS_SHOW)
+    assert set(st) == {"pmd 0/1", "main"}
+    pmd = st["pmd 0/1"]
+    assert pmd["rx"] == 15159904
+    assert pmd["proc"] == 2778201868
+    assert pmd["idle"] == 0
+    assert pmd["simple"] == 15159872
+    tot = db.pmd_totals(st)
+    assert tot["rx"] == 15159904            # main thread not counted
+    two = PMD_STATS_SHOW.replace("core_id 1", "core_id 3", 1)
+    tot2 = db.pmd_totals(db.parse_pmd_stats(PMD_STATS_SHOW + two))
+    assert tot2["rx"] == 2 * 15159904
+
+
+def test_parse_dump_ports() -> None:
+    ports = db.parse_dump_ports(DUMP_PORTS)
+    assert set(ports) == {"10", "LOCAL", "1", "2"}
+    assert ports["10"]["rx"] == 11856352
+    assert ports["10"]["tx_bytes"] == 758806528
+    assert ports["1"]["tx"] == 13027872
+    assert ports["1"]["tx_drop"] is None
+    assert ports["2"]["rx"] == 13754240
+
+
+def test_parse_rxq_show() -> None:
+    assert db.parse_rxq_show(RXQ_SHOW) == {
+        "pmd 0/1": ["ring", "sink", "src"]}
+
+
+def test_parse_perf_report() -> None:
+    top = db.parse_perf_report(PERF_REPORT)
+    assert top[0] == [56.63, "dp_netdev_pmd_flush_output_packets.part.0"]
+    assert top[-1] == [0.43, "[k] finish_task_switch.isra.0"]
+    assert db.parse_perf_report(PERF_REPORT, n=2) == top[:2]
+    assert "dp_netdev_process_rxq_port 10%" in db.profile_text(top)
+
+
+def test_parse_malloc_and_cflags() -> None:
+    assert db.parse_malloc_stats(MALLOC_STATS) == 794580928
+    assert db.parse_configure_cflags(CONFIG_LOG) == "-g -O2"
+    assert db.parse_configure_cflags("nothing") is None
+    assert db.opt_level("-g -O2") == "-O2"
+    assert db.opt_level("-O2 -g -O3") == "-O3"
+
+
+# ---------------------------------------------------------------- maths
+def test_jain() -> None:
+    assert db.jain([5, 5, 5, 5]) == pytest.approx(1.0)
+    assert db.jain([1, 0, 0, 0]) == pytest.approx(0.25)
+    assert db.jain([0, 0]) == 1.0
+    # (1+2+3)^2 / (3 * (1+4+9)) = 36 / 42
+    assert db.jain([1, 2, 3]) == pytest.approx(36 / 42)
+    with pytest.raises(ValueError):
+        db.jain([])
+
+
+def test_summarize_ratios_spread() -> None:
+    s = db.summarize([3, 1, 2])
+    assert (s["n"], s["min"], s["median"], s["max"]) == (3, 1, 2, 3)
+    assert db.summarize([])["median"] is None
+    assert db.summarize([1, None, 3])["median"] == 2
+    assert db.ratios([2, 4], [1, 2]) == [2, 2]
+    assert db.ratios([2, 4], [1, 0]) == [2]
+    with pytest.raises(ValueError):
+        db.ratios([1], [1, 2])
+    assert db.spread([100, 110]) == pytest.approx(0.1)
+    assert db.spread([]) == 0.0
+
+
+def test_fmt_and_share_text() -> None:
+    assert db.fmt_stat(db.summarize([1, 2, 3])) == "2.0 [1.0-3.0]"
+    assert db.fmt_stat(db.summarize([2])) == "2.0"
+    assert db.fmt_stat({}) == "n/a"
+    assert db.share_text([0.99, 1.0]) == "99-100%"
+    assert db.share_text([1.0, 1.0]) == "100%"
+    assert db.share_text([0.5, 0.97]) == "50-97% LOW"
+    assert db.share_text([None]) == "n/a"
+    assert db.low_share([0.95, 0.89])
+    assert not db.low_share([0.95, None])
+
+
+def snap(t: float, run: float, ports: Dict[str, Dict[str, int]]
+         ) -> Dict[str, Any]:
+    return {"t_ns": int(t * 1e9), "run_ns": int(run * 1e9), "wait_ns": 0,
+            "ports": ports}
+
+
+def test_fwd_metrics_through_daqring() -> None:
+    # 2 s window; the PMD ran half of it; 1000 packets in from the source,
+    # 1000 from the ring, 1000 out: 2 passes per forwarded packet.
+    a = snap(0, 0, {"2": {"rx": 0}, "10": {"rx": 0}, "1": {"tx": 0}})
+    b = snap(2, 1, {"2": {"rx": 1000}, "10": {"rx": 1000},
+                    "1": {"tx": 1000}})
+    pmd = {"rx": 2000, "proc": 150000, "idle": 50000}
+    perf = db.parse_pmd_perf(PMD_PERF_SHOW)
+    m = db.fwd_metrics(a, b, pmd, perf, ["2", "10"], ["1"])
+    assert m["passes"] == pytest.approx(2.0)
+    assert m["pmd_share"] == pytest.approx(0.5)
+    assert m["cycles_per_rx"] == pytest.approx(75)
+    assert m["cycles_tsc"] == pytest.approx(150)
+    # (150000 + 50000) TSC cycles x 0.5 share / 1000 forwarded
+    assert m["cycles"] == pytest.approx(100)
+    assert m["mpps"] == pytest.approx(1000 / 2 / 1e6)
+    assert m["tsc_hz"] == pytest.approx(200000 / 1.042)
+    assert m["iterations"] == 234092
+
+
+def test_fwd_metrics_nothing_forwarded() -> None:
+    a = snap(0, 0, {"1": {"tx": 5}})
+    m = db.fwd_metrics(a, snap(1, 1, {"1": {"tx": 5}}), {}, {}, [], ["1"])
+    assert m["cycles"] is None and m["passes"] is None
+
+
+def test_fwd_metrics_share_clamped() -> None:
+    a = snap(0, 0, {"2": {"rx": 0}, "1": {"tx": 0}})
+    b = snap(1, 1.01, {"2": {"rx": 100}, "1": {"tx": 100}})
+    m = db.fwd_metrics(a, b, {"rx": 100, "proc": 1000, "idle": 0},
+                       {"duration_s": 1.0}, ["2"], ["1"])
+    assert m["cycles"] == pytest.approx(10)
+
+
+# ---------------------------------------------------------------- verdicts
+def recs(direct: Sequence[float], daqring: Optional[Sequence[float]] = None,
+         shares: Optional[Sequence[float]] = None) -> List[Dict[str, Any]]:
+    out = []
+    for i, c in enumerate(direct):
+        sh = shares[i] if shares else 0.99
+        r = {"direct": {"cycles": c, "pmd_share": sh}}
+        if daqring:
+            r["daqring"] = {"cycles": daqring[i], "pmd_share": sh}
+        out.append(r)
+    return out
+
+
+def test_regression_verdict() -> None:
+    v = db.regression_verdict(recs([70, 71, 72]), recs([71, 71, 73]))
+    assert v["met"] and "within noise" in v["verdict"] and v["clean"]
+    v = db.regression_verdict(recs([70, 70, 70]), recs([80, 80, 80]))
+    assert not v["met"] and "slower" in v["verdict"]
+    v = db.regression_verdict(recs([80, 80, 80]), recs([70, 70, 70]))
+    assert v["met"] and "faster" in v["verdict"]
+    # A noisy stock side widens the noise band.
+    v = db.regression_verdict(recs([70, 80, 75]), recs([79, 79, 79]))
+    assert v["noise"] == pytest.approx(80 / 70 - 1)
+    assert v["met"]
+
+
+def test_regression_verdict_drops_low_share_repeats() -> None:
+    # The outlier (stock 95 at 40% share) is left out: 3 clean pairs
+    # remain, and patched is 10% slower on them.
+    stock = recs([70, 95, 70, 70], shares=[0.99, 0.40, 0.99, 0.99])
+    patched = recs([77, 77, 77, 77])
+    v = db.regression_verdict(stock, patched)
+    assert v["clean"] and v["repeats_judged"] == 3
+    assert not v["met"]
+    # Fewer than 3 clean pairs: all are used, and said so.
+    v = db.regression_verdict(stock[:2], patched[:2])
+    assert not v["clean"] and v["repeats_judged"] == 2
+    assert "fewer than 3" in db.judged_text(v)
+
+
+def test_opt_verdict() -> None:
+    o2 = recs([100, 101], [200, 202])
+    v = db.opt_verdict(o2, recs([90, 91], [180, 181]), "-O2", "-O3")
+    assert v["verdict"].startswith("-O3 wins")
+    v = db.opt_verdict(o2, recs([100, 100], [201, 200]), "-O2", "-O3")
+    assert v["verdict"].startswith("no difference")
+    v = db.opt_verdict(o2, recs([120, 120], [240, 240]), "-O2", "-O3")
+    assert v["verdict"].startswith("-O2 wins")
+
+
+def incast_run(stock_bps: float, daq_bps: float, timeouts: int = 0
+               ) -> Dict[str, Any]:
+    def mode(name: str, bps: float, to: int) -> Dict[str, Any]:
+        return {"mode": name, "status": "ok", "goodput_bps": bps,
+                "ideal_ratio": bps / 188e6, "timeouts": to,
+                "collection_time_s": {"p99": 0.1}, "pmd_cpu_share": 0.99}
+    return {"modes": [mode("stock", stock_bps, 50),
+                      {"mode": "credits", "status": "skipped"},
+                      mode("daqring", daq_bps, timeouts)]}
+
+
+def test_incast_summary() -> None:
+    s = db.incast_summary([incast_run(10e6, 180e6), incast_run(20e6, 180e6)])
+    assert set(s["modes"]) == {"stock", "daqring"}
+    assert s["ratio"]["values"] == [18.0, 9.0]
+    assert s["modes"]["daqring"]["timeouts"]["max"] == 0
+    assert s["modes"]["stock"]["shares"] == [0.99, 0.99]
+    assert db.incast_summary([]) == {"modes": {}}
+
+
+def window(cycles: float, share: float = 0.99) -> Dict[str, Any]:
+    return {"cycles": cycles, "cycles_tsc": cycles, "cycles_per_rx": cycles,
+            "mpps": 10.0, "passes": 1.0, "pmd_share": share,
+            "rx_per_iteration": 32.0}
+
+
+def results() -> Dict[str, Any]:
+    """A complete synthetic bench.json, as Bench.result() writes it."""
+    c = db.Bench.collect
+    hop = {"repeats": 3, "window_s": 2.0, "lookups": ["emc"],
+           "profiles": {"direct_emc_64": [[50.0, "dp_netdev_input__"]]},
+           "sizes": {}}
+    for size in ("64", "1518"):
+        d = {"direct": c([window(70)] * 3),
+             "daqring": c([window(120, 0.5)] * 3), "lookup": "emc"}
+        d["ratio"] = db.summarize([120 / 70] * 3)
+        d["shares"] = [0.99, 0.5]
+        hop["sizes"][size] = d
+    hop["by_lookup"] = {"emc": hop["sizes"]}
+    hop["analysis"] = db.hop_analysis(hop)
+    scale = {"active": 8, "mid": 256, "max": 2048, "order": [2048, 8, 256],
+             "counts": {"8": c([window(150)] * 2),
+                        "256": c([window(400)] * 2),
+                        "2048": c([window(3000)] * 2)},
+             "ratio_256": db.summarize([400 / 150] * 2),
+             "ratio_2048": db.summarize([20, 20]),
+             "creates": [], "adds": [{"n": 248, "vsctl_s": 3.0,
+                                      "total_s": 3.2}],
+             "deletes": [{"n": 248, "s": 6.0}],
+             "profiles": {"pmd_2048": [[56.0, "dp_netdev_pmd_flush_output_"
+                                              "packets.part.0"],
+                                       [10.0, "dp_netdev_process_rxq_port"]],
+                          "pmd_8": [[20.0, "dp_netdev_input__"]]},
+             "shares": [0.99] * 6}
+    for k in ("8", "256", "2048"):
+        scale["counts"][k]["shares"] = [0.99, 0.99]
+    scale["create"] = {"n": 2048, "ring_size": 4096, "vsctl_s": 80.0,
+                       "total_s": 82.0, "quiet_log": False,
+                       "log_assigned_lines": 2116653, "log_bytes": 291e6,
+                       "per_ring": {"rss_kib": 20.0, "dpdk_heap_kib": 64.5,
+                                    "hugetlb_kib": 0.0}}
+    scale["create_quiet_log"] = dict(scale["create"], total_s=6.1,
+                                     vsctl_s=6.0, quiet_log=True,
+                                     log_assigned_lines=0, log_bytes=1000)
+    scale["creates"] = [scale["create"], scale["create_quiet_log"]]
+    scale["analysis"] = db.scale_analysis(scale)
+    shaping = {"ring_size": 4096, "window_s": 2.0, "min_intervals": 200,
+               "points": [{"poll_interval_us": us, "max_burst": b,
+                           "configured_pps": b * 1e6 / us,
+                           "achieved_pps": db.summarize([b * 1e6 / us]),
+                           "ratio": db.summarize([0.999]),
+                           "shares": [0.99]}
+                          for us in (10, 10000) for b in (1, 32)]}
+    fairness = {"rings": 8, "scenarios": [
+        {"name": "unshaped", "description": "8 rings", "max_burst": 8,
+         "poll_interval_us": 0, "jain": db.summarize([0.9999, 1.0]),
+         "share_min": 0.124, "share_max": 0.126, "ring_full_drops": 10,
+         "backlogged": True, "shares": [0.99, 0.98]}]}
+    builds = {"runs": [{}], "orders": [["stock", "patched"]],
+              "per_build": {"stock": {"direct": db.summarize([70, 71]),
+                                      "shares": [0.99]},
+                            "patched": {"direct": db.summarize([70, 70]),
+                                        "daqring": db.summarize([120]),
+                                        "shares": [0.99]}},
+              "regression": db.regression_verdict(recs([70, 71]),
+                                                  recs([70, 70])),
+              "opt_note": "skipped (BENCH_O3=0)"}
+    incast = {"runs": 2, "dir": "bench-results/incast",
+              "command": "utilities/daq-incast -q",
+              **db.incast_summary([incast_run(10e6, 180e6),
+                                   incast_run(12e6, 181e6)])}
+    incast["deep"] = db.incast_summary([incast_run(14e6, 160e6, 1)])
+    incast["deep"]["command"] = "utilities/daq-incast -q --ros 60"
+    incast["ideal_bps"] = 188e6
+    incast["ring_rate_fraction"] = 0.95
+    incast["analysis"] = db.incast_analysis(incast)
+    res = {"schema": db.SCHEMA, "command": "utilities/daq-bench",
+           "quick": False, "started": "2026-01-01T00:00:00",
+           "duration_s": 1500.0,
+           "machine": {"cpu_model": "AMD EPYC", "cpus": 2,
+                       "hypervisor": "virtual machine", "mem_gib": "24",
+                       "kernel": "6.1", "os": "Debian 12", "dpdk": "22.11",
+                       "hugepages": "2 MiB", "pmd_cpus": "1",
+                       "other_cpus": "0", "loadavg_start": "0.1 0.1 0.1",
+                       "loadavg_end": "1 1 1", "other_vswitchd": []},
+           "notes": ["a note"], "hop": hop, "scale": scale,
+           "shaping": shaping, "fairness": fairness, "builds": builds,
+           "incast": incast}
+    res["binaries"] = {"patched": "ovs (CFLAGS '-g -O2')"}
+    return res
+
+
+def test_verdicts_and_markdown() -> None:
+    res = results()
+    rows = {v["key"]: v for v in db.verdicts(copy.deepcopy(res))}
+    assert set(rows) == set(db.TARGETS)
+    assert rows["hop_64"]["met"] is False
+    assert rows["hop_64"]["low_share"]
+    assert rows["scale_2048"]["met"] is False
+    assert rows["create_2048"]["met"] is False
+    assert rows["shaping"]["met"] is True
+    assert rows["fairness"]["met"] is True
+    assert rows["regression"]["met"] is True
+    assert rows["incast_ideal"]["met"] is True
+    assert rows["incast_timeouts"]["met"] is True
+    assert rows["incast_ratio"]["met"] is True
+    assert rows["incast_ratio_deep"]["met"] is True
+    assert "--ros 60" in rows["incast_ratio_deep"]["value"]
+    res["verdicts"] = db.verdicts(res)
+    md = db.markdown(res)
+    assert md.startswith("# ovs-daqring benchmark results")
+    for text in ("## Targets", "## Hop cost", "## Ring-count scaling",
+                 "## Shaping accuracy", "## Fairness", "## Incast",
+                 "Deeper collapse",
+                 "**no**", "**yes**", "LOW", "AMD EPYC",
+                 "dp_netdev_pmd_flush_output_packets",
+                 "2116653 rx-queue assignment lines", "a note"):
+        assert text in md, text
+    # Every table row has as many cells as its header.
+    for block in md.split("\n\n"):
+        lines = [x for x in block.splitlines() if x.startswith("|")]
+        if lines:
+            n = lines[0].count("|")
+            assert all(x.count("|") == n for x in lines), block
+
+
+def test_verdicts_when_nothing_ran() -> None:
+    rows = db.verdicts({})
+    assert all(r["met"] is None for r in rows)
+    assert all(r["value"] == "not run" for r in rows)
+
+
+def test_analysis_texts() -> None:
+    res = results()
+    assert "1.3x target is not met" in res["hop"]["analysis"]
+    assert "EMC" in res["hop"]["analysis"]
+    a = res["scale"]["analysis"]
+    assert "1.1x target is not met" in a
+    assert "56% of the PMD thread's time" in a
+    assert "quadratic" in a and "2116653 lines, 291 MB" in a
+    assert "took 6.1 s" in a
+    rows = {v["key"]: v for v in db.verdicts(res)}
+    assert "6.1 s with dpif_netdev logging at warn" in rows[
+        "create_2048"]["value"]
+
+
+# ---------------------------------------------------------------- CLI
+def test_parse_args_defaults() -> None:
+    ns = db.parse_args([])
+    assert ns.parts == db.PARTS
+    assert ns.sizes == [64, 1518]
+    assert ns.scale_counts == [2048, 256, 8]
+    assert ns.shaping_intervals == [10, 100, 1000, 10000]
+    assert ns.shaping_bursts == [1, 8, 32]
+    assert ns.pmd_cpu_mask == "0x2"
+    assert "--no-pci" in ns.dpdk_extra
+
+
+@pytest.mark.parametrize("argv", [
+    ["--parts", "hop,nope"], ["--scale-counts", "8,256,2048"],
+    ["--scale-counts", "2048,256"], ["--scale-counts", "2048,256,31"],
+    ["--shaping-bursts", "0,8"], ["--shaping-bursts", "33"],
+    ["--sizes", "x"], ["--pmd-cpu-mask", "zz"], ["--repeats", "0"],
+    ["--window", "0"], ["--lookups", "emc,foo"]])
+def test_parse_args_rejects(argv: List[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        db.parse_args(argv)
+    assert e.value.code == 2
+
+
+def test_render(tmp_path: Any) -> None:
+    res = results()
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(res))
+    doc = tmp_path / "doc.md"
+    r = subprocess.run([sys.executable, SCRIPT, "--render", str(path),
+                        "--doc", str(doc)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "summary.md").read_text()
+    assert md == doc.read_text()
+    assert "## Targets" in md
+
+
+def test_help() -> None:
+    r = subprocess.run([sys.executable, SCRIPT, "--help"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0
+    for word in ("hop", "scale", "shaping", "fairness", "builds", "incast",
+                 "--pmd-cpu-mask", "--src-devargs", "--quick"):
+        assert word in r.stdout
+
+
+# ---------------------------------------------------------------- e2e
+def _hugepages_free_mb() -> int:
+    free = size = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("HugePages_Free:"):
+                free = int(line.split()[1])
+            elif line.startswith("Hugepagesize:"):
+                size = int(line.split()[1])
+    return free * size // 1024
+
+
+def _our_netns() -> List[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                         text=True).stdout
+    return sorted(x.split()[0] for x in out.splitlines()
+                  if x.startswith("dqb"))
+
+
+def test_end_to_end_hop(tmp_path: Any) -> None:
+    vswitchd = os.path.join(TOP, "ovs", "vswitchd", "ovs-vswitchd")
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    if not os.access(vswitchd, os.X_OK):
+        pytest.skip("no built ovs-vswitchd")
+    if _hugepages_free_mb() < 1024 + 512:
+        pytest.skip("not enough free hugepages")
+    before = _our_netns()
+    r = subprocess.run(
+        [sys.executable, SCRIPT, "--parts", "hop", "--repeats", "1",
+         "--window", "0.5", "--warmup", "0.3", "--sizes", "64",
+         "--lookups", "emc", "--no-profile", "--out", str(tmp_path), "-q",
+         "--timeout", "240"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads((tmp_path / "bench.json").read_text())
+    d = res["hop"]["sizes"]["64"]
+    assert d["direct"]["passes"]["median"] == pytest.approx(1.0, abs=0.01)
+    assert d["daqring"]["passes"]["median"] == pytest.approx(2.0, abs=0.01)
+    assert d["direct"]["cycles"]["median"] > 0
+    assert d["ratio"]["median"] > 1.0
+    assert "## Hop cost" in (tmp_path / "summary.md").read_text()
+    assert _our_netns() == before         # nothing of ours left behind
+
+
+def test_shaping_analysis() -> None:
+    def point(ratio: float, share: float) -> Dict[str, Any]:
+        return {"poll_interval_us": 10, "max_burst": 8,
+                "ratio": db.summarize([ratio]), "shares": [share]}
+    ok = {"points": [point(0.999, 1.0), point(1.01, 0.5)]}
+    assert db.shaping_analysis(ok).startswith("Every point")
+    pre = {"points": [point(0.92, 0.93), point(0.999, 1.0)]}
+    t = db.shaping_analysis(pre)
+    assert "1 of 2 points miss 2%; all of them" in t
+    assert "not explained" not in t
+    real = {"points": [point(0.90, 1.0), point(0.80, 0.81)]}
+    t = db.shaping_analysis(real)
+    assert "; 1 of them" in t
+    assert "not explained by preemption: US=10 B=8 -10.00%" in t
+
+
+def test_incast_analysis() -> None:
+    inc = {"ideal_bps": 188e6, "ring_rate_fraction": 0.95,
+           **db.incast_summary([incast_run(19.3e6, 166e6)])}
+    t = db.incast_analysis(inc)
+    assert "95% of the access link's frame rate" in t
+    assert "only 9.7 x the stock goodput" in t
+    inc = {"ideal_bps": 188e6, "ring_rate_fraction": 0.95,
+           **db.incast_summary([incast_run(10e6, 180e6)])}
+    assert db.incast_analysis(inc) == ""
