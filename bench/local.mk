@@ -1,16 +1,19 @@
 # Benchmarks (Documentation/topics/bench.rst).
 #
-# "make bench" builds (target all), makes an -O3 variant of the prepared and
-# built tree in $(BENCH_O3_DIR) (a copy of ovs/ reconfigured with -O3; only
-# ovs-vswitchd is built, and only again when ovs/'s ovs-vswitchd changes),
+# "make bench" builds (target all) and two more ovs-vswitchd binaries to
+# compare with, each only when missing or out of date:
+#   $(BENCH_O3_DIR)    a copy of ovs/ reconfigured with -O3 (optimisation);
+#   $(BENCH_BASE_DIR)  the pinned base tarball, unpatched, configured like
+#                      ovs/ (what the patches alone cost);
 # then runs utilities/daq-bench, which writes $(BENCH_DIR)/bench.json and
-# $(BENCH_DIR)/summary.md.  About 25 minutes on two cores, plus 3-5 for the
-# first -O3 build.
+# $(BENCH_DIR)/summary.md.  About 11 minutes on two cores, plus about 6 for
+# the two extra builds the first time.
 #
-# "make bench-quick" (or BENCH_QUICK=1) is the short version (about 6
-# minutes); it uses an -O3 build only if an up-to-date one is already there.
+# "make bench-quick" (or BENCH_QUICK=1) is the short version (about 4
+# minutes); it uses the extra builds only if up-to-date ones are there.
 #
 #   BENCH_O3=0        skip the -O3 build and comparison (noted in the summary)
+#   BENCH_BASE=0      skip the unpatched base build and comparison
 #   BENCH_DIR=DIR     results directory (default bench-results)
 #   BENCH_ARGS=...    more daq-bench options, e.g. '--parts hop,scale',
 #                     '--pmd-cpu-mask 0x4', '--doc Documentation/topics/
@@ -28,8 +31,14 @@ BENCH_O3_CFLAGS = $(strip $(if $(filter -O%,$(DAQ_OPT_CFLAGS)), \
 BENCH_DEFAULT_IS_O3 = $(filter -O3,$(lastword $(filter -O%,$(DAQ_OPT_CFLAGS))))
 BENCH_WANT_O3 = $(and $(filter 1,$(BENCH_O3)),$(if $(BENCH_QUICK),,1), \
 	$(if $(BENCH_DEFAULT_IS_O3),,1))
+BENCH_BASE ?= 1
+BENCH_BASE_DIR = $(BENCH_DIR)/build-base
+BENCH_BASE_STAMP = $(BENCH_BASE_DIR)/.built
+BENCH_WANT_BASE = $(and $(filter 1,$(BENCH_BASE)),$(if $(BENCH_QUICK),,1), \
+	$(filter tarball,$(OVS_BASE_KIND)))
 
-bench: all $(if $(BENCH_WANT_O3),$(BENCH_O3_STAMP))
+bench: all $(if $(BENCH_WANT_O3),$(BENCH_O3_STAMP)) \
+	$(if $(BENCH_WANT_BASE),$(BENCH_BASE_STAMP))
 	@if [ "$(BENCH_O3)" != 1 ]; then \
 	    o3="--o3-note=skipped (BENCH_O3=$(BENCH_O3))"; \
 	elif [ -n "$(BENCH_DEFAULT_IS_O3)" ]; then \
@@ -40,29 +49,65 @@ bench: all $(if $(BENCH_WANT_O3),$(BENCH_O3_STAMP))
 	else \
 	    o3="--o3-note=skipped in the quick run (no up-to-date -O3 build in $(BENCH_O3_DIR); 'make bench' makes one)"; \
 	fi; \
+	if [ "$(BENCH_BASE)" != 1 ]; then \
+	    base="--base-note=skipped (BENCH_BASE=$(BENCH_BASE))"; \
+	elif [ "$(OVS_BASE_KIND)" != tarball ]; then \
+	    base="--base-note=skipped: the base is a source tree, not the pinned tarball"; \
+	elif [ -f $(BENCH_BASE_STAMP) ] && \
+	     [ ! $(OVS_TARBALL) -nt $(BENCH_BASE_STAMP) ]; then \
+	    base="--base-build=$(BENCH_BASE_DIR)"; \
+	else \
+	    base="--base-note=skipped in the quick run (no base build in $(BENCH_BASE_DIR); 'make bench' makes one)"; \
+	fi; \
 	set -x; \
 	$(PYTHON3) utilities/daq-bench --out $(BENCH_DIR) \
-	    $(if $(BENCH_QUICK),--quick) "$$o3" $(BENCH_ARGS)
+	    $(if $(BENCH_QUICK),--quick) "$$o3" "$$base" $(BENCH_ARGS)
 
 bench-quick:
 	@$(MAKE) bench BENCH_QUICK=1
 
 # The -O3 variant: a copy of the prepared tree (same base, patches and
-# overlay), cleaned and reconfigured with the same options but -O3.
+# overlay), cleaned and reconfigured with the options ovs/ was configured
+# with (config.status --config) but -O3.  Only ovs-vswitchd is built (the
+# copy's dependency files bring in the generated headers); if that fails,
+# everything is.
 $(BENCH_O3_STAMP): $(OVS)/vswitchd/ovs-vswitchd
 	@echo "bench: building ovs-vswitchd with CFLAGS '$(BENCH_O3_CFLAGS)' in $(BENCH_O3_DIR) (log: $(BENCH_O3_DIR).log)"
 	@rm -rf $(BENCH_O3_DIR) $(BENCH_O3_DIR).log
 	@mkdir -p $(BENCH_DIR)
 	@cp -a $(OVS) $(BENCH_O3_DIR)
-	@( $(MAKE) -C $(BENCH_O3_DIR) clean && \
-	  cd $(BENCH_O3_DIR) && \
-	  ./configure --with-dpdk=shared --localstatedir=/var --sysconfdir=/etc \
-		PYTHON3=$(PYTHON3) CFLAGS="$(BENCH_O3_CFLAGS)" \
-		$(OVS_CONFIGURE_FLAGS) && \
-	  $(MAKE) -j$(JOBS) vswitchd/ovs-vswitchd ) \
+	@( cd $(BENCH_O3_DIR) && \
+	  args=$$(./config.status --config) && \
+	  case "$$args" in \
+	  *CFLAGS=*) args=$$(echo "$$args" | \
+		sed "s|'CFLAGS=[^']*'|'CFLAGS=$(BENCH_O3_CFLAGS)'|");; \
+	  *) args="$$args 'CFLAGS=$(BENCH_O3_CFLAGS)'";; \
+	  esac && \
+	  $(MAKE) clean && \
+	  echo "configure $$args" && eval "./configure $$args" && \
+	  { $(MAKE) -j$(JOBS) vswitchd/ovs-vswitchd || $(MAKE) -j$(JOBS); } ) \
 	    > $(BENCH_O3_DIR).log 2>&1 || { \
 	    tail -20 $(BENCH_O3_DIR).log; \
 	    echo "bench: the -O3 build failed (BENCH_O3=0 skips it)" >&2; \
+	    exit 1; }
+	@touch $@
+
+# The unpatched base: the pinned tarball as it is, configured like ovs/.
+# It depends on the tarball only: a changed configuration of ovs/ does not
+# rebuild it (rm -rf $(BENCH_BASE_DIR) does).
+$(BENCH_BASE_STAMP): $(OVS_TARBALL) | $(OVS)/Makefile
+	@echo "bench: building the unpatched base in $(BENCH_BASE_DIR) (log: $(BENCH_BASE_DIR).log)"
+	@rm -rf $(BENCH_BASE_DIR) $(BENCH_BASE_DIR).log $(BENCH_BASE_DIR).tmp
+	@mkdir -p $(BENCH_BASE_DIR).tmp
+	@( tar -C $(BENCH_BASE_DIR).tmp -xzf $(OVS_TARBALL) && \
+	  mv $(BENCH_BASE_DIR).tmp/* $(BENCH_BASE_DIR) && \
+	  rmdir $(BENCH_BASE_DIR).tmp && \
+	  args=$$(cd $(OVS) && ./config.status --config) && \
+	  cd $(BENCH_BASE_DIR) && \
+	  echo "configure $$args" && eval "./configure $$args" && \
+	  $(MAKE) -j$(JOBS) ) > $(BENCH_BASE_DIR).log 2>&1 || { \
+	    tail -20 $(BENCH_BASE_DIR).log; \
+	    echo "bench: the base build failed (BENCH_BASE=0 skips it)" >&2; \
 	    exit 1; }
 	@touch $@
 

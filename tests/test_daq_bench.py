@@ -363,6 +363,11 @@ def test_regression_verdict_drops_low_share_repeats() -> None:
     v = db.regression_verdict(stock, patched)
     assert v["clean"] and v["repeats_judged"] == 3
     assert not v["met"]
+    # Slower in every one of 4+ pairs, but within the noise: flagged.
+    v = db.regression_verdict(recs([72, 73, 72, 73, 74]),
+                              recs([74, 75, 74, 75, 76]))
+    assert v["met"] and v["systematic"] and v["pairs_slower"] == 5
+    assert "slower in all 5 pairs (sign test p = 0.06)" in v["verdict"]
     # Fewer than 3 clean pairs: all are used, and said so.
     v = db.regression_verdict(stock[:2], patched[:2])
     assert not v["clean"] and v["repeats_judged"] == 2
@@ -465,6 +470,8 @@ def results() -> Dict[str, Any]:
                                         "shares": [0.99]}},
               "regression": db.regression_verdict(recs([70, 71]),
                                                   recs([70, 70])),
+              "patch_cost": db.regression_verdict(recs([72, 73, 72, 73]),
+                                                  recs([70, 70, 70, 70])),
               "opt_note": "skipped (BENCH_O3=0)"}
     incast = {"runs": 2, "dir": "bench-results/incast",
               "command": "utilities/daq-incast -q",
@@ -512,7 +519,8 @@ def test_verdicts_and_markdown() -> None:
     assert md.startswith("# ovs-daqring benchmark results")
     for text in ("## Targets", "## Hop cost", "## Ring-count scaling",
                  "## Shaping accuracy", "## Fairness", "## Incast",
-                 "Deeper collapse",
+                 "Deeper collapse", "Cost of the patches alone",
+                 "patched is faster than base",
                  "**no**", "**yes**", "LOW", "AMD EPYC",
                  "dp_netdev_pmd_flush_output_packets",
                  "2116653 rx-queue assignment lines", "a note"):
