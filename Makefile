@@ -50,7 +50,7 @@ help:
 	@echo "  make check       our tests, OVS regressions, pytest (root)"
 	@echo "  make check-ovs   OVS's full testsuite (an hour or more)"
 	@echo "  make checkpatch  OVS checkpatch over our C files and patches"
-	@echo "  make bench       benchmarks, results in bench-results/ (bench-quick: ~6 min)"
+	@echo "  make bench       benchmarks, results in bench-results/ (bench-quick: ~4 min)"
 	@echo "  make rpm         binary and source RPMs (make check-rpm: verify them)"
 
 deps:
