@@ -51,6 +51,7 @@ VLOG_DEFINE_THIS_MODULE(netdev_daqring);
 
 COVERAGE_DEFINE(daqring_ring_full);
 COVERAGE_DEFINE(daqring_mixed_batch);
+COVERAGE_DEFINE(daqring_idle_poll);
 
 /* Limits and defaults of the options.  See
  * Documentation/topics/daqring.rst. */
@@ -92,6 +93,8 @@ struct netdev_daqring {
         struct rte_ring *ring;          /* Packet pointers, or NULL. */
         atomic_uint64_t shaping;        /* Burst and interval, see above. */
         atomic_bool admin_up;           /* NETDEV_UP: accept packets. */
+        int doorbell;                   /* Of the rx queue, or -1, see
+                                         * netdev_daqring_rxq_idle(). */
     );
 
     /* Written by every thread that sends to the daqring. */
@@ -422,6 +425,13 @@ netdev_daqring_construct(struct netdev *netdev)
     atomic_init(&dev->rx_bytes, 0);
     atomic_init(&dev->high_watermark, 0);
     atomic_init(&dev->stash_count, 0);
+    dev->doorbell = netdev_rxq_doorbell_alloc();
+    if (dev->doorbell < 0) {
+        VLOG_WARN_ONCE("%s: more than %d rx queues with doorbells: this "
+                       "daqring and the next ones are polled on every PMD "
+                       "iteration, even when idle", netdev_get_name(netdev),
+                       NETDEV_RXQ_DOORBELLS);
+    }
     dev->stash_cap = NETDEV_MAX_BURST;
     dev->stash = xmalloc(dev->stash_cap * sizeof *dev->stash);
     dev->stash_pos = dev->stash_n = 0;
@@ -493,6 +503,7 @@ netdev_daqring_destruct(struct netdev *netdev)
         VLOG_INFO("%s: freed %"PRIuSIZE" queued packets",
                   netdev_get_name(netdev), freed);
     }
+    netdev_rxq_doorbell_free(dev->doorbell);
     ovs_mutex_destroy(&dev->mutex);
 }
 
@@ -800,6 +811,7 @@ netdev_daqring_reconfigure(struct netdev *netdev)
         netdev_change_seq_changed(netdev);
     }
     ovs_mutex_unlock(&dev->mutex);
+    netdev_rxq_doorbell_ring(dev->doorbell);
 
     return 0;
 }
@@ -895,6 +907,7 @@ netdev_daqring_update_flags(struct netdev *netdev, enum netdev_flags off,
     dev->flags &= ~off;
     if (*old_flagsp != dev->flags) {
         atomic_store_relaxed(&dev->admin_up, !!(dev->flags & NETDEV_UP));
+        netdev_rxq_doorbell_ring(dev->doorbell);
         netdev_change_seq_changed(netdev);
     }
     ovs_mutex_unlock(&dev->mutex);
@@ -1140,6 +1153,7 @@ netdev_daqring_send(struct netdev *netdev, int qid OVS_UNUSED,
     }
 
     if (OVS_LIKELY(sent)) {
+        netdev_rxq_doorbell_ring(dev->doorbell);
         atomic_add_relaxed(&dev->tx_packets, sent, &orig);
         atomic_add_relaxed(&dev->tx_bytes, bytes - dropped_bytes, &orig);
     }
@@ -1163,8 +1177,15 @@ netdev_daqring_rxq_construct(struct netdev_rxq *rxq)
     rx->dev = netdev_daqring_cast(rxq->netdev);
     rx->shaping = 0;
     rx->next_tsc = 0;
+    netdev_rxq_doorbell_ring(rx->dev->doorbell);
 
     return 0;
+}
+
+static int
+netdev_daqring_rxq_doorbell(const struct netdev_rxq *rxq)
+{
+    return netdev_daqring_cast(rxq->netdev)->doorbell;
 }
 
 static void
@@ -1219,6 +1240,30 @@ netdev_daqring_split_batch(struct netdev_daqring *dev,
     batch->count = keep;
 }
 
+/* Called by the thread that polls the daqring when it has nothing to
+ * deliver: the ring and the stash are empty, or the port is down or has no
+ * ring.  Clears the doorbell, so that the PMD thread stops polling the
+ * daqring until a sender enqueues packets (or the port comes up or is
+ * reconfigured), then looks again: a sender that enqueued after the look
+ * that found nothing rang the doorbell, and the clear may have erased
+ * that. */
+static void
+netdev_daqring_rxq_idle(struct netdev_daqring *dev)
+{
+    bool up;
+
+    COVERAGE_INC(daqring_idle_poll);
+    if (dev->doorbell < 0) {
+        return;
+    }
+    netdev_rxq_doorbell_clear(dev->doorbell);
+    atomic_read_relaxed(&dev->admin_up, &up);
+    if (up && dev->ring && (dev->stash_n > dev->stash_pos
+                            || !rte_ring_empty(dev->ring))) {
+        netdev_rxq_doorbell_ring(dev->doorbell);
+    }
+}
+
 /* Receives up to 'max-burst' packets.  Called by the one PMD thread that
  * polls the daqring.
  *
@@ -1244,6 +1289,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
 
     atomic_read_relaxed(&dev->admin_up, &up);
     if (OVS_UNLIKELY(!ring || !up)) {
+        netdev_daqring_rxq_idle(dev);
         return EAGAIN;
     }
 
@@ -1258,6 +1304,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
 
     if (interval) {
         if (!n_stash && rte_ring_empty(ring)) {
+            netdev_daqring_rxq_idle(dev);
             return EAGAIN;
         }
         now = rte_get_tsc_cycles();
@@ -1282,6 +1329,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         avail = rte_ring_count(ring);
     }
     if (!n) {
+        netdev_daqring_rxq_idle(dev);
         return EAGAIN;
     }
 
@@ -1458,6 +1506,7 @@ static const struct netdev_class netdev_daqring_class = {
     .rxq_destruct = netdev_daqring_rxq_destruct,
     .rxq_dealloc = netdev_daqring_rxq_dealloc,
     .rxq_recv = netdev_daqring_rxq_recv,
+    .rxq_doorbell = netdev_daqring_rxq_doorbell,
 };
 
 void
