@@ -33,6 +33,7 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -43,6 +44,9 @@ from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "utilities"))
+# The decoder of ovs-vsctl's JSON output that daq-incast uses.
+from daq_incast_lib.switch import ovs_json_value  # noqa: E402
 DAQCTL = ROOT / "utilities" / "ovs-daqctl"
 OVS = ROOT / "ovs"
 PYTHON = "/usr/bin/python3"
@@ -478,7 +482,7 @@ class Switch:
     def table(self, table: str, columns: str) -> List[Dict[str, Any]]:
         out = json.loads(self.vsctl("-f", "json", "-d", "json",
                                     "--columns=" + columns, "list", table))
-        return [dict(zip(out["headings"], [_ovs_value(v) for v in row]))
+        return [dict(zip(out["headings"], [ovs_json_value(v) for v in row]))
                 for row in out["data"]]
 
     def rings(self, bridge: str = "br0") -> Dict[str, Dict[str, Any]]:
@@ -505,16 +509,6 @@ class Switch:
             if pattern in ln:
                 return int(ln.split("n_packets=")[1].split(",")[0])
         raise AssertionError("no flow with %s" % pattern)
-
-
-def _ovs_value(v: Any) -> Any:
-    if isinstance(v, list) and len(v) == 2 and v[0] == "map":
-        return {k: _ovs_value(x) for k, x in v[1]}
-    if isinstance(v, list) and len(v) == 2 and v[0] == "set":
-        return [_ovs_value(x) for x in v[1]]
-    if isinstance(v, list) and len(v) == 2 and v[0] == "uuid":
-        return v[1]
-    return v
 
 
 @pytest.fixture(scope="module")

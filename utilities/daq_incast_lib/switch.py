@@ -18,12 +18,12 @@ class ModeUnavailable(Exception):
     """The switch cannot run a mode (e.g. no daqring support)."""
 
 
-def _ovs_value(v: object) -> object:
+def ovs_json_value(v: object) -> object:
     """Decode one value of ovs-vsctl's `-f json -d json` output."""
     if isinstance(v, list) and len(v) == 2 and v[0] == "map":
-        return {k: _ovs_value(x) for k, x in v[1]}
+        return {k: ovs_json_value(x) for k, x in v[1]}
     if isinstance(v, list) and len(v) == 2 and v[0] == "set":
-        return [_ovs_value(x) for x in v[1]]
+        return [ovs_json_value(x) for x in v[1]]
     if isinstance(v, list) and len(v) == 2 and v[0] == "uuid":
         return v[1]
     return v
@@ -160,7 +160,7 @@ class Switch:
                                     "statistics,status,type", "list",
                                     "Interface"))
         cols = out["headings"]
-        return {row[0]: {c: _ovs_value(v) for c, v in zip(cols, row)}
+        return {row[0]: {c: ovs_json_value(v) for c, v in zip(cols, row)}
                 for row in out["data"]}
 
     def _check_ports(self, names: List[str]) -> None:
