@@ -108,7 +108,7 @@ def test_defaults_are_the_demo_scenario() -> None:
     assert c.modes == ["stock", "credits", "daqring"]
     assert c.ros_per_host == 1 and c.ethdev_ports == 31
     assert c.pmd_cpus == [1] and c.agent_cpus == [0]
-    assert c.ring_size == 1024            # 30 x 23 packets, power of 2
+    assert c.ring_size == 2048            # 2 x 30 x 23 packets, power of 2
     assert 1 <= c.max_burst <= 32 and c.poll_interval_us > 0
     assert c.daqring_rate_bps < c.link_rate_bps
     assert c.credits >= 1

@@ -295,8 +295,13 @@ def frames_per_fragment(fragment_size: int, mss: int) -> int:
 
 
 def auto_ring_size(ros: int, fragment_size: int, mss: int) -> int:
-    """One event's worth of packets per DCM, rounded up to a power of 2."""
-    need = ros * frames_per_fragment(fragment_size, mss)
+    """Two events' worth of full-size packets per DCM, rounded up to a power
+    of 2.  One event is the least that absorbs the burst (thesis Fig. 5.8),
+    but TCP does not always send full-size segments: a ROS whose window
+    the queueing delay cut sends shorter ones (seen: 32 frames per 32 KiB
+    fragment instead of 23, with 30 ROS), and retransmitted or probe
+    segments come on top."""
+    need = 2 * ros * frames_per_fragment(fragment_size, mss)
     return max(64, 1 << (need - 1).bit_length())
 
 
@@ -404,8 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="LIST", help="comma-separated, run in this "
                    "order: stock, credits, daqring (default: %(default)s)")
     g.add_argument("--ring-size", type=int, default=0, metavar="N",
-                   help="daqring capacity in packets (default: one event "
-                   "of packets per DCM, rounded up to a power of 2)")
+                   help="daqring capacity in packets (default: two "
+                   "events of full-size packets per DCM, rounded up to a "
+                   "power of 2)")
     g.add_argument("--max-burst", type=int, default=0, metavar="B",
                    help="daqring max-burst, 1..32 (default: chosen with "
                    "--poll-interval to just under the link rate)")
