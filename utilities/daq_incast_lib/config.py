@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--poll-interval", type=int, default=-1, metavar="US",
                    help="daqring poll-interval in microseconds, 0 = "
                    "unshaped (default: chosen with --max-burst)")
-    g.add_argument("--ring-rate-fraction", type=float, default=0.95,
+    g.add_argument("--ring-rate-fraction", type=float, default=0.99,
                    metavar="F", help="automatic daqring shaping targets F "
                    "x the link's frame rate (default: %(default)s)")
     g.add_argument("--sweep", metavar="PARAM=V1,V2,...",
