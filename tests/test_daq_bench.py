@@ -531,6 +531,11 @@ def test_verdicts_and_markdown() -> None:
         if lines:
             n = lines[0].count("|")
             assert all(x.count("|") == n for x in lines), block
+    # Without the base comparison, the summary says why.
+    del res["builds"]["patch_cost"]
+    res["builds"]["base_note"] = "skipped (BENCH_BASE=0)"
+    assert "Cost of the patches alone: skipped (BENCH_BASE=0)." \
+        in db.markdown(res)
 
 
 def test_verdicts_when_nothing_ran() -> None:
