@@ -46,6 +46,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "utilities"))
 # The decoder of ovs-vsctl's JSON output that daq-incast uses.
+from daq_incast_lib import hugepages  # noqa: E402
 from daq_incast_lib.switch import ovs_json_value  # noqa: E402
 DAQCTL = ROOT / "utilities" / "ovs-daqctl"
 OVS = ROOT / "ovs"
@@ -329,19 +330,13 @@ def _skip_reason() -> Optional[str]:
             return "the patched OVS is not built (%s missing): run make" % b
     if not shutil.which("ip"):
         return "needs iproute2 (ip netns)"
-    free_mb = 0
-    try:
-        with open("/proc/meminfo") as f:
-            info = dict(line.split(":", 1) for line in f)
-        size_kb = int(info["Hugepagesize"].split()[0])
-        free_mb = int(info["HugePages_Free"].split()[0]) * size_kb // 1024
-    except (OSError, KeyError, ValueError):
-        pass
+    # tests/conftest.py reserves them when root.
+    free_mb = hugepages.free_mb()
     if free_mb < HUGEPAGES_NEEDED_MB:
-        return ("needs %d MB of free huge pages (%d MB free): echo 512 > "
-                "/proc/sys/vm/nr_hugepages" % (HUGEPAGES_NEEDED_MB, free_mb))
-    if not os.path.ismount("/dev/hugepages"):
-        return "hugetlbfs is not mounted on /dev/hugepages"
+        return ("needs %d MB of free huge pages (%d MB free)"
+                % (HUGEPAGES_NEEDED_MB, free_mb))
+    if not hugepages.hugetlbfs_mounted():
+        return "no hugetlbfs is mounted"
     return None
 
 

@@ -249,6 +249,7 @@ class Config:
     binaries: Binaries
     socket_mem_mb: int
     use_hugepages: bool
+    hugepages_mode: str
     pmd_cpus: List[int]
     agent_cpus: List[int]
     timeout_s: float
@@ -438,8 +439,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="DPDK memory (default: %(default)s)")
     g.add_argument("--hugepages", default="auto",
                    choices=("auto", "require", "off"),
-                   help="auto: hugepages if enough are free, else "
-                   "--no-huge; require: fail without them; off: --no-huge")
+                   help="auto: hugepages (as root, the missing ones are "
+                   "reserved for the run and given back), else --no-huge; "
+                   "require: fail without them; off: --no-huge")
     g.add_argument("--pmd-cpu-mask", default="0x2", metavar="MASK",
                    help="PMD cores (default: %(default)s); agents run on "
                    "the other cores")
@@ -684,16 +686,12 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                 raise ConfigError("%s not found (install iproute2, ethtool)"
                                   % tool)
         if use_huge and host.hugepages_free_mb < ns.socket_mem:
-            if ns.hugepages == "require":
-                raise ConfigError(
-                    "hugepages unavailable: %d MB free, --socket-mem %d "
-                    "needs more (echo 1024 > /proc/sys/vm/nr_hugepages, or "
-                    "--hugepages auto to fall back to --no-huge)"
-                    % (host.hugepages_free_mb, ns.socket_mem))
-            use_huge = False
-            notes.append("only %d MB of hugepages free: DPDK runs with "
-                         "--no-huge -m %d (slower)"
-                         % (host.hugepages_free_mb, ns.socket_mem))
+            notes.append("%d MB of hugepages free, --socket-mem %d: the "
+                         "missing ones are reserved for the run and given "
+                         "back after it%s"
+                         % (host.hugepages_free_mb, ns.socket_mem,
+                            "" if ns.hugepages == "require" else
+                            " (--no-huge if that fails)"))
     if host.other_vswitchd:
         notes.append("another ovs-vswitchd is running (%s): it may share "
                      "the PMD core and skew the results"
@@ -710,7 +708,8 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         poll_interval_us=poll, ring_rate_fraction=ns.ring_rate_fraction,
         sweep_param=sweep_param, sweep_values=sweep_values,
         binaries=binaries, socket_mem_mb=ns.socket_mem,
-        use_hugepages=use_huge, pmd_cpus=pmd_cpus, agent_cpus=agent_cpus,
+        use_hugepages=use_huge, hugepages_mode=ns.hugepages,
+        pmd_cpus=pmd_cpus, agent_cpus=agent_cpus,
         timeout_s=ns.timeout, event_deadline_s=ns.event_deadline,
         rto_threshold_s=ns.rto_threshold / 1000.0, json_path=ns.json,
         plot_dir=ns.plot_dir, log_dir=ns.log_dir, progress=not ns.quiet,

@@ -9,6 +9,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Set, Tuple
 
+from . import hugepages
 from .config import Config
 from .sysutil import Cleanup, RunError, die_with_parent, run, stop_process
 from .topology import Host, Plan
@@ -93,16 +94,15 @@ class Switch:
                 raise RunError("ovsdb-server did not start (see %s)"
                                % self.dir)
             time.sleep(0.05)
-        extra = "--no-pci --in-memory --file-prefix=%s" % self.plan.tag
+        self._dpdk_memory()
         settings = ["other_config:dpdk-init=true",
                     "other_config:pmd-cpu-mask=0x%x"
                     % sum(1 << c for c in self.cfg.pmd_cpus)]
-        if self.cfg.use_hugepages:
-            settings.append("other_config:dpdk-socket-mem=%d"
-                            % self.cfg.socket_mem_mb)
-        else:
-            extra += " --no-huge -m %d" % self.cfg.socket_mem_mb
-        settings.append('other_config:dpdk-extra="%s"' % extra)
+        memory, extra = hugepages.dpdk_memory_config(
+            self.cfg.use_hugepages, str(self.cfg.socket_mem_mb),
+            self.cfg.socket_mem_mb, self.plan.tag, self.cleanup)
+        settings += memory
+        settings.append('other_config:dpdk-extra="--no-pci %s"' % extra)
         self.vsctl("--no-wait", "init", "--", "set", "Open_vSwitch", ".",
                    *settings)
         self.cleanup.push("stop ovs-vswitchd", self._stop_vswitchd)
@@ -124,6 +124,26 @@ class Switch:
         self._alive()
         self.vsctl("add-br", self.bridge, "--", "set", "Bridge",
                    self.bridge, "datapath_type=netdev")
+
+    def _dpdk_memory(self) -> None:
+        """Hugepages for the run (reserved if missing, given back after
+        it), or the --no-huge fallback, said in the notes."""
+        cfg = self.cfg
+        if not cfg.use_hugepages:
+            cfg.notes.append("--hugepages off: DPDK runs with --no-huge "
+                             "-m %d (slower)" % cfg.socket_mem_mb)
+            return
+        why = hugepages.reserve(cfg.socket_mem_mb,
+                                os.path.join(self.dir, "hugepages"),
+                                self.cleanup)
+        if why is None:
+            return
+        if cfg.hugepages_mode == "require":
+            raise RunError("hugepages unavailable (--hugepages require): "
+                           "%s" % why)
+        cfg.use_hugepages = False
+        cfg.notes.append("%s: DPDK runs with --no-huge -m %d (slower)"
+                         % (why, cfg.socket_mem_mb))
 
     def _alive(self) -> None:
         if self.vswitchd is None or self.vswitchd.poll() is not None:
