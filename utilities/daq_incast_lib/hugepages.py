@@ -107,12 +107,13 @@ def dpdk_memory_config(use_hugepages: bool, socket_mem: str,
     """The other_config settings and dpdk-extra arguments for DPDK's
     memory: (["other_config:dpdk-socket-mem=..."], "--in-memory ...") with
     hugepages, ([], "--no-huge --legacy-mem -m N --file-prefix=P")
-    without them.  The fallback's runtime directory goes with `cleanup`."""
-    if use_hugepages:
-        return (["other_config:dpdk-socket-mem=%s" % socket_mem],
-                "--in-memory --file-prefix=%s" % file_prefix)
+    without them.  DPDK's runtime directory for the prefix (made even with
+    --in-memory) goes with `cleanup`."""
     rundir = os.path.join("/var/run/dpdk", file_prefix)
     cleanup.push("remove " + rundir,
                  lambda: shutil.rmtree(rundir, ignore_errors=True))
+    if use_hugepages:
+        return (["other_config:dpdk-socket-mem=%s" % socket_mem],
+                "--in-memory --file-prefix=%s" % file_prefix)
     return ([], "--no-huge --legacy-mem -m %d --file-prefix=%s"
             % (no_huge_mb, file_prefix))
