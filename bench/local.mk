@@ -67,27 +67,12 @@ bench-quick:
 	@$(MAKE) bench BENCH_QUICK=1
 
 # The -O3 variant: a copy of the prepared tree (same base, patches and
-# overlay), cleaned and reconfigured with the options ovs/ was configured
-# with (config.status --config) but -O3.  Only ovs-vswitchd is built (the
-# copy's dependency files bring in the generated headers); if that fails,
-# everything is.
+# overlay) reconfigured with -O3 (build-aux/build-variant); only
+# ovs-vswitchd is built.
 $(BENCH_O3_STAMP): $(OVS)/vswitchd/ovs-vswitchd
 	@echo "bench: building ovs-vswitchd with CFLAGS '$(BENCH_O3_CFLAGS)' in $(BENCH_O3_DIR) (log: $(BENCH_O3_DIR).log)"
-	@rm -rf $(BENCH_O3_DIR) $(BENCH_O3_DIR).log
-	@mkdir -p $(BENCH_DIR)
-	@cp -a $(OVS) $(BENCH_O3_DIR)
-	@( cd $(BENCH_O3_DIR) && \
-	  args=$$(./config.status --config) && \
-	  case "$$args" in \
-	  *CFLAGS=*) args=$$(echo "$$args" | \
-		sed "s|'CFLAGS=[^']*'|'CFLAGS=$(BENCH_O3_CFLAGS)'|");; \
-	  *) args="$$args 'CFLAGS=$(BENCH_O3_CFLAGS)'";; \
-	  esac && \
-	  $(MAKE) clean && \
-	  echo "configure $$args" && eval "./configure $$args" && \
-	  { $(MAKE) -j$(JOBS) vswitchd/ovs-vswitchd || $(MAKE) -j$(JOBS); } ) \
-	    > $(BENCH_O3_DIR).log 2>&1 || { \
-	    tail -20 $(BENCH_O3_DIR).log; \
+	@JOBS=$(JOBS) MAKE=$(MAKE) build-aux/build-variant $(OVS) \
+	    $(BENCH_O3_DIR) '$(BENCH_O3_CFLAGS)' vswitchd/ovs-vswitchd || { \
 	    echo "bench: the -O3 build failed (BENCH_O3=0 skips it)" >&2; \
 	    exit 1; }
 	@touch $@
