@@ -53,7 +53,8 @@ checkpatch: prepare
 
 # "make check-sanitizers": our system suite (TESTSUITEFLAGS apply) run on
 # a copy of the tree built with AddressSanitizer and UndefinedBehavior-
-# Sanitizer (SAN_DIR; rebuilt when ovs-vswitchd is newer).  OVS's test
+# Sanitizer (SAN_DIR; rebuilt when ovs-vswitchd is newer; the test files
+# are copied in at every run).  OVS's test
 # macros fail a test whose daemons wrote an asan.* or ubsan.* report
 # (tests/atlocal sets ASAN_OPTIONS and UBSAN_OPTIONS).  The DPDK libraries
 # are Debian's, not instrumented.  Not part of make check: the build and
@@ -68,6 +69,7 @@ $(SAN_DIR)/.built: $(OVS)/vswitchd/ovs-vswitchd
 	@touch $@
 
 check-sanitizers: all $(SAN_DIR)/.built
+	@cp -p $(OVS)/tests/system-daqring*.at $(SAN_DIR)/tests/
 	@OVS_TREE=$(SAN_DIR) TESTSUITEFLAGS="$(TESTSUITEFLAGS)" \
 	 build-aux/run-checks daqring
 
