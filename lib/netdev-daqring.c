@@ -33,6 +33,7 @@
 #include "coverage.h"
 #include "dp-packet.h"
 #include "dpdk.h"
+#include "hash.h"
 #include "netdev-provider.h"
 #include "openvswitch/dynamic-string.h"
 #include "openvswitch/list.h"
@@ -52,6 +53,9 @@ VLOG_DEFINE_THIS_MODULE(netdev_daqring);
 COVERAGE_DEFINE(daqring_ring_full);
 COVERAGE_DEFINE(daqring_mixed_batch);
 COVERAGE_DEFINE(daqring_idle_poll);
+COVERAGE_DEFINE(daqring_loop_drop);
+
+static struct vlog_rate_limit loop_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 
 /* Limits and defaults of the options.  See
  * Documentation/topics/daqring.rst. */
@@ -67,11 +71,15 @@ COVERAGE_DEFINE(daqring_idle_poll);
 #define DAQRING_BURST_MASK ((UINT64_C(1) << DAQRING_BURST_BITS) - 1)
 BUILD_ASSERT_DECL(NETDEV_MAX_BURST <= DAQRING_BURST_MASK);
 
+/* A packet that has already passed this many daqrings is not accepted by
+ * another one: rings that forward into each other would otherwise keep it
+ * looping for ever.  See 'queue_passes' in struct dp_packet. */
+#define DAQRING_MAX_PASSES 8
+
 /* Frame size used to express the shaping rate in bits per second. */
 #define DAQRING_RATE_FRAME_LEN 1518
 
-/* How often, in milliseconds, the main thread checks mempool capacity and
- * refreshes the "status" column of daqrings whose occupancy changed. */
+/* How often, in milliseconds, the main thread checks mempool capacity. */
 #define DAQRING_CHECK_INTERVAL 1000
 
 /* Name prefix of the mempools that netdev-dpdk creates. */
@@ -95,6 +103,9 @@ struct netdev_daqring {
         atomic_bool admin_up;           /* NETDEV_UP: accept packets. */
         int doorbell;                   /* Of the rx queue, or -1, see
                                          * netdev_daqring_rxq_idle(). */
+        uint32_t rss_basis;             /* Mixed into the RSS hash of the
+                                         * packets dequeued, see
+                                         * netdev_daqring_rxq_recv(). */
     );
 
     /* Written by every thread that sends to the daqring. */
@@ -104,6 +115,8 @@ struct netdev_daqring {
         atomic_uint64_t ring_full_drops; /* Packets refused, ring full. */
         atomic_uint64_t other_drops;    /* Packets refused, port down or
                                          * unconfigured. */
+        atomic_uint64_t loop_drops;     /* Packets refused, they passed
+                                         * DAQRING_MAX_PASSES daqrings. */
     );
 
     /* Written only by the thread that polls the rx queue. */
@@ -156,9 +169,7 @@ struct netdev_daqring {
      * stayed in force, or NULL. */
     char *config_error OVS_GUARDED;
 
-    /* Values last reported in the "status" column. */
-    uint64_t published_occupancy OVS_GUARDED;
-    uint64_t published_high_watermark OVS_GUARDED;
+    /* Whether the "status" column last reported a mempool warning. */
     bool published_mempool_warning OVS_GUARDED;
 
     /* Interface properties. */
@@ -421,10 +432,12 @@ netdev_daqring_construct(struct netdev *netdev)
     atomic_init(&dev->tx_bytes, 0);
     atomic_init(&dev->ring_full_drops, 0);
     atomic_init(&dev->other_drops, 0);
+    atomic_init(&dev->loop_drops, 0);
     atomic_init(&dev->rx_packets, 0);
     atomic_init(&dev->rx_bytes, 0);
     atomic_init(&dev->high_watermark, 0);
     atomic_init(&dev->stash_count, 0);
+    dev->rss_basis = hash_string(netdev_get_name(netdev), 0);
     dev->doorbell = netdev_rxq_doorbell_alloc();
     if (dev->doorbell < 0) {
         VLOG_WARN_ONCE("%s: more than %d rx queues with doorbells: this "
@@ -930,7 +943,7 @@ netdev_daqring_get_stats(const struct netdev *netdev,
                          struct netdev_stats *stats)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
-    uint64_t full, other;
+    uint64_t full, other, loop;
 
     atomic_read_relaxed(&dev->tx_packets, &stats->tx_packets);
     atomic_read_relaxed(&dev->tx_bytes, &stats->tx_bytes);
@@ -938,7 +951,8 @@ netdev_daqring_get_stats(const struct netdev *netdev,
     atomic_read_relaxed(&dev->rx_bytes, &stats->rx_bytes);
     atomic_read_relaxed(&dev->ring_full_drops, &full);
     atomic_read_relaxed(&dev->other_drops, &other);
-    stats->tx_dropped = full + other;
+    atomic_read_relaxed(&dev->loop_drops, &loop);
+    stats->tx_dropped = full + other + loop;
     stats->rx_dropped = 0;
     stats->rx_errors = 0;
     stats->tx_errors = 0;
@@ -951,14 +965,15 @@ netdev_daqring_get_custom_stats(const struct netdev *netdev,
                                 struct netdev_custom_stats *custom_stats)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
-    uint64_t values[3];
+    uint64_t values[4];
     static const char *const names[] = {
-        "ring_full_drops", "occupancy", "high_watermark",
+        "ring_full_drops", "occupancy", "high_watermark", "loop_drops",
     };
 
     atomic_read_relaxed(&dev->ring_full_drops, &values[0]);
     values[1] = netdev_daqring_occupancy(dev);
     atomic_read_relaxed(&dev->high_watermark, &values[2]);
+    atomic_read_relaxed(&dev->loop_drops, &values[3]);
 
     custom_stats->size = ARRAY_SIZE(names);
     custom_stats->counters = xcalloc(ARRAY_SIZE(names),
@@ -976,8 +991,8 @@ static int
 netdev_daqring_get_status(const struct netdev *netdev, struct smap *args)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
-    uint64_t occupancy, hwm, capacity, mbufs;
     struct ds rate = DS_EMPTY_INITIALIZER;
+    uint64_t capacity, mbufs;
     bool short_of_mbufs;
 
     ovs_mutex_lock(&daqring_list_mutex);
@@ -986,16 +1001,14 @@ netdev_daqring_get_status(const struct netdev *netdev, struct smap *args)
     mbufs = daqring_mempool_mbufs;
     ovs_mutex_unlock(&daqring_list_mutex);
 
+    /* Only what changes with the configuration: ovs-vswitchd rewrites the
+     * status of every port whenever one signals a change, so figures that
+     * change with the traffic (occupancy, high watermark) are custom
+     * statistics and in "netdev-daqring/show" instead. */
     ovs_mutex_lock(&dev->mutex);
-    occupancy = netdev_daqring_occupancy(dev);
-    atomic_read_relaxed(&dev->high_watermark, &hwm);
-    dev->published_occupancy = occupancy;
-    dev->published_high_watermark = hwm;
     dev->published_mempool_warning = short_of_mbufs;
 
     smap_add_format(args, "ring_size", "%"PRIu32, dev->ring_size);
-    smap_add_format(args, "occupancy", "%"PRIu64, occupancy);
-    smap_add_format(args, "high_watermark", "%"PRIu64, hwm);
     smap_add_format(args, "numa_id", "%d", dev->ring_numa_id);
     smap_add_format(args, "max_burst", "%"PRIu32, dev->cfg.max_burst);
     smap_add_format(args, "poll_interval", "%"PRIu32,
@@ -1074,15 +1087,11 @@ netdev_daqring_run(const struct netdev_class *netdev_class OVS_UNUSED)
     }
 
     /* The "status" column is only refreshed on a netdev change, so signal
-     * one when what it shows has changed. */
+     * one when the mempool warning that it shows came or went.  Nothing
+     * else in it changes with the traffic. */
     LIST_FOR_EACH (dev, list_node, &daqring_list) {
-        uint64_t hwm;
-
         ovs_mutex_lock(&dev->mutex);
-        atomic_read_relaxed(&dev->high_watermark, &hwm);
-        if (dev->published_occupancy != netdev_daqring_occupancy(dev)
-            || dev->published_high_watermark != hwm
-            || dev->published_mempool_warning != daqring_mempool_short) {
+        if (dev->published_mempool_warning != daqring_mempool_short) {
             netdev_change_seq_changed(&dev->up);
         }
         ovs_mutex_unlock(&dev->mutex);
@@ -1109,6 +1118,36 @@ netdev_daqring_wait(const struct netdev_class *netdev_class OVS_UNUSED)
 
 /* Datapath. */
 
+/* Frees the packets of 'batch' that have already passed DAQRING_MAX_PASSES
+ * daqrings, counts them, and keeps the others in order.  Returns the number
+ * of packets freed. */
+static size_t
+netdev_daqring_drop_looping(struct netdev_daqring *dev,
+                            struct dp_packet_batch *batch)
+{
+    size_t n = dp_packet_batch_size(batch);
+    struct dp_packet *packet;
+    uint64_t orig;
+    size_t i;
+
+    DP_PACKET_BATCH_REFILL_FOR_EACH (i, n, packet, batch) {
+        if (packet->queue_passes >= DAQRING_MAX_PASSES) {
+            dp_packet_delete(packet);
+        } else {
+            dp_packet_batch_refill(batch, packet, i);
+        }
+    }
+    n -= dp_packet_batch_size(batch);
+
+    VLOG_WARN_RL(&loop_rl, "%s: dropped %"PRIuSIZE" packets that already "
+                 "passed %d daqrings (do daqrings forward into each "
+                 "other?)", netdev_get_name(&dev->up), n, DAQRING_MAX_PASSES);
+    COVERAGE_ADD(daqring_loop_drop, n);
+    atomic_add_relaxed(&dev->loop_drops, n, &orig);
+
+    return n;
+}
+
 /* Enqueues the packets of 'batch'.  Called by any number of threads at
  * once; the queue id is irrelevant.  Packets that do not fit are freed and
  * counted, so the whole batch is always consumed. */
@@ -1118,18 +1157,31 @@ netdev_daqring_send(struct netdev *netdev, int qid OVS_UNUSED,
                     bool concurrent_txq OVS_UNUSED)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
-    size_t cnt = dp_packet_batch_size(batch);
     struct rte_ring *ring = dev->ring;
     uint64_t bytes = 0, dropped_bytes = 0;
     unsigned int sent = 0;
     struct dp_packet *packet;
+    bool looping = false;
     uint64_t orig;
+    size_t cnt;
     bool up;
 
     /* Sizes must be read before enqueueing: from then on the consumer may
      * already have forwarded and freed the packets. */
     DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
         bytes += dp_packet_size(packet);
+        looping |= packet->queue_passes >= DAQRING_MAX_PASSES;
+    }
+    if (OVS_UNLIKELY(looping)) {
+        netdev_daqring_drop_looping(dev, batch);
+        bytes = 0;
+        DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
+            bytes += dp_packet_size(packet);
+        }
+    }
+    cnt = dp_packet_batch_size(batch);
+    if (OVS_UNLIKELY(!cnt)) {
+        return 0;
     }
 
     atomic_read_relaxed(&dev->admin_up, &up);
@@ -1264,6 +1316,41 @@ netdev_daqring_rxq_idle(struct netdev_daqring *dev)
     }
 }
 
+/* Prepares 'packet', just dequeued from 'dev', to enter the datapath again,
+ * like dp_packet_batch_init_packet_fields() does for a packet received by a
+ * port, and:
+ *
+ *   - Clears its flow mark, as netdev_pop_header() does for a packet that
+ *     enters the datapath again after decapsulation.  The mark comes from
+ *     hardware offload of the flow that sent the packet to the daqring; with
+ *     it, dp_netdev_hw_flow() would find that flow again and send the packet
+ *     back into the ring, for ever.  Tx offload requests stay.
+ *
+ *   - Mixes a value of the daqring into its RSS hash, as dpif-netdev does
+ *     with the recirculation depth.  The flow caches (EMC and SMC) place
+ *     entries by that hash, and the entries of the packet's flow from its
+ *     input port and from the daqring would otherwise take the same places
+ *     and evict each other on every packet.
+ *
+ *   - Counts the pass, see DAQRING_MAX_PASSES. */
+static inline void
+netdev_daqring_reenter(const struct netdev_daqring *dev,
+                       struct dp_packet *packet)
+{
+    *dp_packet_ol_flags_ptr(packet) &= ~DP_PACKET_OL_FLOW_MARK;
+    *dp_packet_flow_mark_ptr(packet) = 0;
+    if (dp_packet_rss_valid(packet)) {
+        dp_packet_set_rss_hash(packet,
+                               hash_finish(dp_packet_get_rss_hash(packet),
+                                           dev->rss_basis));
+    }
+    if (packet->queue_passes < UINT8_MAX) {
+        packet->queue_passes++;
+    }
+    dp_packet_reset_cutlen(packet);
+    packet->packet_type = htonl(PT_ETH);
+}
+
 /* Receives up to 'max-burst' packets.  Called by the one PMD thread that
  * polls the daqring.
  *
@@ -1356,9 +1443,11 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         n = batch->count;
     }
     for (size_t i = 0; i < n; i++) {
-        bytes += dp_packet_size(batch->packets[i]);
+        struct dp_packet *packet = batch->packets[i];
+
+        bytes += dp_packet_size(packet);
+        netdev_daqring_reenter(dev, packet);
     }
-    dp_packet_batch_init_packet_fields(batch);
 
     atomic_read_relaxed(&dev->rx_packets, &value);
     atomic_store_relaxed(&dev->rx_packets, value + n);

@@ -13,14 +13,16 @@
 # CHECK_PARTS='daqring pytest'.
 
 # The patches change dpif-netdev's rx polling and output flushing, which
-# every ofproto-dpif.at test goes through (with dummy ports), and its EMC.
-# Those tests mostly wait, so they run OVS_REGRESSION_JOBS at a time: about
-# 4 minutes for the ~300 here.
+# every ofproto-dpif.at test goes through (with dummy ports), its EMC, and
+# the port configuration that ofproto gives new ports (no-flood for
+# daqrings).  Those tests mostly wait, so they run OVS_REGRESSION_JOBS at a
+# time: about 4 minutes for the ~300 here.
 OVS_REGRESSION_AREAS = \
 	dpif-netdev.at \
 	pmd.at \
 	ofproto-dpif.at \
-	'ovs-ofctl.at:tcp.flags'
+	'ovs-ofctl.at:tcp.flags' \
+	'ofproto.at:mod-port'
 OVS_REGRESSION_JOBS ?= 8
 CHECK_PARTS ?= daqring ovs-regression ovs-dpdk pytest
 PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \

@@ -203,10 +203,22 @@ class Switch:
             time.sleep(0.2)
 
     def status(self, names: List[str]) -> Dict[str, object]:
-        """The status column of some interfaces (daqring: occupancy, high
-        watermark, shaping rate)."""
+        """The status column of some interfaces (daqring: ring size,
+        shaping rate), plus the occupancy and high watermark of daqrings,
+        which are statistics (refreshed every 5 s), not status."""
         ifs = self.interfaces()
-        return {n: ifs.get(n, {}).get("status") for n in names}
+        out: Dict[str, object] = {}
+        for n in names:
+            row = ifs.get(n, {})
+            st = row.get("status")
+            stats = row.get("statistics")
+            if isinstance(st, dict) and isinstance(stats, dict):
+                st = dict(st)
+                for key in ("occupancy", "high_watermark"):
+                    if key in stats:
+                        st[key] = stats[key]
+            out[n] = st
+        return out
 
     def iface_types(self) -> Set[str]:
         out = self.vsctl("get", "Open_vSwitch", ".", "iface_types")
