@@ -34,7 +34,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON3 ?= /usr/bin/python3
 OVS = ovs
 OVS_STATE = $(OVS)/.daqring
-export OVS_BASE_KIND OVS_BASE_ID OVS_BASE_DESC OVS_SOURCE OVS_TARBALL \
+export DAQ_BASE OVS_BASE_KIND OVS_BASE_ID OVS_BASE_DESC OVS_SOURCE OVS_TARBALL OVS_DEB \
 	PATCH PYTHON3
 
 # Lists the fragments add to.
@@ -70,7 +70,8 @@ prepare: $(OVS)/Makefile
 $(OVS)/Makefile: config.mk
 	@build-aux/prepare-ovs all
 	cd $(OVS) && $(AUTORECONF) --install --force
-	cd $(OVS) && ./configure --with-dpdk=shared \
+	cd $(OVS) && $(if $(DAQ_DPDK_PKG_CONFIG_PATH),PKG_CONFIG_PATH=$(DAQ_DPDK_PKG_CONFIG_PATH)) \
+		./configure --with-dpdk=$(or $(DAQ_DPDK_MODE),shared) \
 		--localstatedir=/var --sysconfdir=/etc \
 		PYTHON3=$(PYTHON3) CFLAGS="$(DAQ_OPT_CFLAGS)" \
 		$(OVS_CONFIGURE_FLAGS)
