@@ -14,7 +14,10 @@ SHELL = /bin/bash
 MAKEFLAGS += --no-print-directory
 
 # Goals that must work before (or without) configuration.
-NOCONFIG_GOALS = deps clean distclean help
+# The other pinned bases, built in base-BASE/ (build-aux/local.mk).
+EXTRA_BASES = 3.5
+NOCONFIG_GOALS = deps clean distclean help \
+	$(addprefix base-,$(EXTRA_BASES)) $(addprefix check-base-,$(EXTRA_BASES))
 # OVS_SOURCE=DIR in the environment or on the command line selects an
 # upstream OVS v3.1.x tree instead of the pinned tarball; when it differs
 # from the configured one, configure runs again.

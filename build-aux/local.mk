@@ -6,8 +6,6 @@ PATCHES = $(addprefix patches/,$(shell sed -e "s/\#.*//" patches/series 2>/dev/n
 # runs make check there (CHECK_PARTS and TESTSUITEFLAGS pass through).
 # The README's commands and ovs/ stay on the configured base (3.1 unless
 # ./configure --with-ovs-base says otherwise).
-EXTRA_BASES = 3.5
-
 $(addprefix base-,$(EXTRA_BASES)): base-%: FORCE
 	@build-aux/base-tree $* all
 
