@@ -22,6 +22,7 @@ SCRIPT = os.path.join(UTILITIES, "daq-incast")
 sys.path.insert(0, UTILITIES)
 
 from daq_incast_lib import config, runner, stats, topology  # noqa: E402
+from daq_incast_lib.switch import dpdk_extra  # noqa: E402
 from daq_incast_lib.config import ConfigError, HostInfo  # noqa: E402
 from daq_incast_lib.sysutil import Cleanup, stale_namespaces  # noqa: E402
 
@@ -519,3 +520,18 @@ def test_end_to_end_stock(tmp_path: Any) -> None:
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True,
                         text=True).stdout
     assert "daq-incast.dqi%d." % p.pid not in ps
+
+
+def test_dpdk_extra_without_hugepages() -> None:
+    """DPDK refuses --in-memory with --no-huge ("Option --legacy-mem is not
+    compatible with --in-memory"), and ovs-vswitchd adds --in-memory unless
+    --legacy-mem is given: the --no-huge fallback must give --legacy-mem and
+    no --in-memory, and keep its own file prefix."""
+    args = dpdk_extra("dqi42", False, 1024).split()
+    assert "--no-huge" in args and "--legacy-mem" in args
+    assert "--in-memory" not in args
+    assert args[args.index("-m") + 1] == "1024"
+    assert "--file-prefix=dqi42" in args and "--no-pci" in args
+    args = dpdk_extra("dqi42", True, 1024).split()
+    assert "--in-memory" in args and "--no-huge" not in args
+    assert "--legacy-mem" not in args

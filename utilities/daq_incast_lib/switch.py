@@ -29,6 +29,20 @@ def ovs_json_value(v: object) -> object:
     return v
 
 
+def dpdk_extra(tag: str, use_hugepages: bool, mem_mb: int) -> str:
+    """other_config:dpdk-extra for a switch of file prefix 'tag'.
+
+    With hugepages, DPDK memory is private to the process (--in-memory).
+    Without them, DPDK refuses --in-memory together with --no-huge, and
+    ovs-vswitchd adds --in-memory unless --legacy-mem is given: the memory
+    is then --no-huge --legacy-mem -m MEM_MB, kept apart from other DPDK
+    processes by the file prefix alone."""
+    if use_hugepages:
+        return "--no-pci --in-memory --file-prefix=%s" % tag
+    return ("--no-pci --no-huge --legacy-mem -m %d --file-prefix=%s"
+            % (mem_mb, tag))
+
+
 class Switch:
     """Everything lives under `workdir`; ovs-vswitchd runs in the plan's
     switch namespace (its tap devices stay there) and its DPDK memory is
@@ -93,15 +107,14 @@ class Switch:
                 raise RunError("ovsdb-server did not start (see %s)"
                                % self.dir)
             time.sleep(0.05)
-        extra = "--no-pci --in-memory --file-prefix=%s" % self.plan.tag
+        extra = dpdk_extra(self.plan.tag, self.cfg.use_hugepages,
+                           self.cfg.socket_mem_mb)
         settings = ["other_config:dpdk-init=true",
                     "other_config:pmd-cpu-mask=0x%x"
                     % sum(1 << c for c in self.cfg.pmd_cpus)]
         if self.cfg.use_hugepages:
             settings.append("other_config:dpdk-socket-mem=%d"
                             % self.cfg.socket_mem_mb)
-        else:
-            extra += " --no-huge -m %d" % self.cfg.socket_mem_mb
         settings.append('other_config:dpdk-extra="%s"' % extra)
         self.vsctl("--no-wait", "init", "--", "set", "Open_vSwitch", ".",
                    *settings)
