@@ -90,7 +90,8 @@ clean:
 	find utilities tests -name __pycache__ -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(OVS) .ovs.tmp config.mk config.log config.status configure \
+	rm -rf $(OVS) .ovs.tmp $(addprefix base-,$(EXTRA_BASES)) \
+		config.mk config.log config.status configure \
 		autom4te.cache
 
 include build-aux/local.mk
