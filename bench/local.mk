@@ -35,7 +35,7 @@ BENCH_BASE ?= 1
 BENCH_BASE_DIR = $(BENCH_DIR)/build-base
 BENCH_BASE_STAMP = $(BENCH_BASE_DIR)/.built
 BENCH_WANT_BASE = $(and $(filter 1,$(BENCH_BASE)),$(if $(BENCH_QUICK),,1), \
-	$(filter tarball,$(OVS_BASE_KIND)))
+	$(filter tarball deb,$(OVS_BASE_KIND)))
 
 bench: all $(if $(BENCH_WANT_O3),$(BENCH_O3_STAMP)) \
 	$(if $(BENCH_WANT_BASE),$(BENCH_BASE_STAMP))
@@ -51,10 +51,10 @@ bench: all $(if $(BENCH_WANT_O3),$(BENCH_O3_STAMP)) \
 	fi; \
 	if [ "$(BENCH_BASE)" != 1 ]; then \
 	    base="--base-note=skipped (BENCH_BASE=$(BENCH_BASE))"; \
-	elif [ "$(OVS_BASE_KIND)" != tarball ]; then \
+	elif [ "$(OVS_BASE_KIND)" = source ]; then \
 	    base="--base-note=skipped: the base is a source tree, not the pinned tarball"; \
 	elif [ -f $(BENCH_BASE_STAMP) ] && \
-	     [ ! $(OVS_TARBALL) -nt $(BENCH_BASE_STAMP) ]; then \
+	     [ ! $(or $(OVS_TARBALL),$(OVS_DEB)) -nt $(BENCH_BASE_STAMP) ]; then \
 	    base="--base-build=$(BENCH_BASE_DIR)"; \
 	else \
 	    base="--base-note=skipped in the quick run (no base build in $(BENCH_BASE_DIR); 'make bench' makes one)"; \
