@@ -14,7 +14,10 @@ SHELL = /bin/bash
 MAKEFLAGS += --no-print-directory
 
 # Goals that must work before (or without) configuration.
-NOCONFIG_GOALS = deps clean distclean help
+# The other pinned bases, built in base-BASE/ (build-aux/local.mk).
+EXTRA_BASES = 3.5
+NOCONFIG_GOALS = deps clean distclean help \
+	$(addprefix base-,$(EXTRA_BASES)) $(addprefix check-base-,$(EXTRA_BASES))
 # OVS_SOURCE=DIR in the environment or on the command line selects an
 # upstream OVS v3.1.x tree instead of the pinned tarball; when it differs
 # from the configured one, configure runs again.
@@ -34,7 +37,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON3 ?= /usr/bin/python3
 OVS = ovs
 OVS_STATE = $(OVS)/.daqring
-export OVS_BASE_KIND OVS_BASE_ID OVS_BASE_DESC OVS_SOURCE OVS_TARBALL \
+export DAQ_BASE OVS_BASE_KIND OVS_BASE_ID OVS_BASE_DESC OVS_SOURCE OVS_TARBALL OVS_DEB \
 	PATCH PYTHON3
 
 # Lists the fragments add to.
@@ -70,7 +73,8 @@ prepare: $(OVS)/Makefile
 $(OVS)/Makefile: config.mk
 	@build-aux/prepare-ovs all
 	cd $(OVS) && $(AUTORECONF) --install --force
-	cd $(OVS) && ./configure --with-dpdk=shared \
+	cd $(OVS) && $(if $(DAQ_DPDK_PKG_CONFIG_PATH),PKG_CONFIG_PATH=$(DAQ_DPDK_PKG_CONFIG_PATH)) \
+		./configure --with-dpdk=$(or $(DAQ_DPDK_MODE),shared) \
 		--localstatedir=/var --sysconfdir=/etc \
 		PYTHON3=$(PYTHON3) CFLAGS="$(DAQ_OPT_CFLAGS)" \
 		$(OVS_CONFIGURE_FLAGS)
@@ -86,7 +90,8 @@ clean:
 	find utilities tests -name __pycache__ -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(OVS) .ovs.tmp config.mk config.log config.status configure \
+	rm -rf $(OVS) .ovs.tmp $(addprefix base-,$(EXTRA_BASES)) \
+		config.mk config.log config.status configure \
 		autom4te.cache
 
 include build-aux/local.mk

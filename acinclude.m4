@@ -14,43 +14,90 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-dnl The pinned OVS base: Debian 12's openvswitch-source package.  Change these
-dnl three values (and nothing else) to move the pin; see
-dnl Documentation/internals/ovs-pin.rst.
-m4_define([daq_pin_deb_package], [openvswitch-source])
-m4_define([daq_pin_deb_version], [3.1.0-2+deb12u1])
-m4_define([daq_pin_sha256],
+dnl The pinned OVS bases.  Change these values (and nothing else) to move a
+dnl pin; see Documentation/internals/ovs-pin.rst.
+dnl
+dnl 3.1 (the default): Debian 12's openvswitch-source package, installed by
+dnl 'make deps'; its tarball is checked.  DPDK 22.11 is Debian 12's
+dnl libdpdk-dev, linked shared.
+m4_define([daq_pin31_deb_package], [openvswitch-source])
+m4_define([daq_pin31_deb_version], [3.1.0-2+deb12u1])
+m4_define([daq_pin31_sha256],
           [82dde6737921b63b284ad8399f95c7f1de94e1b96b2036dcf4a78c9f969ab03f])
-m4_define([daq_pin_ovs_version], [3.1.0])
+m4_define([daq_pin31_ovs_version], [3.1.0])
+dnl 3.5: Debian 13's openvswitch-source package (architecture all; it ships
+dnl the source tree unpacked, so the .deb itself is pinned) and Debian 13's
+dnl libdpdk-dev (DPDK 24.11, whose static archives are linked), both
+dnl downloaded into the machine's cache by build-aux/fetch-deb, never
+dnl installed.
+m4_define([daq_pin35_deb_package], [openvswitch-source])
+m4_define([daq_pin35_deb_version], [3.5.0-1])
+m4_define([daq_pin35_sha256],
+          [aca60ac8c4ad49a6908c9d8201b97bd75898c54357f880ad50540b0461461bb9])
+m4_define([daq_pin35_ovs_version], [3.5.0])
+m4_define([daq_pin35_dpdk_deb_package], [libdpdk-dev])
+m4_define([daq_pin35_dpdk_deb_version], [24.11.8-0+deb13u1])
+m4_define([daq_pin35_dpdk_sha256],
+          [a555a71c1fc3ca45fb9bd70e777fb06db5bf861232d9aedb421e2a7ef538d195])
+dnl The DPDK drivers linked into ovs-vswitchd on base 3.5: what the tests
+dnl use (vdev bus, null, ring, pcap, af_packet, tap, vhost) and the PCI NICs
+dnl of server-switch nodes; see Documentation/internals/ovs-pin.rst.
+m4_define([daq_pin35_dpdk_drivers],
+          [bus_vdev bus_pci mempool_ring net_null net_ring net_pcap dnl
+net_af_packet net_tap net_vhost net_ixgbe net_i40e net_ice net_bnxt])
 
 dnl DAQ_CHECK_OVS
 dnl
 dnl Chooses the OVS base, in the spirit of OVN's OVN_CHECK_OVS:
+dnl   --with-ovs-base=3.1|3.5 picks one of the pinned bases (default 3.1);
 dnl   --with-ovs-source=DIR (or OVS_SOURCE=DIR in the environment): an upstream
-dnl       Open vSwitch v3.1.x checkout or release tree;
-dnl   otherwise the pinned tarball of Debian's openvswitch-source package
-dnl       (--with-ovs-tarball=FILE to point elsewhere), checked by package
-dnl       version and sha256.
+dnl       Open vSwitch checkout or release tree of the chosen base's series;
+dnl   otherwise the pinned Debian package, checked by version and sha256
+dnl       (--with-ovs-tarball=FILE to point elsewhere, base 3.1 only).
 AC_DEFUN([DAQ_CHECK_OVS], [
-  AC_ARG_VAR([OVS_SOURCE], [upstream Open vSwitch v3.1.x source tree to use
-              instead of the pinned Debian tarball])
+  AC_ARG_WITH([ovs-base],
+    [AS_HELP_STRING([--with-ovs-base=3.1|3.5],
+                    [the pinned OVS base to build on: 3.1 (Debian 12, DPDK
+                     22.11; the default) or 3.5 (Debian 13, DPDK 24.11)])],
+    [], [with_ovs_base=3.1])
+  case $with_ovs_base in
+    3.1|3.5) DAQ_BASE=$with_ovs_base ;;
+    *) AC_MSG_ERROR([--with-ovs-base=$with_ovs_base: expected 3.1 or 3.5]) ;;
+  esac
+  AC_SUBST([DAQ_BASE])
+  AC_ARG_VAR([OVS_SOURCE], [upstream Open vSwitch source tree (of the chosen
+              base's series) to use instead of the pinned Debian package])
   AC_ARG_WITH([ovs-source],
     [AS_HELP_STRING([--with-ovs-source=DIR],
-                    [use the Open vSwitch v3.1.x source tree in DIR instead
-                     of the pinned Debian tarball])],
+                    [use the Open vSwitch v3.1.x (or, with
+                     --with-ovs-base=3.5, v3.5.x) source tree in DIR
+                     instead of the pinned Debian package])],
     [OVS_SOURCE=$withval])
   AC_ARG_WITH([ovs-tarball],
     [AS_HELP_STRING([--with-ovs-tarball=FILE],
-                    [pinned OVS tarball (default: the one of Debian package
-                     daq_pin_deb_package daq_pin_deb_version)])],
+                    [pinned OVS tarball of base 3.1 (default: the one of
+                     Debian package daq_pin31_deb_package
+                     daq_pin31_deb_version)])],
     [OVS_TARBALL=$withval],
     [OVS_TARBALL=/usr/src/openvswitch/openvswitch.tar.gz])
 
-  AC_SUBST([DAQ_PIN_DEB_PACKAGE], [daq_pin_deb_package])
-  AC_SUBST([DAQ_PIN_DEB_VERSION], [daq_pin_deb_version])
-  AC_SUBST([DAQ_PIN_SHA256], [daq_pin_sha256])
-  AC_SUBST([DAQ_PIN_OVS_VERSION], [daq_pin_ovs_version])
+  if test $DAQ_BASE = 3.1; then
+    DAQ_PIN_DEB_PACKAGE=daq_pin31_deb_package
+    DAQ_PIN_DEB_VERSION=daq_pin31_deb_version
+    DAQ_PIN_SHA256=daq_pin31_sha256
+    DAQ_PIN_OVS_VERSION=daq_pin31_ovs_version
+  else
+    DAQ_PIN_DEB_PACKAGE=daq_pin35_deb_package
+    DAQ_PIN_DEB_VERSION=daq_pin35_deb_version
+    DAQ_PIN_SHA256=daq_pin35_sha256
+    DAQ_PIN_OVS_VERSION=daq_pin35_ovs_version
+  fi
+  AC_SUBST([DAQ_PIN_DEB_PACKAGE])
+  AC_SUBST([DAQ_PIN_DEB_VERSION])
+  AC_SUBST([DAQ_PIN_SHA256])
+  AC_SUBST([DAQ_PIN_OVS_VERSION])
 
+  OVS_DEB=
   if test -n "$OVS_SOURCE"; then
     AC_MSG_CHECKING([the Open vSwitch tree in $OVS_SOURCE])
     OVS_SOURCE=`cd "$OVS_SOURCE" 2>/dev/null && pwd`
@@ -59,39 +106,52 @@ AC_DEFUN([DAQ_CHECK_OVS], [
     fi
     ovs_version=`sed -n 's/^AC@&t@_INIT(openvswitch, *\([[^,]]*\),.*/\1/p' "$OVS_SOURCE/configure.ac"`
     case $ovs_version in
-      3.1.*) AC_MSG_RESULT([version $ovs_version]) ;;
-      *) AC_MSG_ERROR([$OVS_SOURCE is Open vSwitch '$ovs_version'; this series is for v3.1.x (see Documentation/internals/ovs-pin.rst to rebase)]) ;;
+      $DAQ_BASE.*) AC_MSG_RESULT([version $ovs_version]) ;;
+      *) AC_MSG_ERROR([$OVS_SOURCE is Open vSwitch '$ovs_version'; base $DAQ_BASE needs v$DAQ_BASE.x (--with-ovs-base chooses the base; see Documentation/internals/ovs-pin.rst to add one)]) ;;
     esac
     OVS_BASE_KIND=source
     OVS_TARBALL=
     OVS_BASE_ID="source:$OVS_SOURCE"
     OVS_BASE_DESC="Open vSwitch $ovs_version from $OVS_SOURCE (unpinned)"
+  elif test $DAQ_BASE = 3.5; then
+    AC_MSG_CHECKING([for Debian 13 package $DAQ_PIN_DEB_PACKAGE $DAQ_PIN_DEB_VERSION])
+    OVS_DEB=`build-aux/fetch-deb $DAQ_PIN_DEB_PACKAGE $DAQ_PIN_DEB_VERSION $DAQ_PIN_SHA256 2>&AS_MESSAGE_LOG_FD`
+    if test -z "$OVS_DEB"; then
+      AC_MSG_RESULT([no])
+      AC_MSG_ERROR([could not fetch $DAQ_PIN_DEB_PACKAGE $DAQ_PIN_DEB_VERSION from Debian 13 with the pinned sha256 $DAQ_PIN_SHA256 (see config.log)])
+    fi
+    AC_MSG_RESULT([$OVS_DEB (sha256 ok)])
+    OVS_BASE_KIND=deb
+    OVS_TARBALL=
+    OVS_BASE_ID="deb:$DAQ_PIN_SHA256"
+    OVS_BASE_DESC="Open vSwitch $DAQ_PIN_OVS_VERSION (Debian $DAQ_PIN_DEB_VERSION, .deb sha256 $DAQ_PIN_SHA256)"
   else
-    AC_MSG_CHECKING([for Debian package daq_pin_deb_package daq_pin_deb_version])
-    deb_version=`dpkg-query -W -f='${Version}' daq_pin_deb_package 2>/dev/null`
+    AC_MSG_CHECKING([for Debian package daq_pin31_deb_package daq_pin31_deb_version])
+    deb_version=`dpkg-query -W -f='${Version}' daq_pin31_deb_package 2>/dev/null`
     if test ! -f "$OVS_TARBALL"; then
       AC_MSG_RESULT([no])
-      AC_MSG_ERROR([the pinned OVS base $OVS_TARBALL is missing: install Debian package daq_pin_deb_package (version daq_pin_deb_version), e.g. with 'make deps', or use --with-ovs-source=DIR])
+      AC_MSG_ERROR([the pinned OVS base $OVS_TARBALL is missing: install Debian package daq_pin31_deb_package (version daq_pin31_deb_version), e.g. with 'make deps', or use --with-ovs-source=DIR])
     fi
     if test "$OVS_TARBALL" = /usr/src/openvswitch/openvswitch.tar.gz \
-       && test "$deb_version" != "daq_pin_deb_version"; then
+       && test "$deb_version" != "daq_pin31_deb_version"; then
       AC_MSG_RESULT([$deb_version])
-      AC_MSG_ERROR([Debian package daq_pin_deb_package is version '$deb_version', the series is pinned to daq_pin_deb_version: install that version (apt-get install daq_pin_deb_package=daq_pin_deb_version) or use --with-ovs-source=DIR])
+      AC_MSG_ERROR([Debian package daq_pin31_deb_package is version '$deb_version', the series is pinned to daq_pin31_deb_version: install that version (apt-get install daq_pin31_deb_package=daq_pin31_deb_version) or use --with-ovs-source=DIR])
     fi
     AC_MSG_RESULT([yes])
     AC_MSG_CHECKING([sha256 of $OVS_TARBALL])
     sum=`sha256sum "$OVS_TARBALL" | cut -d' ' -f1`
-    if test "$sum" != "daq_pin_sha256"; then
+    if test "$sum" != "daq_pin31_sha256"; then
       AC_MSG_RESULT([$sum])
-      AC_MSG_ERROR([$OVS_TARBALL has sha256 $sum, expected daq_pin_sha256 (Debian daq_pin_deb_package daq_pin_deb_version): reinstall the package or use --with-ovs-source=DIR])
+      AC_MSG_ERROR([$OVS_TARBALL has sha256 $sum, expected daq_pin31_sha256 (Debian daq_pin31_deb_package daq_pin31_deb_version): reinstall the package or use --with-ovs-source=DIR])
     fi
     AC_MSG_RESULT([ok])
     OVS_BASE_KIND=tarball
-    OVS_BASE_ID="tarball:daq_pin_sha256"
-    OVS_BASE_DESC="Open vSwitch daq_pin_ovs_version (Debian daq_pin_deb_version, sha256 daq_pin_sha256)"
+    OVS_BASE_ID="tarball:daq_pin31_sha256"
+    OVS_BASE_DESC="Open vSwitch daq_pin31_ovs_version (Debian daq_pin31_deb_version, sha256 daq_pin31_sha256)"
   fi
   AC_SUBST([OVS_SOURCE])
   AC_SUBST([OVS_TARBALL])
+  AC_SUBST([OVS_DEB])
   AC_SUBST([OVS_BASE_KIND])
   AC_SUBST([OVS_BASE_ID])
   AC_SUBST([OVS_BASE_DESC])
@@ -99,21 +159,61 @@ AC_DEFUN([DAQ_CHECK_OVS], [
 
 dnl DAQ_CHECK_DPDK
 dnl
-dnl The daqring port needs OVS built with DPDK; we require Debian's 22.11.
+dnl The daqring port needs OVS built with DPDK.  Base 3.1: Debian 12's
+dnl DPDK 22.11 (libdpdk-dev), linked shared.  Base 3.5: DPDK 24.11 from
+dnl Debian 13's libdpdk-dev, linked static from a private prefix with the
+dnl drivers of --with-dpdk-drivers (build-aux/dpdk-prefix).
 AC_DEFUN([DAQ_CHECK_DPDK], [
   AC_PATH_PROG([PKG_CONFIG], [pkg-config], [no])
   AS_IF([test "$PKG_CONFIG" = no],
         [AC_MSG_ERROR([pkg-config is required (Debian package pkg-config; run 'make deps')])])
-  AC_MSG_CHECKING([for DPDK 22.11 (libdpdk)])
-  DPDK_VERSION=`$PKG_CONFIG --modversion libdpdk 2>/dev/null`
-  case $DPDK_VERSION in
-    22.11*) AC_MSG_RESULT([$DPDK_VERSION]) ;;
-    "") AC_MSG_RESULT([no])
-        AC_MSG_ERROR([DPDK not found by pkg-config: install Debian package libdpdk-dev (run 'make deps')]) ;;
-    *) AC_MSG_RESULT([$DPDK_VERSION])
-       AC_MSG_ERROR([DPDK $DPDK_VERSION found; Open vSwitch 3.1 needs DPDK 22.11 (Debian package libdpdk-dev)]) ;;
-  esac
+  AC_ARG_WITH([dpdk-drivers],
+    [AS_HELP_STRING([--with-dpdk-drivers=LIST],
+                    [base 3.5: the DPDK drivers to link, as librte_ names
+                     without the prefix (default: "daq_pin35_dpdk_drivers")])],
+    [], [with_dpdk_drivers="daq_pin35_dpdk_drivers"])
+  DAQ_DPDK_PKG_CONFIG_PATH=
+  DAQ_DPDK_DRIVERS=
+  if test $DAQ_BASE = 3.1; then
+    DAQ_DPDK_MODE=shared
+    AC_MSG_CHECKING([for DPDK 22.11 (libdpdk)])
+    DPDK_VERSION=`$PKG_CONFIG --modversion libdpdk 2>/dev/null`
+    case $DPDK_VERSION in
+      22.11*) AC_MSG_RESULT([$DPDK_VERSION]) ;;
+      "") AC_MSG_RESULT([no])
+          AC_MSG_ERROR([DPDK not found by pkg-config: install Debian package libdpdk-dev (run 'make deps')]) ;;
+      *) AC_MSG_RESULT([$DPDK_VERSION])
+         AC_MSG_ERROR([DPDK $DPDK_VERSION found; Open vSwitch 3.1 needs DPDK 22.11 (Debian package libdpdk-dev)]) ;;
+    esac
+  else
+    DAQ_DPDK_MODE=static
+    DAQ_DPDK_DRIVERS=`echo $with_dpdk_drivers`
+    AC_MSG_CHECKING([for Debian 13 package daq_pin35_dpdk_deb_package daq_pin35_dpdk_deb_version])
+    dpdk_deb=`build-aux/fetch-deb daq_pin35_dpdk_deb_package daq_pin35_dpdk_deb_version daq_pin35_dpdk_sha256 2>&AS_MESSAGE_LOG_FD`
+    if test -z "$dpdk_deb"; then
+      AC_MSG_RESULT([no])
+      AC_MSG_ERROR([could not fetch daq_pin35_dpdk_deb_package daq_pin35_dpdk_deb_version from Debian 13 with the pinned sha256 daq_pin35_dpdk_sha256 (see config.log)])
+    fi
+    AC_MSG_RESULT([$dpdk_deb (sha256 ok)])
+    AC_MSG_CHECKING([for the private static DPDK prefix])
+    dpdk_prefix=`build-aux/dpdk-prefix "$dpdk_deb" "$DAQ_DPDK_DRIVERS" 2>&AS_MESSAGE_LOG_FD`
+    if test -z "$dpdk_prefix"; then
+      AC_MSG_RESULT([no])
+      AC_MSG_ERROR([build-aux/dpdk-prefix failed (see config.log)])
+    fi
+    AC_MSG_RESULT([$dpdk_prefix])
+    DAQ_DPDK_PKG_CONFIG_PATH=$dpdk_prefix/lib/pkgconfig
+    DPDK_VERSION=`PKG_CONFIG_PATH=$DAQ_DPDK_PKG_CONFIG_PATH $PKG_CONFIG --modversion libdpdk`
+    case $DPDK_VERSION in
+      24.11*) ;;
+      *) AC_MSG_ERROR([DPDK '$DPDK_VERSION' in $dpdk_prefix; Open vSwitch 3.5 needs DPDK 24.11]) ;;
+    esac
+    DPDK_VERSION="$DPDK_VERSION (Debian daq_pin35_dpdk_deb_version, static: $DAQ_DPDK_DRIVERS)"
+  fi
   AC_SUBST([DPDK_VERSION])
+  AC_SUBST([DAQ_DPDK_MODE])
+  AC_SUBST([DAQ_DPDK_DRIVERS])
+  AC_SUBST([DAQ_DPDK_PKG_CONFIG_PATH])
 ])
 
 dnl DAQ_CHECK_OPTIMIZATION

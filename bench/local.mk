@@ -35,7 +35,7 @@ BENCH_BASE ?= 1
 BENCH_BASE_DIR = $(BENCH_DIR)/build-base
 BENCH_BASE_STAMP = $(BENCH_BASE_DIR)/.built
 BENCH_WANT_BASE = $(and $(filter 1,$(BENCH_BASE)),$(if $(BENCH_QUICK),,1), \
-	$(filter tarball,$(OVS_BASE_KIND)))
+	$(filter tarball deb,$(OVS_BASE_KIND)))
 
 bench: all $(if $(BENCH_WANT_O3),$(BENCH_O3_STAMP)) \
 	$(if $(BENCH_WANT_BASE),$(BENCH_BASE_STAMP))
@@ -51,10 +51,10 @@ bench: all $(if $(BENCH_WANT_O3),$(BENCH_O3_STAMP)) \
 	fi; \
 	if [ "$(BENCH_BASE)" != 1 ]; then \
 	    base="--base-note=skipped (BENCH_BASE=$(BENCH_BASE))"; \
-	elif [ "$(OVS_BASE_KIND)" != tarball ]; then \
+	elif [ "$(OVS_BASE_KIND)" = source ]; then \
 	    base="--base-note=skipped: the base is a source tree, not the pinned tarball"; \
 	elif [ -f $(BENCH_BASE_STAMP) ] && \
-	     [ ! $(OVS_TARBALL) -nt $(BENCH_BASE_STAMP) ]; then \
+	     [ ! $(or $(OVS_TARBALL),$(OVS_DEB)) -nt $(BENCH_BASE_STAMP) ]; then \
 	    base="--base-build=$(BENCH_BASE_DIR)"; \
 	else \
 	    base="--base-note=skipped in the quick run (no base build in $(BENCH_BASE_DIR); 'make bench' makes one)"; \
@@ -77,14 +77,23 @@ $(BENCH_O3_STAMP): $(OVS)/vswitchd/ovs-vswitchd
 	    exit 1; }
 	@touch $@
 
-# The unpatched base: the pinned tarball as it is, configured like ovs/.
+# The unpatched base: the pinned tarball (base 3.5: the tree of the pinned
+# .deb) as it is, configured like ovs/ (config.status --config keeps
+# PKG_CONFIG_PATH, so base 3.5's static DPDK is found again).
 # It depends on the tarball only: a changed configuration of ovs/ does not
 # rebuild it (rm -rf $(BENCH_BASE_DIR) does).
-$(BENCH_BASE_STAMP): $(OVS_TARBALL) | $(OVS)/Makefile
+$(BENCH_BASE_STAMP): $(or $(OVS_TARBALL),$(OVS_DEB)) | $(OVS)/Makefile
 	@echo "bench: building the unpatched base in $(BENCH_BASE_DIR) (log: $(BENCH_BASE_DIR).log)"
 	@rm -rf $(BENCH_BASE_DIR) $(BENCH_BASE_DIR).log $(BENCH_BASE_DIR).tmp
 	@mkdir -p $(BENCH_BASE_DIR).tmp
-	@( tar -C $(BENCH_BASE_DIR).tmp -xzf $(OVS_TARBALL) && \
+	@( if [ -n "$(OVS_DEB)" ]; then \
+	      dpkg-deb -x $(OVS_DEB) $(BENCH_BASE_DIR).tmp/deb && \
+	      mv $(BENCH_BASE_DIR).tmp/deb/usr/src/openvswitch \
+	         $(BENCH_BASE_DIR).tmp/ && \
+	      rm -rf $(BENCH_BASE_DIR).tmp/deb; \
+	  else \
+	      tar -C $(BENCH_BASE_DIR).tmp -xzf $(OVS_TARBALL); \
+	  fi && \
 	  mv $(BENCH_BASE_DIR).tmp/* $(BENCH_BASE_DIR) && \
 	  rmdir $(BENCH_BASE_DIR).tmp && \
 	  args=$$(cd $(OVS) && ./config.status --config) && \

@@ -1,1 +1,16 @@
-PATCHES = $(addprefix patches/,$(shell sed -e "s/\#.*//" patches/series 2>/dev/null))
+PATCHES = $(addprefix patches/,$(shell sed -e "s/\#.*//" patches/series 2>/dev/null)) \
+	$(wildcard patches/3.*/*.patch)
+
+# Other pinned bases, built and tested from the same clone in base-BASE/
+# (build-aux/base-tree): "make base-3.5" builds it, "make check-base-3.5"
+# runs make check there (CHECK_PARTS and TESTSUITEFLAGS pass through).
+# The README's commands and ovs/ stay on the configured base (3.1 unless
+# ./configure --with-ovs-base says otherwise).
+$(addprefix base-,$(EXTRA_BASES)): base-%: FORCE
+	@build-aux/base-tree $* all
+
+$(addprefix check-base-,$(EXTRA_BASES)): check-base-%: FORCE
+	@build-aux/base-tree $* check \
+		$(if $(CHECK_PARTS),CHECK_PARTS="$(CHECK_PARTS)") \
+		$(if $(TESTSUITEFLAGS),TESTSUITEFLAGS="$(TESTSUITEFLAGS)") \
+		$(if $(OVS_TESTSUITEFLAGS),OVS_TESTSUITEFLAGS="$(OVS_TESTSUITEFLAGS)")

@@ -49,6 +49,7 @@ checkpatch: prepare
 	$(PYTHON3) $(OVS)/utilities/checkpatch.py -q -f \
 		$(wildcard lib/*.c lib/*.h)
 	@for p in $(PATCHES); do \
+	    grep -q '^--- ' $$p || continue; \
 	    echo "checkpatch: $$p"; \
 	    $(PYTHON3) $(OVS)/utilities/checkpatch.py -q $$p || exit 1; \
 	done
