@@ -1508,6 +1508,10 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     bool mixed = false;
     bool up;
 
+    /* Whether packets stay queued for a later call: a PMD thread with
+     * pmd-maxsleep does not sleep while they do (see struct netdev_rxq). */
+    rxq->backlog = false;
+
     atomic_read_relaxed(&dev->admin_up, &up);
     if (OVS_UNLIKELY(!ring || !up)) {
         netdev_daqring_rxq_idle(dev);
@@ -1533,6 +1537,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         now = rte_get_tsc_cycles();
         if (interval ? now < rx->next_tsc
                      : !netdev_daqring_bucket_fill(rx, s, now)) {
+            rxq->backlog = true;
             return EAGAIN;
         }
         budget = rx->tokens;
@@ -1605,6 +1610,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     if (qfill) {
         *qfill = occupancy - n;
     }
+    rxq->backlog = occupancy > n;
 
     return 0;
 }
