@@ -54,6 +54,7 @@ VLOG_DEFINE_THIS_MODULE(netdev_daqring);
 COVERAGE_DEFINE(daqring_ring_full);
 COVERAGE_DEFINE(daqring_mixed_batch);
 COVERAGE_DEFINE(daqring_idle_poll);
+COVERAGE_DEFINE(daqring_wait_poll);
 
 /* Limits and defaults of the options.  See
  * Documentation/topics/daqring.rst. */
@@ -1537,6 +1538,8 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         now = rte_get_tsc_cycles();
         if (interval ? now < rx->next_tsc
                      : !netdev_daqring_bucket_fill(rx, s, now)) {
+            /* A poll of a shaped daqring that has packets but must wait. */
+            COVERAGE_INC(daqring_wait_poll);
             rxq->backlog = true;
             return EAGAIN;
         }

@@ -502,6 +502,12 @@ def results() -> Dict[str, Any]:
                        "other_cpus": "0", "loadavg_start": "0.1 0.1 0.1",
                        "loadavg_end": "1 1 1", "other_vswitchd": []},
            "notes": ["a note"], "hop": hop, "scale": scale,
+           "waiting": {"active": 8, "max": 2048, "ring_size": 64,
+                       "fill": 32, "wait_polls_per_s": 2.5e6,
+                       "counts": {"8": {"cycles": db.summarize([130, 131])},
+                                  "2048": {"cycles": db.summarize([390])}},
+                       "ratio": db.summarize([3.0, 2.9]),
+                       "shares": [0.99, 0.99]},
            "shaping": shaping, "fairness": fairness, "builds": builds,
            "incast": incast}
     res["binaries"] = {"patched": "ovs (CFLAGS '-g -O2')"}
@@ -518,6 +524,9 @@ def test_verdicts_and_markdown() -> None:
     assert rows["create_2048"]["met"] is False
     assert rows["shaping"]["met"] is True
     assert rows["shaping_bytes"]["met"] is True
+    assert rows["waiting_2048"]["met"] is False
+    assert "with 2040 shaped backlogged" in rows["waiting_2048"]["value"]
+    assert "polled 2500000/s" in rows["waiting_2048"]["value"]
     assert rows["shaping_bytes"]["value"] == (
         "worst -0.15% (10 Mbit/s, 64 B); 3 of 3 points within 1%, "
         "10 Mbit/s to 10 Gbit/s")
