@@ -1456,6 +1456,27 @@ netdev_daqring_rxq_idle(struct netdev_daqring *dev)
     }
 }
 
+/* Called by the thread that polls the daqring of 'rx' when it has packets
+ * but shaper 's' makes it wait, at TSC 'now'.  Clears the doorbell and has
+ * this thread ring it again when the daqring may send (its next interval,
+ * or when its bucket holds tokens again), so that the thread does not poll
+ * a waiting daqring on every iteration.  A sender that enqueues meanwhile
+ * rings the doorbell earlier, which costs one more poll and deferral. */
+static void
+netdev_daqring_rxq_defer(const struct netdev_rxq_daqring *rx,
+                         const struct daqring_shaper *s, uint64_t now)
+{
+    uint64_t deadline;
+
+    if (s->interval) {
+        deadline = rx->next_tsc;
+    } else {
+        /* The bucket holds 'tokens' <= 0 and gains 'rate' per cycle. */
+        deadline = now + (uint64_t) -rx->tokens / s->rate + 1;
+    }
+    netdev_rxq_doorbell_defer(rx->dev->doorbell, deadline);
+}
+
 /* Dequeues up to 'n' packets from 'ring' into 'pkts' and returns their
  * number; stores in '*avail' the number of packets left in the ring.  With
  * byte shaper 's', dequeues only the packets that '*budget' lets leave (see
@@ -1541,6 +1562,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
             /* A poll of a shaped daqring that has packets but must wait. */
             COVERAGE_INC(daqring_wait_poll);
             rxq->backlog = true;
+            netdev_daqring_rxq_defer(rx, s, now);
             return EAGAIN;
         }
         budget = rx->tokens;
