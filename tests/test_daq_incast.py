@@ -112,7 +112,7 @@ def test_defaults_are_the_demo_scenario() -> None:
     assert c.ring_size == 2048            # 2 x 30 x 23 packets, power of 2
     # Byte shaping at 99% of the link, frames counted like the link's tbf.
     assert c.max_rate_bps == 198_000_000 and c.poll_interval_us == 0
-    assert c.max_burst == 16              # half the port's 32 frames
+    assert c.max_burst == 5               # as packet shaping would burst
     assert c.daqring_rate_bps < c.link_rate_bps
     assert c.credits >= 1
     assert c.binaries.vswitchd.endswith("ovs/vswitchd/ovs-vswitchd")

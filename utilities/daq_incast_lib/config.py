@@ -654,13 +654,17 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     if ns.shaper == "bytes" and ns.poll_interval < 0:
         # The daqring counts each frame's overhead like the link's tbf
         # (frame-overhead = --link-overhead), so it can run at the link's
-        # rate for any frame size; bursts stay within half the port's
-        # buffer, as with packet shaping.
+        # rate for any frame size.  Its bucket holds max-burst full frames:
+        # the burst packet shaping would choose (at most half the port's
+        # buffer; 5 frames at 200 Mbit/s), since bursts of half the buffer
+        # after idle time overflowed the port when the host was busy.
         max_rate = (parse_rate(ns.max_rate) if ns.max_rate is not None
                     else int(round(ns.ring_rate_fraction * rate)))
         if not 1000 <= max_rate <= 10**12:
             raise ConfigError("--max-rate must be 1kbit..1000gbit")
-        max_burst = ns.max_burst or max(1, min(32, ns.port_frames // 2))
+        max_burst = ns.max_burst or auto_shaping(
+            max_rate, ns.link_overhead, mtu, 1.0,
+            ns.port_frames // 2 * (mtu + 14))[0]
         poll = 0
     elif ns.max_burst and ns.poll_interval >= 0:
         max_burst, poll = ns.max_burst, ns.poll_interval
