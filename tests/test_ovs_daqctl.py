@@ -171,12 +171,13 @@ BAD_MAPS = [
      2, "poll-interval -1 out of range"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, max-burst: true}\n", 2,
      "must be an integer"),
-    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 1tbit}\n", 2,
-     "above the maximum"),
-    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 100gbit}\n", 2,
-     "not achievable"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 2tbit}\n", 2,
+     "rate 2tbit is out of range"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 999bit}\n", 2,
+     "out of range 1.00 kbit/s..1000.00 Gbit/s"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 1gbit,\n"
-     "       max-burst: 1}\n", 2, "not achievable within 1% with max-burst 1"),
+     "       frame-overhead: 256}\n", 3,
+     "frame-overhead 256 out of range 0..255"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 10mbps}\n", 2,
      "ambiguous rate unit"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 1gbit,\n"
@@ -261,7 +262,7 @@ def test_all_problems_reported(daqctl: ModuleType, tmp_path: Path) -> None:
         read_map(daqctl, tmp_path, """\
             dcms:
               - {name: a, ip: 10.0.0.1, egress: p1, max-burst: 0}
-              - {name: b, ip: 10.0.0.2, egress: p1, rate: 1tbit}
+              - {name: b, ip: 10.0.0.2, egress: p1, rate: 2tbit}
               - {name: c, ip: 10.0.0.3, egress: p1}
               - {name: c, ip: 10.0.0.4, egress: p1}
             """)
@@ -284,8 +285,12 @@ def test_defaults_and_tuples(daqctl: ModuleType, tmp_path: Path) -> None:
     a, b, c = spec.dcms
     assert spec.bridge == "brx"
     assert (a.ring_size, a.max_burst, a.poll_interval) == (1000, 32, 500)
+    # A rate is the link's: byte shaping (max-rate), not poll-interval.
     assert (b.ring, b.max_burst, b.poll_interval, b.rate) == \
-        ("ringb", 32, 2045, "190mbit")
+        ("ringb", 32, 0, "190mbit")
+    assert (a.max_rate, b.max_rate) == (0, 190000000)
+    assert b.options() == {"ring-size": "1000", "max-burst": "32",
+                           "poll-interval": "0", "max-rate": "190000000"}
     assert c.match_text() == ("udp:10.0.1.1:5000->10.0.0.3:6000 "
                               "tcp:*:*->10.0.0.3:6001")
     assert [(p, m) for p, m, _ in daqctl.dcm_flows(c, "7", "1")] == [
@@ -558,7 +563,7 @@ EXAMPLE_DCMS = [("dcm1", "10.0.0.1", "p1"), ("dcm2", "10.0.0.2", "p2"),
 def test_apply_example(sw: Switch) -> None:
     cfg = sw.next_cfg()
     p = sw.daqctl("apply", str(ROOT / "utilities" / "dcm-map.example.yaml"))
-    assert "rate 190mbit -> max-burst 32, poll-interval 2045 us" in p.stdout
+    assert "rate 190mbit -> max-rate 190000000 bit/s" in p.stdout
     assert "one OVSDB transaction: 5 created" in p.stdout
     assert "one OpenFlow bundle" in p.stdout
     assert sw.next_cfg() == cfg + 1                 # one transaction
@@ -568,7 +573,8 @@ def test_apply_example(sw: Switch) -> None:
                                         "max-burst": "32",
                                         "poll-interval": "500"}
     assert rings["dcm2"]["options"]["ring-size"] == "2048"
-    assert rings["dcm3"]["options"]["poll-interval"] == "2045"
+    assert rings["dcm3"]["options"]["poll-interval"] == "0"
+    assert rings["dcm3"]["options"]["max-rate"] == "190000000"
     assert rings["dcm3"]["external_ids"]["daqctl-rate"] == "190mbit"
     assert rings["dcm1"]["external_ids"]["daqctl-egress"] == "p1"
     flows = sw.flows()
@@ -637,7 +643,7 @@ def test_change_update_remove(sw: Switch, tmp_path: Path) -> None:
         assert after[n]["_uuid"] == before[n]["_uuid"]
         assert after[n]["ofport"] == before[n]["ofport"]
     assert after["dcm2"]["options"]["ring-size"] == "4096"
-    assert after["dcm3"]["options"]["poll-interval"] == "1295"
+    assert after["dcm3"]["options"]["max-rate"] == "300000000"
     assert after["dcm5"]["options"]["max-burst"] == "8"
     flows = sw.flows()
     want = expected_flows(sw, "br0", [
@@ -731,13 +737,13 @@ def test_add_del_dcm(sw: Switch) -> None:
     args = ["add-dcm", "dcm9", "--ip", "10.0.0.9", "--egress", "p3",
             "--ring-size", "1000", "--rate", "190mbit"]
     p = sw.daqctl(*args)
-    assert "rate 190mbit -> max-burst 32, poll-interval 2045 us" in p.stdout
+    assert "rate 190mbit -> max-rate 190000000 bit/s" in p.stdout
     assert "create dcm9" in p.stdout
     assert "no changes" in sw.daqctl(*args).stdout
     assert sw.next_cfg() == cfg + 1
     r = sw.rings()["dcm9"]
     assert r["options"] == {"ring-size": "1000", "max-burst": "32",
-                            "poll-interval": "2045"}
+                            "poll-interval": "0", "max-rate": "190000000"}
     assert expected_flows(sw, "br0", [("dcm9", "10.0.0.9", "p3")]) <= \
         sw.flows()
     # Options may also follow the command; tuples instead of an address.
@@ -764,13 +770,14 @@ def test_show(sw: Switch) -> None:
                                 "SIZE", "OCCUP", "HIGH-WM", "DROPS",
                                 "SHAPING"]
     dcm3 = next(ln for ln in lines if ln.startswith("dcm3 "))
-    assert "32/1295us = 300.08 Mbps (asked 300mbit)" in dcm3
+    assert "max-rate 300.00 Mbit/s, burst 32" in dcm3
     print("\n" + p.stdout)
     js = json.loads(sw.daqctl("show", "-f", "json").stdout)
     row = {r["dcm"]: r for r in js["dcms"]}["dcm2"]
     assert row["ring_size"] == 4096 and row["egress"] == "p2"
     for key in ("occupancy", "high_watermark", "tx_dropped",
-                "ring_full_drops", "shaping_rate", "poll_interval"):
+                "ring_full_drops", "shaping_rate", "poll_interval",
+                "max_rate"):
         assert row[key] is not None, key
     assert row["config_error"] is None
     p = sw.daqctl("flows")
