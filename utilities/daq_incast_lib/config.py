@@ -14,6 +14,8 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from . import hugepages
+
 # Debian's DPDK 22.11 is built with RTE_MAX_ETHPORTS=32: one ovs-vswitchd
 # can open at most 32 ethdev ports (each host namespace needs one).
 MAX_ETHDEV_PORTS = 32
@@ -134,24 +136,6 @@ class HostInfo:
 
 
 def probe_host() -> HostInfo:
-    free = size_kb = 0
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                key, _, rest = line.partition(":")
-                if key == "HugePages_Free":
-                    free = int(rest.split()[0])
-                elif key == "Hugepagesize":
-                    size_kb = int(rest.split()[0])
-    except OSError:
-        pass
-    mounted = False
-    try:
-        with open("/proc/mounts") as f:
-            mounted = any(line.split()[2] == "hugetlbfs" for line in f
-                          if len(line.split()) > 2)
-    except OSError:
-        pass
     others = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -170,8 +154,9 @@ def probe_host() -> HostInfo:
         wmem = 212992
     return HostInfo(is_root=os.geteuid() == 0, wmem_default=wmem,
                     cpus=sorted(os.sched_getaffinity(0)),
-                    hugepages_free_mb=free * size_kb // 1024,
-                    hugetlbfs_mounted=mounted, other_vswitchd=others)
+                    hugepages_free_mb=hugepages.free_mb(),
+                    hugetlbfs_mounted=hugepages.hugetlbfs_mounted(),
+                    other_vswitchd=others)
 
 
 # ---------------------------------------------------------------- binaries
