@@ -461,7 +461,8 @@ class Switch:
     def stop(self) -> None:
         # SIGTERM, not "ovs-appctl exit": ovs-vswitchd would remove the
         # 1000 daqrings one by one (about a minute).  DPDK memory is
-        # --in-memory, freed with the process.
+        # --in-memory, freed with the process; its runtime directory for
+        # the file prefix is not.
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -474,6 +475,8 @@ class Switch:
             subprocess.run(["ip", "netns", "del", self.ns],
                            capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(os.path.join("/var/run/dpdk", self.ns),
+                      ignore_errors=True)
 
     # ---------------------------------------------------------- reading
     def next_cfg(self) -> int:
