@@ -919,7 +919,10 @@ def test_json_output(sw: Switch, tmp_path: Path) -> None:
     assert (s["dry_run"], s["changed"], s["create"]) == (False, True,
                                                          ["j1", "j2"])
     assert s["flows"]["added"] == 4 and s["t_applied"] >= s["t_commit"]
-    assert any("poll-interval 2045" in n for n in s["notes"])
+    # A rate is written as byte shaping (max-rate), not as poll-interval.
+    assert any("rate 190mbit -> max-rate 190000000 bit/s" in n
+               for n in s["notes"]), s["notes"]
+    assert sw.rings("br1")["j1"]["options"]["max-rate"] == "190000000"
     assert sorted(sw.rings("br1")) == ["j1", "j2"]
     js = json.loads(sw.daqctl("apply", path, "-f", "json",
                               bridge="br1").stdout)
