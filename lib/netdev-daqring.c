@@ -29,6 +29,7 @@
 #include <rte_memory.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
+#include <rte_ring_peek.h>
 
 #include "coverage.h"
 #include "dp-packet.h"
@@ -41,6 +42,7 @@
 #include "openvswitch/vlog.h"
 #include "ovs-atomic.h"
 #include "ovs-numa.h"
+#include "ovs-rcu.h"
 #include "ovs-thread.h"
 #include "packets.h"
 #include "smap.h"
@@ -54,6 +56,7 @@ COVERAGE_DEFINE(daqring_ring_full);
 COVERAGE_DEFINE(daqring_mixed_batch);
 COVERAGE_DEFINE(daqring_idle_poll);
 COVERAGE_DEFINE(daqring_loop_drop);
+COVERAGE_DEFINE(daqring_wait_poll);
 
 static struct vlog_rate_limit loop_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 
@@ -62,14 +65,18 @@ static struct vlog_rate_limit loop_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 #define DAQRING_DEFAULT_SIZE 4096
 #define DAQRING_MAX_SIZE (1024 * 1024)
 #define DAQRING_MAX_POLL_INTERVAL 1000000          /* Microseconds. */
+#define DAQRING_MIN_MAX_RATE 1000                  /* Bits per second. */
+#define DAQRING_MAX_MAX_RATE 1000000000000LL       /* Bits per second. */
+#define DAQRING_MAX_FRAME_OVERHEAD 255             /* Bytes per frame. */
 
-/* The shaping parameters are published to the PMD thread as one 64-bit word:
- * the burst in the low DAQRING_BURST_BITS bits and the interval, in TSC
- * cycles, above them.  One relaxed load then always yields a consistent
- * pair. */
-#define DAQRING_BURST_BITS 6
-#define DAQRING_BURST_MASK ((UINT64_C(1) << DAQRING_BURST_BITS) - 1)
-BUILD_ASSERT_DECL(NETDEV_MAX_BURST <= DAQRING_BURST_MASK);
+/* Bytes that a frame takes on an Ethernet link beyond the frame without its
+ * FCS, as DPDK's rte_sched counts them (RTE_SCHED_FRAME_OVERHEAD_DEFAULT):
+ * preamble and start delimiter 8, inter-frame gap 12, FCS 4. */
+#define DAQRING_DEFAULT_FRAME_OVERHEAD 24
+
+/* Shortest frame on an Ethernet link, without FCS: shorter frames are
+ * padded to it. */
+#define DAQRING_MIN_FRAME_LEN ETH_TOTAL_MIN
 
 /* A packet that has already passed this many daqrings is not accepted by
  * another one: rings that forward into each other would otherwise keep it
@@ -90,16 +97,51 @@ struct daqring_config {
     uint32_t ring_size;         /* Capacity of the ring, in packets. */
     uint32_t max_burst;         /* Packets dequeued at most per interval. */
     uint32_t poll_interval;     /* Shaping interval in microseconds, or 0. */
+    uint64_t max_rate;          /* Byte shaping rate in bit/s, or 0. */
+    uint32_t frame_overhead;    /* Bytes charged per frame for max_rate. */
     int numa_id;                /* NUMA node, or NETDEV_NUMA_UNSPEC. */
+};
+
+/* Shaping parameters, as the thread that polls a daqring uses them.  An
+ * instance is immutable once published through 'netdev_daqring.shaper'
+ * (RCU), so that the polling thread always sees a consistent set.
+ *
+ * Packet shaping ("poll-interval"): at most 'max_burst' packets per
+ * 'interval' TSC cycles.
+ *
+ * Byte shaping ("max-rate"): a token bucket that charges each frame its
+ * length (at least DAQRING_MIN_FRAME_LEN) plus 'frame-overhead' bytes,
+ * like rte_sched.  DPDK's token buckets are not used: rte_sched's are
+ * internal to its hierarchical scheduler, and rte_meter's period is a whole
+ * number of TSC cycles (at least 100) per byte or group of bytes, which is
+ * up to 1% off at rates within the range a data-acquisition network uses
+ * (e.g. around 200 Mbit/s with a 2.5 GHz TSC).  Instead, tokens are counted
+ * in "bit-ticks", a bit times the TSC frequency: 'rate' bit-ticks accrue
+ * per TSC cycle, a frame costs its bits times the frequency, so the
+ * arithmetic is exact in 64-bit integers and the long-term rate is exactly
+ * 'rate'.  A frame may leave while the bucket holds any positive amount
+ * and the bucket may go negative by one frame (a deficit the next frames
+ * wait for), so frames of any size pass and the rate stays exact; the
+ * bucket holds at most 'depth', 'max_burst' full-size frames.  */
+struct daqring_shaper {
+    uint64_t seq;               /* Changes with every configuration. */
+    uint32_t max_burst;         /* Packets dequeued at most per poll. */
+    uint64_t interval;          /* Packet shaping: TSC cycles, or 0. */
+    uint64_t rate;              /* Byte shaping: bits per second, or 0. */
+    uint64_t byte_ticks;        /* Bit-ticks per byte: 8 x TSC frequency. */
+    uint64_t overhead_ticks;    /* Bit-ticks of the per-frame overhead. */
+    int64_t depth;              /* Capacity of the bucket, in bit-ticks. */
+    uint64_t fill_cycles;       /* TSC cycles that fill the bucket from its
+                                 * lowest possible level. */
 };
 
 struct netdev_daqring {
     /* Read on every send and receive; written only while no thread sends or
-     * receives (see netdev_daqring_reconfigure()), except 'shaping' and
-     * 'admin_up', which are atomic. */
+     * receives (see netdev_daqring_reconfigure()), except 'shaper' (RCU)
+     * and 'admin_up' (atomic). */
     PADDED_MEMBERS(CACHE_LINE_SIZE,
         struct rte_ring *ring;          /* Packet pointers, or NULL. */
-        atomic_uint64_t shaping;        /* Burst and interval, see above. */
+        OVSRCU_TYPE(struct daqring_shaper *) shaper; /* Shaping in force. */
         atomic_bool admin_up;           /* NETDEV_UP: accept packets. */
         int doorbell;                   /* Of the rx queue, or -1, see
                                          * netdev_daqring_rxq_idle(). */
@@ -150,6 +192,9 @@ struct netdev_daqring {
     /* Configuration in force, i.e. the last valid one. */
     struct daqring_config cfg OVS_GUARDED;
 
+    /* 'seq' of the last 'shaper' published. */
+    uint64_t shaper_seq OVS_GUARDED;
+
     /* Actual capacity and NUMA node of 'ring', 0 and NETDEV_NUMA_UNSPEC
      * without a ring, and the "numa-id" it was allocated for. */
     uint32_t ring_size OVS_GUARDED;
@@ -182,10 +227,15 @@ struct netdev_daqring {
 struct netdev_rxq_daqring {
     struct netdev_rxq up;               /* The embedded generic rx queue. */
     struct netdev_daqring *dev;         /* The daqring of 'up'. */
-    uint64_t shaping;                   /* Copy of 'dev->shaping' that
-                                         * 'next_tsc' refers to. */
-    uint64_t next_tsc;                  /* TSC before which a shaped
-                                         * daqring does not dequeue. */
+    uint64_t shaper_seq;                /* 'seq' of the shaper that the
+                                         * members below refer to. */
+    uint64_t next_tsc;                  /* TSC before which a daqring with
+                                         * packet shaping does not
+                                         * dequeue. */
+    int64_t tokens;                     /* Byte shaping: bucket level, in
+                                         * bit-ticks (may be negative). */
+    uint64_t last_tsc;                  /* Byte shaping: TSC of the last
+                                         * bucket update. */
 };
 
 /* All daqrings. */
@@ -224,12 +274,78 @@ netdev_rxq_daqring_cast(const struct netdev_rxq *rxq)
     return CONTAINER_OF(rxq, struct netdev_rxq_daqring, up);
 }
 
-static uint64_t
-netdev_daqring_shaping_word(uint32_t max_burst, uint32_t poll_interval)
+/* Returns a new shaper for 'cfg', with sequence number 'seq'.  Requires
+ * DPDK to be initialized, unless 'cfg' does not shape. */
+static struct daqring_shaper *
+netdev_daqring_shaper_create(const struct daqring_config *cfg, uint64_t seq)
 {
-    uint64_t cycles = poll_interval * (rte_get_tsc_hz() / 1000000.0) + 0.5;
+    struct daqring_shaper *s = xzalloc(sizeof *s);
 
-    return (cycles << DAQRING_BURST_BITS) | max_burst;
+    s->seq = seq;
+    s->max_burst = cfg->max_burst;
+    if (cfg->poll_interval) {
+        s->interval = cfg->poll_interval * (rte_get_tsc_hz() / 1e6) + 0.5;
+    }
+    if (cfg->max_rate) {
+        /* A frame costs at most this many bit-ticks: the deepest the
+         * bucket can go below 0. */
+        int64_t deficit;
+
+        s->rate = cfg->max_rate;
+        s->byte_ticks = 8 * rte_get_tsc_hz();
+        s->overhead_ticks = cfg->frame_overhead * s->byte_ticks;
+        s->depth = (cfg->max_burst
+                    * (DAQRING_RATE_FRAME_LEN * s->byte_ticks
+                       + s->overhead_ticks));
+        deficit = UINT16_MAX * s->byte_ticks + s->overhead_ticks;
+        s->fill_cycles = (s->depth + deficit) / s->rate + 1;
+    }
+    return s;
+}
+
+/* Returns what 'packet' costs under byte shaper 's', in bit-ticks. */
+static inline int64_t
+netdev_daqring_frame_cost(const struct daqring_shaper *s,
+                          const struct dp_packet *packet)
+{
+    uint32_t len = MAX(dp_packet_size(packet), DAQRING_MIN_FRAME_LEN);
+
+    return len * s->byte_ticks + s->overhead_ticks;
+}
+
+/* Returns how many of the 'n' packets in 'pkts' may leave under byte
+ * shaper 's' with '*budget' bit-ticks in the bucket, and takes their cost
+ * from '*budget': packets leave while the budget is positive. */
+static size_t
+netdev_daqring_take(const struct daqring_shaper *s, int64_t *budget,
+                    struct dp_packet **pkts, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n && *budget > 0; i++) {
+        *budget -= netdev_daqring_frame_cost(s, pkts[i]);
+    }
+    return i;
+}
+
+/* Adds the tokens that accrued since the last update to the bucket of 'rx'
+ * under byte shaper 's', at TSC 'now'.  Returns true if a frame may leave
+ * now. */
+static bool
+netdev_daqring_bucket_fill(struct netdev_rxq_daqring *rx,
+                           const struct daqring_shaper *s, uint64_t now)
+{
+    uint64_t elapsed = now - rx->last_tsc;
+
+    rx->last_tsc = now;
+    if (elapsed >= s->fill_cycles) {
+        rx->tokens = s->depth;
+    } else {
+        /* No overflow: 'elapsed * rate' is below 'depth' plus the deepest
+         * deficit plus 'rate'. */
+        rx->tokens = MIN(s->depth, rx->tokens + (int64_t) (elapsed * s->rate));
+    }
+    return rx->tokens > 0;
 }
 
 /* Returns the number of packets in 'dev''s ring and stash.  May be called
@@ -244,19 +360,25 @@ netdev_daqring_occupancy(const struct netdev_daqring *dev)
     return (dev->ring ? rte_ring_count(dev->ring) : 0) + stash;
 }
 
+/* Formats the shaping rate of 'cfg'.  With 'verbose', also how it is
+ * counted and the packet rate of 1518-byte frames. */
 static void
-netdev_daqring_format_rate(struct ds *ds, uint32_t max_burst,
-                           uint32_t poll_interval, bool verbose)
+netdev_daqring_format_rate(struct ds *ds, const struct daqring_config *cfg,
+                           bool verbose)
 {
     double pps, bps;
 
-    if (!poll_interval) {
+    if (cfg->max_rate) {
+        bps = cfg->max_rate;
+        pps = bps / ((DAQRING_RATE_FRAME_LEN + cfg->frame_overhead) * 8);
+    } else if (cfg->poll_interval) {
+        pps = cfg->max_burst * 1e6 / cfg->poll_interval;
+        bps = pps * DAQRING_RATE_FRAME_LEN * 8;
+    } else {
         ds_put_cstr(ds, "unshaped");
         return;
     }
 
-    pps = max_burst * 1e6 / poll_interval;
-    bps = pps * DAQRING_RATE_FRAME_LEN * 8;
     if (bps >= 1e9) {
         ds_put_format(ds, "%.2f Gbps", bps / 1e9);
     } else if (bps >= 1e6) {
@@ -264,7 +386,11 @@ netdev_daqring_format_rate(struct ds *ds, uint32_t max_burst,
     } else {
         ds_put_format(ds, "%.2f kbps", bps / 1e3);
     }
-    if (verbose) {
+    if (verbose && cfg->max_rate) {
+        ds_put_format(ds, " (max-rate, frame length + %"PRIu32" bytes; "
+                      "%d-byte frames: %.0f pps)", cfg->frame_overhead,
+                      DAQRING_RATE_FRAME_LEN, pps);
+    } else if (verbose) {
         ds_put_format(ds, " (%d-byte frames, %.0f pps)",
                       DAQRING_RATE_FRAME_LEN, pps);
     }
@@ -426,7 +552,6 @@ netdev_daqring_construct(struct netdev *netdev)
      * initialized, and netdev_daqring_set_config() reports that case. */
     ovs_mutex_init(&dev->mutex);
     dev->ring = NULL;
-    atomic_init(&dev->shaping, NETDEV_MAX_BURST);
     atomic_init(&dev->admin_up, true);
     atomic_init(&dev->tx_packets, 0);
     atomic_init(&dev->tx_bytes, 0);
@@ -453,7 +578,12 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->cfg.ring_size = DAQRING_DEFAULT_SIZE;
     dev->cfg.max_burst = NETDEV_MAX_BURST;
     dev->cfg.poll_interval = 0;
+    dev->cfg.max_rate = 0;
+    dev->cfg.frame_overhead = DAQRING_DEFAULT_FRAME_OVERHEAD;
     dev->cfg.numa_id = NETDEV_NUMA_UNSPEC;
+    dev->shaper_seq = 1;
+    ovsrcu_init(&dev->shaper,
+                netdev_daqring_shaper_create(&dev->cfg, dev->shaper_seq));
     dev->ring_size = 0;
     dev->ring_numa_id = NETDEV_NUMA_UNSPEC;
     dev->ring_requested_numa_id = NETDEV_NUMA_UNSPEC;
@@ -510,6 +640,8 @@ netdev_daqring_destruct(struct netdev *netdev)
     dev->ring = NULL;
     smap_destroy(&dev->last_args);
     free(dev->config_error);
+    ovsrcu_postpone(free, ovsrcu_get_protected(struct daqring_shaper *,
+                                               &dev->shaper));
     ovs_mutex_unlock(&dev->mutex);
 
     if (freed) {
@@ -532,6 +664,13 @@ netdev_daqring_get_config(const struct netdev *netdev, struct smap *args)
     smap_add_format(args, "max-burst", "%"PRIu32, dev->cfg.max_burst);
     smap_add_format(args, "poll-interval", "%"PRIu32,
                     dev->cfg.poll_interval);
+    if (dev->cfg.max_rate) {
+        smap_add_format(args, "max-rate", "%"PRIu64, dev->cfg.max_rate);
+    }
+    if (dev->cfg.frame_overhead != DAQRING_DEFAULT_FRAME_OVERHEAD) {
+        smap_add_format(args, "frame-overhead", "%"PRIu32,
+                        dev->cfg.frame_overhead);
+    }
     if (dev->cfg.numa_id != NETDEV_NUMA_UNSPEC) {
         smap_add_format(args, "numa-id", "%d", dev->cfg.numa_id);
     }
@@ -564,6 +703,33 @@ netdev_daqring_parse_uint(const char *name, const struct smap *args,
     return true;
 }
 
+/* Parses the optional option "max-rate" of 'args', in bits per second,
+ * into '*max_rate', which is left alone if the option is absent.  Returns
+ * false and stores an error message in '*errp' if the value is not 0 or an
+ * integer in the allowed range. */
+static bool
+netdev_daqring_parse_max_rate(const char *name, const struct smap *args,
+                              uint64_t *max_rate, char **errp)
+{
+    const char *s = smap_get(args, "max-rate");
+    long long int ll;
+
+    if (!s) {
+        return true;
+    }
+    if (!str_to_llong(s, 10, &ll)
+        || (ll && (ll < DAQRING_MIN_MAX_RATE || ll > DAQRING_MAX_MAX_RATE))) {
+        *errp = xasprintf("%s: invalid max-rate \"%s\" (expected 0, which "
+                          "disables byte shaping, or an integer number of "
+                          "bits per second from %d to %lld)",
+                          name, s, DAQRING_MIN_MAX_RATE,
+                          DAQRING_MAX_MAX_RATE);
+        return false;
+    }
+    *max_rate = ll;
+    return true;
+}
+
 /* Parses 'args' into '*cfg'.  Returns false and stores an error message in
  * '*errp' on any invalid value. */
 static bool
@@ -576,6 +742,8 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
     cfg->ring_size = DAQRING_DEFAULT_SIZE;
     cfg->max_burst = NETDEV_MAX_BURST;
     cfg->poll_interval = 0;
+    cfg->max_rate = 0;
+    cfg->frame_overhead = DAQRING_DEFAULT_FRAME_OVERHEAD;
     cfg->numa_id = NETDEV_NUMA_UNSPEC;
 
     if (!netdev_daqring_parse_uint(name, args, "ring-size", 1,
@@ -585,7 +753,17 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
                                       errp)
         || !netdev_daqring_parse_uint(name, args, "poll-interval", 0,
                                       DAQRING_MAX_POLL_INTERVAL,
-                                      &cfg->poll_interval, errp)) {
+                                      &cfg->poll_interval, errp)
+        || !netdev_daqring_parse_max_rate(name, args, &cfg->max_rate, errp)
+        || !netdev_daqring_parse_uint(name, args, "frame-overhead", 0,
+                                      DAQRING_MAX_FRAME_OVERHEAD,
+                                      &cfg->frame_overhead, errp)) {
+        return false;
+    }
+    if (cfg->max_rate && cfg->poll_interval) {
+        *errp = xasprintf("%s: max-rate (byte shaping) and poll-interval "
+                          "(packet shaping) exclude each other; set "
+                          "poll-interval to 0 or remove it", name);
         return false;
     }
 
@@ -608,6 +786,8 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
         if (strcmp(node->key, "ring-size")
             && strcmp(node->key, "max-burst")
             && strcmp(node->key, "poll-interval")
+            && strcmp(node->key, "max-rate")
+            && strcmp(node->key, "frame-overhead")
             && strcmp(node->key, "numa-id")) {
             VLOG_WARN("%s: ignoring unknown option \"%s\"", name, node->key);
         }
@@ -695,9 +875,17 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         netdev_request_reconfigure(netdev);
     }
 
-    atomic_store_relaxed(&dev->shaping,
-                         netdev_daqring_shaping_word(cfg.max_burst,
-                                                     cfg.poll_interval));
+    if (cfg.max_burst != dev->cfg.max_burst
+        || cfg.poll_interval != dev->cfg.poll_interval
+        || cfg.max_rate != dev->cfg.max_rate
+        || cfg.frame_overhead != dev->cfg.frame_overhead) {
+        struct daqring_shaper *old;
+
+        old = ovsrcu_get_protected(struct daqring_shaper *, &dev->shaper);
+        ovsrcu_set(&dev->shaper,
+                   netdev_daqring_shaper_create(&cfg, ++dev->shaper_seq));
+        ovsrcu_postpone(free, old);
+    }
     dev->cfg = cfg;
     if (dev->config_error) {
         free(dev->config_error);
@@ -1013,8 +1201,10 @@ netdev_daqring_get_status(const struct netdev *netdev, struct smap *args)
     smap_add_format(args, "max_burst", "%"PRIu32, dev->cfg.max_burst);
     smap_add_format(args, "poll_interval", "%"PRIu32,
                     dev->cfg.poll_interval);
-    netdev_daqring_format_rate(&rate, dev->cfg.max_burst,
-                               dev->cfg.poll_interval, true);
+    smap_add_format(args, "max_rate", "%"PRIu64, dev->cfg.max_rate);
+    smap_add_format(args, "frame_overhead", "%"PRIu32,
+                    dev->cfg.frame_overhead);
+    netdev_daqring_format_rate(&rate, &dev->cfg, true);
     smap_add(args, "shaping_rate", ds_cstr(&rate));
     if (short_of_mbufs) {
         smap_add_format(args, "mempool_warning",
@@ -1227,8 +1417,10 @@ netdev_daqring_rxq_construct(struct netdev_rxq *rxq)
     struct netdev_rxq_daqring *rx = netdev_rxq_daqring_cast(rxq);
 
     rx->dev = netdev_daqring_cast(rxq->netdev);
-    rx->shaping = 0;
+    rx->shaper_seq = 0;
     rx->next_tsc = 0;
+    rx->tokens = 0;
+    rx->last_tsc = 0;
     netdev_rxq_doorbell_ring(rx->dev->doorbell);
 
     return 0;
@@ -1351,14 +1543,63 @@ netdev_daqring_reenter(const struct netdev_daqring *dev,
     packet->packet_type = htonl(PT_ETH);
 }
 
+/* Called by the thread that polls the daqring of 'rx' when it has packets
+ * but shaper 's' makes it wait, at TSC 'now'.  Clears the doorbell and has
+ * this thread ring it again when the daqring may send (its next interval,
+ * or when its bucket holds tokens again), so that the thread does not poll
+ * a waiting daqring on every iteration.  A sender that enqueues meanwhile
+ * rings the doorbell earlier, which costs one more poll and deferral. */
+static void
+netdev_daqring_rxq_defer(const struct netdev_rxq_daqring *rx,
+                         const struct daqring_shaper *s, uint64_t now)
+{
+    uint64_t deadline;
+
+    if (s->interval) {
+        deadline = rx->next_tsc;
+    } else {
+        /* The bucket holds 'tokens' <= 0 and gains 'rate' per cycle. */
+        deadline = now + (uint64_t) -rx->tokens / s->rate + 1;
+    }
+    netdev_rxq_doorbell_defer(rx->dev->doorbell, deadline);
+}
+
+/* Dequeues up to 'n' packets from 'ring' into 'pkts' and returns their
+ * number; stores in '*avail' the number of packets left in the ring.  With
+ * byte shaper 's', dequeues only the packets that '*budget' lets leave (see
+ * netdev_daqring_take()): it looks at them in the ring first and leaves the
+ * others there. */
+static size_t
+netdev_daqring_dequeue(struct rte_ring *ring, const struct daqring_shaper *s,
+                       int64_t *budget, struct dp_packet **pkts, size_t n,
+                       unsigned int *avail)
+{
+    unsigned int got, keep;
+
+    if (!s->rate) {
+        return rte_ring_sc_dequeue_burst(ring, (void **) pkts, n, avail);
+    }
+
+    got = rte_ring_dequeue_burst_start(ring, (void **) pkts, n, avail);
+    keep = netdev_daqring_take(s, budget, pkts, got);
+    rte_ring_dequeue_finish(ring, keep);
+    *avail += got - keep;
+    return keep;
+}
+
 /* Receives up to 'max-burst' packets.  Called by the one PMD thread that
  * polls the daqring.
  *
- * Shaping is a buffered leaky bucket: at most one burst per 'poll-interval',
- * scheduled on a TSC grid ('next_tsc' advances by exactly one interval per
- * burst, so late polls do not lower the rate), except that a daqring that
- * had nothing to send re-anchors the grid to now: idle time earns no
- * credit, and the first burst after idle is at most 'max-burst'. */
+ * Packet shaping ('poll-interval') is a buffered leaky bucket: at most one
+ * burst per 'poll-interval', scheduled on a TSC grid ('next_tsc' advances by
+ * exactly one interval per burst, so late polls do not lower the rate),
+ * except that a daqring that had nothing to send re-anchors the grid to
+ * now: idle time earns no credit, and the first burst after idle is at most
+ * 'max-burst'.
+ *
+ * Byte shaping ('max-rate') is a token bucket, see struct daqring_shaper:
+ * at most 'max-burst' packets per poll, as long as the bucket holds
+ * tokens. */
 static int
 netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
                         int *qfill)
@@ -1367,12 +1608,18 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     struct netdev_daqring *dev = rx->dev;
     struct rte_ring *ring = dev->ring;
     size_t from_stash = 0, n_stash, n;
+    const struct daqring_shaper *s;
     unsigned int avail = 0;
-    uint64_t shaping, interval, burst, now = 0;
+    uint64_t interval, burst, now = 0;
     uint64_t bytes = 0, occupancy, value;
+    int64_t budget = 0;
     enum dp_packet_source source;
     bool mixed = false;
     bool up;
+
+    /* Whether packets stay queued for a later call: a PMD thread with
+     * pmd-maxsleep does not sleep while they do (see struct netdev_rxq). */
+    rxq->backlog = false;
 
     atomic_read_relaxed(&dev->admin_up, &up);
     if (OVS_UNLIKELY(!ring || !up)) {
@@ -1380,28 +1627,41 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         return EAGAIN;
     }
 
-    atomic_read_relaxed(&dev->shaping, &shaping);
-    if (OVS_UNLIKELY(shaping != rx->shaping)) {
-        rx->shaping = shaping;
+    s = ovsrcu_get(struct daqring_shaper *, &dev->shaper);
+    if (OVS_UNLIKELY(s->seq != rx->shaper_seq)) {
+        rx->shaper_seq = s->seq;
         rx->next_tsc = 0;
+        rx->tokens = s->depth;
+        rx->last_tsc = s->rate ? rte_get_tsc_cycles() : 0;
     }
-    burst = shaping & DAQRING_BURST_MASK;
-    interval = shaping >> DAQRING_BURST_BITS;
+    burst = s->max_burst;
+    interval = s->interval;
     n_stash = dev->stash_n - dev->stash_pos;
 
-    if (interval) {
+    if (interval || s->rate) {
         if (!n_stash && rte_ring_empty(ring)) {
             netdev_daqring_rxq_idle(dev);
             return EAGAIN;
         }
         now = rte_get_tsc_cycles();
-        if (now < rx->next_tsc) {
+        if (interval ? now < rx->next_tsc
+                     : !netdev_daqring_bucket_fill(rx, s, now)) {
+            /* A poll of a shaped daqring that has packets but must wait. */
+            COVERAGE_INC(daqring_wait_poll);
+            rxq->backlog = true;
+            netdev_daqring_rxq_defer(rx, s, now);
             return EAGAIN;
         }
+        budget = rx->tokens;
     }
 
     if (OVS_UNLIKELY(n_stash)) {
         from_stash = MIN(n_stash, burst);
+        if (s->rate) {
+            from_stash = netdev_daqring_take(s, &budget,
+                                             &dev->stash[dev->stash_pos],
+                                             from_stash);
+        }
         memcpy(batch->packets, &dev->stash[dev->stash_pos],
                from_stash * sizeof *batch->packets);
         dev->stash_pos += from_stash;
@@ -1409,9 +1669,9 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         atomic_store_relaxed(&dev->stash_count, n_stash);
     }
     n = from_stash;
-    if (n < burst) {
-        n += rte_ring_sc_dequeue_burst(ring, (void **) &batch->packets[n],
-                                       burst - n, &avail);
+    if (n < burst && (!s->rate || budget > 0)) {
+        n += netdev_daqring_dequeue(ring, s, &budget, &batch->packets[n],
+                                    burst - n, &avail);
     } else {
         avail = rte_ring_count(ring);
     }
@@ -1448,6 +1708,13 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         bytes += dp_packet_size(packet);
         netdev_daqring_reenter(dev, packet);
     }
+    if (s->rate) {
+        /* Charge what leaves, which netdev_daqring_split_batch() may have
+         * made less than what netdev_daqring_take() counted. */
+        for (size_t i = 0; i < n; i++) {
+            rx->tokens -= netdev_daqring_frame_cost(s, batch->packets[i]);
+        }
+    }
 
     atomic_read_relaxed(&dev->rx_packets, &value);
     atomic_store_relaxed(&dev->rx_packets, value + n);
@@ -1457,6 +1724,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     if (qfill) {
         *qfill = occupancy - n;
     }
+    rxq->backlog = occupancy > n;
 
     return 0;
 }
@@ -1518,8 +1786,7 @@ netdev_daqring_unixctl_show(struct unixctl_conn *conn, int argc,
         atomic_read_relaxed(&dev->high_watermark, &hwm);
 
         ovs_mutex_lock(&dev->mutex);
-        netdev_daqring_format_rate(&rate, dev->cfg.max_burst,
-                                   dev->cfg.poll_interval, false);
+        netdev_daqring_format_rate(&rate, &dev->cfg, false);
         ds_put_format(&reply, "%-*s %8"PRIu32" %8"PRIu64" %8"PRIu64
                       " %12"PRIu64" %12"PRIu64" %10"PRIu64" %5"PRIu32
                       " %8"PRIu32" %10s %4d\n", width, name, dev->ring_size,

@@ -456,7 +456,17 @@ def results() -> Dict[str, Any]:
                            "achieved_pps": db.summarize([b * 1e6 / us]),
                            "ratio": db.summarize([0.999]),
                            "shares": [0.99]}
-                          for us in (10, 10000) for b in (1, 32)]}
+                          for us in (10, 10000) for b in (1, 32)],
+               "byte_max_burst": 32, "frame_overhead": 24,
+               "byte_points": [{"max_rate_bps": r, "frame_len": f,
+                                "max_burst": 32,
+                                "configured_fps": r / ((f + 24) * 8),
+                                "achieved_bps": db.summarize([r * 0.999]),
+                                "ratio": db.summarize([0.999, 0.998]),
+                                "shares": [0.99, 0.98]}
+                               for f in (64, 1514)
+                               for r in (10**7, 10**10) if f > 64 or r < 1e9],
+               "byte_skipped": ["10 Gbit/s of 64 B"]}
     fairness = {"rings": 8, "scenarios": [
         {"name": "unshaped", "description": "8 rings", "max_burst": 8,
          "poll_interval_us": 0, "jain": db.summarize([0.9999, 1.0]),
@@ -492,6 +502,12 @@ def results() -> Dict[str, Any]:
                        "other_cpus": "0", "loadavg_start": "0.1 0.1 0.1",
                        "loadavg_end": "1 1 1", "other_vswitchd": []},
            "notes": ["a note"], "hop": hop, "scale": scale,
+           "waiting": {"active": 8, "max": 2048, "ring_size": 64,
+                       "fill": 32, "wait_polls_per_s": 2.5e6,
+                       "counts": {"8": {"cycles": db.summarize([130, 131])},
+                                  "2048": {"cycles": db.summarize([390])}},
+                       "ratio": db.summarize([3.0, 2.9]),
+                       "shares": [0.99, 0.99]},
            "shaping": shaping, "fairness": fairness, "builds": builds,
            "incast": incast}
     res["binaries"] = {"patched": "ovs (CFLAGS '-g -O2')"}
@@ -507,6 +523,13 @@ def test_verdicts_and_markdown() -> None:
     assert rows["scale_2048"]["met"] is False
     assert rows["create_2048"]["met"] is False
     assert rows["shaping"]["met"] is True
+    assert rows["shaping_bytes"]["met"] is True
+    assert rows["waiting_2048"]["met"] is False
+    assert "with 2040 shaped backlogged" in rows["waiting_2048"]["value"]
+    assert "polled 2500000/s" in rows["waiting_2048"]["value"]
+    assert rows["shaping_bytes"]["value"] == (
+        "worst -0.15% (10 Mbit/s, 64 B); 3 of 3 points within 1%, "
+        "10 Mbit/s to 10 Gbit/s")
     assert rows["fairness"]["met"] is True
     assert rows["regression"]["met"] is True
     assert rows["incast_ideal"]["met"] is True
@@ -519,6 +542,9 @@ def test_verdicts_and_markdown() -> None:
     assert md.startswith("# ovs-daqring benchmark results")
     for text in ("## Targets", "## Hop cost", "## Ring-count scaling",
                  "## Shaping accuracy", "## Fairness", "## Incast",
+                 "### Byte shaping (max-rate)",
+                 "| 10 Gbit/s | 1514 B | 812744 |",
+                 "Not measured: 10 Gbit/s of 64 B",
                  "Deeper collapse", "Cost of the patches alone",
                  "patched is faster than base",
                  "**no**", "**yes**", "LOW", "AMD EPYC",
@@ -566,6 +592,8 @@ def test_parse_args_defaults() -> None:
     assert ns.scale_counts == [2048, 256, 8]
     assert ns.shaping_intervals == [10, 100, 1000, 10000]
     assert ns.shaping_bursts == [1, 8, 32]
+    assert ns.shaping_rates == [10**7, 10**8, 10**9, 10**10]
+    assert ns.shaping_frames == [64, 1514]
     assert ns.pmd_cpu_mask == "0x2"
     assert "--no-pci" in ns.dpdk_extra
 
@@ -575,7 +603,9 @@ def test_parse_args_defaults() -> None:
     ["--scale-counts", "2048,256"], ["--scale-counts", "2048,256,31"],
     ["--shaping-bursts", "0,8"], ["--shaping-bursts", "33"],
     ["--sizes", "x"], ["--pmd-cpu-mask", "zz"], ["--repeats", "0"],
-    ["--window", "0"], ["--lookups", "emc,foo"]])
+    ["--window", "0"], ["--lookups", "emc,foo"],
+    ["--shaping-rates", "999"], ["--shaping-rates", "1g"],
+    ["--shaping-frames", "59"], ["--shaping-byte-burst", "33"]])
 def test_parse_args_rejects(argv: List[str]) -> None:
     with pytest.raises(SystemExit) as e:
         db.parse_args(argv)

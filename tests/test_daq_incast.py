@@ -110,7 +110,9 @@ def test_defaults_are_the_demo_scenario() -> None:
     assert c.ros_per_host == 1 and c.ethdev_ports == 31
     assert c.pmd_cpus == [1] and c.agent_cpus == [0]
     assert c.ring_size == 2048            # 2 x 30 x 23 packets, power of 2
-    assert 1 <= c.max_burst <= 32 and c.poll_interval_us > 0
+    # Byte shaping at 99% of the link, frames counted like the link's tbf.
+    assert c.max_rate_bps == 198_000_000 and c.poll_interval_us == 0
+    assert c.max_burst == 5               # as packet shaping would burst
     assert c.daqring_rate_bps < c.link_rate_bps
     assert c.credits >= 1
     assert c.binaries.vswitchd.endswith("ovs/vswitchd/ovs-vswitchd")
@@ -201,7 +203,9 @@ def test_daqring_shaping() -> None:
     c = cfg("--max-burst", "32", "--poll-interval", "500")
     assert (c.max_burst, c.poll_interval_us) == (32, 500)
     assert round(c.daqring_rate_bps / 1e6) == 777    # the thesis' 0.78 G
-    c = cfg("--max-burst", "8")
+    assert c.max_rate_bps == 0
+    c = cfg("--shaper", "packets", "--max-burst", "8")
+    assert c.max_rate_bps == 0
     frame_bits = (1500 + 14 + 24) * 8
     assert 8 / (c.poll_interval_us * 1e-6) <= 0.99 * 2e8 / frame_bits
     for rate in (10**7, 10**8, 2 * 10**8, 10**9):
@@ -210,6 +214,69 @@ def test_daqring_shaping() -> None:
         assert 1 <= b <= 32
         assert b / (us * 1e-6) <= target * 1.0001
         assert b / (us * 1e-6) >= 0.9 * target
+
+
+def test_daqring_byte_shaping() -> None:
+    c = cfg("--max-burst", "8")
+    assert (c.max_rate_bps, c.max_burst, c.poll_interval_us) == \
+        (198_000_000, 8, 0)
+    c = cfg("--max-rate", "150mbit", "--link-rate", "1gbit")
+    assert c.max_rate_bps == 150_000_000 and c.daqring_rate_bps == 150e6
+    c = cfg("--link-rate", "1gbit", "--ring-rate-fraction", "1")
+    assert c.max_rate_bps == 1_000_000_000
+    for bad in (["--max-rate", "150mbit", "--poll-interval", "500"],
+                ["--max-rate", "150mbit", "--shaper", "packets"],
+                ["--max-rate", "fast"], ["--max-rate", "999"],
+                ["--shaper", "credits"]):
+        with pytest.raises((ConfigError, SystemExit)):
+            cfg(*bad)
+    # The run's parameters and the map given to ovs-daqctl.
+    (mode, params, _), = runner.mode_runs(cfg("--modes", "daqring"))
+    assert (params["max_rate_bps"], params["frame_overhead"],
+            params["rate_bps"]) == (198_000_000, 24, 198_000_000)
+    runs = runner.mode_runs(cfg("--modes", "daqring",
+                                "--sweep", "poll-interval=250,500"))
+    assert [r[1]["max_rate_bps"] for r in runs] == [0, 0]
+
+
+@pytest.mark.parametrize("max_rate,poll", [(198_000_000, 0), (0, 500)])
+def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
+                              max_rate: int, poll: int) -> None:
+    """The map daq-incast hands to ovs-daqctl: max-rate (byte shaping) by
+    default, checked by ovs-daqctl itself (offline)."""
+    from daq_incast_lib import switch
+    plan = topology.make_plan(4242, 4, 2, 1)
+    calls: List[List[str]] = []
+
+    class FakeSwitch:
+        dir = str(tmp_path)
+
+        def iface_types(self) -> List[str]:
+            return ["daqring", "dpdk"]
+
+        def _check_ports(self, names: List[str]) -> None:
+            pass
+
+    monkeypatch.setattr(switch, "daqctl",
+                        lambda sw, *args, **kw: calls.append(list(args)))
+    switch.program_daqrings(FakeSwitch(), plan, 2048, 16,  # type: ignore
+                            poll, max_rate, 24)
+    assert calls == [["apply", str(tmp_path / "dcm-map.json")]]
+    with open(calls[0][1]) as f:
+        doc = json.load(f)
+    if max_rate:
+        assert doc["defaults"] == {"ring-size": 2048, "max-burst": 16,
+                                   "rate": "198000000bit",
+                                   "frame-overhead": 24}
+    else:
+        assert doc["defaults"] == {"ring-size": 2048, "max-burst": 16,
+                                   "poll-interval": 500}
+    p = subprocess.run([sys.executable, os.path.join(UTILITIES, "ovs-daqctl"),
+                        "check", calls[0][1]], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "2 DCMs, map OK" in p.stdout
+    if max_rate:
+        assert "max-rate 198000000 bit/s" in p.stdout
 
 
 def test_cpu_mask() -> None:

@@ -171,12 +171,13 @@ BAD_MAPS = [
      2, "poll-interval -1 out of range"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, max-burst: true}\n", 2,
      "must be an integer"),
-    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 1tbit}\n", 2,
-     "above the maximum"),
-    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 100gbit}\n", 2,
-     "not achievable"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 2tbit}\n", 2,
+     "rate 2tbit is out of range"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 999bit}\n", 2,
+     "out of range 1.00 kbit/s..1000.00 Gbit/s"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 1gbit,\n"
-     "       max-burst: 1}\n", 2, "not achievable within 1% with max-burst 1"),
+     "       frame-overhead: 256}\n", 3,
+     "frame-overhead 256 out of range 0..255"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 10mbps}\n", 2,
      "ambiguous rate unit"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, rate: 1gbit,\n"
@@ -261,7 +262,7 @@ def test_all_problems_reported(daqctl: ModuleType, tmp_path: Path) -> None:
         read_map(daqctl, tmp_path, """\
             dcms:
               - {name: a, ip: 10.0.0.1, egress: p1, max-burst: 0}
-              - {name: b, ip: 10.0.0.2, egress: p1, rate: 1tbit}
+              - {name: b, ip: 10.0.0.2, egress: p1, rate: 2tbit}
               - {name: c, ip: 10.0.0.3, egress: p1}
               - {name: c, ip: 10.0.0.4, egress: p1}
             """)
@@ -284,8 +285,12 @@ def test_defaults_and_tuples(daqctl: ModuleType, tmp_path: Path) -> None:
     a, b, c = spec.dcms
     assert spec.bridge == "brx"
     assert (a.ring_size, a.max_burst, a.poll_interval) == (1000, 32, 500)
+    # A rate is the link's: byte shaping (max-rate), not poll-interval.
     assert (b.ring, b.max_burst, b.poll_interval, b.rate) == \
-        ("ringb", 32, 2045, "190mbit")
+        ("ringb", 32, 0, "190mbit")
+    assert (a.max_rate, b.max_rate) == (0, 190000000)
+    assert b.options() == {"ring-size": "1000", "max-burst": "32",
+                           "poll-interval": "0", "max-rate": "190000000"}
     assert c.match_text() == ("udp:10.0.1.1:5000->10.0.0.3:6000 "
                               "tcp:*:*->10.0.0.3:6001")
     assert [(p, m) for p, m, _ in daqctl.dcm_flows(c, "7", "1")] == [
@@ -456,7 +461,8 @@ class Switch:
     def stop(self) -> None:
         # SIGTERM, not "ovs-appctl exit": ovs-vswitchd would remove the
         # 1000 daqrings one by one (about a minute).  DPDK memory is
-        # --in-memory, freed with the process.
+        # --in-memory, freed with the process; its runtime directory for
+        # the file prefix is not.
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -469,6 +475,8 @@ class Switch:
             subprocess.run(["ip", "netns", "del", self.ns],
                            capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(os.path.join("/var/run/dpdk", self.ns),
+                      ignore_errors=True)
 
     # ---------------------------------------------------------- reading
     def next_cfg(self) -> int:
@@ -558,7 +566,7 @@ EXAMPLE_DCMS = [("dcm1", "10.0.0.1", "p1"), ("dcm2", "10.0.0.2", "p2"),
 def test_apply_example(sw: Switch) -> None:
     cfg = sw.next_cfg()
     p = sw.daqctl("apply", str(ROOT / "utilities" / "dcm-map.example.yaml"))
-    assert "rate 190mbit -> max-burst 32, poll-interval 2045 us" in p.stdout
+    assert "rate 190mbit -> max-rate 190000000 bit/s" in p.stdout
     assert "one OVSDB transaction: 5 created" in p.stdout
     assert "one OpenFlow bundle" in p.stdout
     assert sw.next_cfg() == cfg + 1                 # one transaction
@@ -568,7 +576,8 @@ def test_apply_example(sw: Switch) -> None:
                                         "max-burst": "32",
                                         "poll-interval": "500"}
     assert rings["dcm2"]["options"]["ring-size"] == "2048"
-    assert rings["dcm3"]["options"]["poll-interval"] == "2045"
+    assert rings["dcm3"]["options"]["poll-interval"] == "0"
+    assert rings["dcm3"]["options"]["max-rate"] == "190000000"
     assert rings["dcm3"]["external_ids"]["daqctl-rate"] == "190mbit"
     assert rings["dcm1"]["external_ids"]["daqctl-egress"] == "p1"
     flows = sw.flows()
@@ -637,7 +646,7 @@ def test_change_update_remove(sw: Switch, tmp_path: Path) -> None:
         assert after[n]["_uuid"] == before[n]["_uuid"]
         assert after[n]["ofport"] == before[n]["ofport"]
     assert after["dcm2"]["options"]["ring-size"] == "4096"
-    assert after["dcm3"]["options"]["poll-interval"] == "1295"
+    assert after["dcm3"]["options"]["max-rate"] == "300000000"
     assert after["dcm5"]["options"]["max-burst"] == "8"
     flows = sw.flows()
     want = expected_flows(sw, "br0", [
@@ -731,13 +740,13 @@ def test_add_del_dcm(sw: Switch) -> None:
     args = ["add-dcm", "dcm9", "--ip", "10.0.0.9", "--egress", "p3",
             "--ring-size", "1000", "--rate", "190mbit"]
     p = sw.daqctl(*args)
-    assert "rate 190mbit -> max-burst 32, poll-interval 2045 us" in p.stdout
+    assert "rate 190mbit -> max-rate 190000000 bit/s" in p.stdout
     assert "create dcm9" in p.stdout
     assert "no changes" in sw.daqctl(*args).stdout
     assert sw.next_cfg() == cfg + 1
     r = sw.rings()["dcm9"]
     assert r["options"] == {"ring-size": "1000", "max-burst": "32",
-                            "poll-interval": "2045"}
+                            "poll-interval": "0", "max-rate": "190000000"}
     assert expected_flows(sw, "br0", [("dcm9", "10.0.0.9", "p3")]) <= \
         sw.flows()
     # Options may also follow the command; tuples instead of an address.
@@ -764,13 +773,14 @@ def test_show(sw: Switch) -> None:
                                 "SIZE", "OCCUP", "HIGH-WM", "DROPS",
                                 "SHAPING"]
     dcm3 = next(ln for ln in lines if ln.startswith("dcm3 "))
-    assert "32/1295us = 300.08 Mbps (asked 300mbit)" in dcm3
+    assert "max-rate 300.00 Mbit/s, burst 32" in dcm3
     print("\n" + p.stdout)
     js = json.loads(sw.daqctl("show", "-f", "json").stdout)
     row = {r["dcm"]: r for r in js["dcms"]}["dcm2"]
     assert row["ring_size"] == 4096 and row["egress"] == "p2"
     for key in ("occupancy", "high_watermark", "tx_dropped",
-                "ring_full_drops", "shaping_rate", "poll_interval"):
+                "ring_full_drops", "shaping_rate", "poll_interval",
+                "max_rate"):
         assert row[key] is not None, key
     assert row["config_error"] is None
     p = sw.daqctl("flows")
@@ -858,6 +868,305 @@ def test_dry_run(sw: Switch, tmp_path: Path) -> None:
         "cookie=%#x,priority=100,ip,nw_dst=10.0.0.1,actions=output:dcm1\n"
         "cookie=%#x,priority=101,in_port=dcm1,actions=output:p1\n"
         % (cookie("dcm1"), cookie("dcm1")))
+
+
+# ====================================== rollback, concurrency, flooding, JSON
+# These use br1 (one port, q1), empty after test_several_switches, and
+# leave it empty.
+def no_flood(sw: Switch, bridge: str) -> Dict[str, bool]:
+    """Each port of a bridge and whether it is no-flood (OpenFlow 1.0:
+    later versions have no such bit)."""
+    out: Dict[str, bool] = {}
+    port = None
+    for line in sw.ofctl("-O", "OpenFlow10", "show", bridge).splitlines():
+        if ": addr:" in line:
+            port = line.split("(", 1)[1].split(")", 1)[0]
+        elif port and line.strip().startswith("config:"):
+            out[port] = "NO_FLOOD" in line.split()
+    return out
+
+
+def hand_ring(sw: Switch, name: str, bridge: str = "br1") -> None:
+    """A daqring made by hand, floodable, with flows of its own."""
+    sw.vsctl("add-port", bridge, name, "--", "set", "Interface", name,
+             "type=daqring", "options:ring-size=100", "options:max-burst=4",
+             "options:poll-interval=100", "--", "set", "Port", name,
+             "external_ids:owner=hand")
+    sw.ofctl("add-flow", bridge, "cookie=0x5,priority=10,in_port=%s,"
+             "actions=output:q1" % name)
+    sw.ofctl("add-flow", bridge, "cookie=0x5,priority=10,ip,"
+             "nw_dst=10.5.5.5,actions=output:%s" % name)
+    sw.ofctl("-O", "OpenFlow10", "mod-port", bridge, name, "flood")
+
+
+def test_json_output(sw: Switch, tmp_path: Path) -> None:
+    path = write(tmp_path, "j.yaml", """\
+        dcms:
+          - {name: j1, ip: 10.0.7.1, egress: q1, rate: 190mbit}
+          - {name: j2, ip: 10.0.7.2, egress: q1}
+        """)
+    js = json.loads(sw.daqctl("apply", "-n", "-f", "json", path,
+                              bridge="br1").stdout)
+    assert js["status"] == 0 and js["command"] == "apply"
+    s, = js["switches"]
+    assert (s["bridge"], s["dry_run"], s["changed"]) == ("br1", True, True)
+    assert s["create"] == ["j1", "j2"] and s["remove"] == []
+    assert s["flows"] == {"dcms": 2, "deleted": 0, "added": 4}
+    assert sw.rings("br1") == {}
+    js = json.loads(sw.daqctl("apply", path, "-f", "json",
+                              bridge="br1").stdout)
+    s, = js["switches"]
+    assert (s["dry_run"], s["changed"], s["create"]) == (False, True,
+                                                         ["j1", "j2"])
+    assert s["flows"]["added"] == 4 and s["t_applied"] >= s["t_commit"]
+    assert any("poll-interval 2045" in n for n in s["notes"])
+    assert sorted(sw.rings("br1")) == ["j1", "j2"]
+    js = json.loads(sw.daqctl("apply", path, "-f", "json",
+                              bridge="br1").stdout)
+    assert js["switches"][0]["changed"] is False
+    js = json.loads(sw.daqctl("check", path, "-f", "json",
+                              bridge="br1").stdout)
+    assert js["status"] == 0 and js["switches"][0]["dcms"] == 2
+    js = json.loads(sw.daqctl("flows", "--map", path, "-f", "json",
+                              bridge="br1").stdout)
+    flows = js["switches"][0]["flows"]
+    assert {(f["dcm"], f["priority"], f["match"], f["actions"])
+            for f in flows} == {
+        ("j1", 100, "ip,nw_dst=10.0.7.1", "output:j1"),
+        ("j1", 101, "in_port=j1", "output:q1"),
+        ("j2", 100, "ip,nw_dst=10.0.7.2", "output:j2"),
+        ("j2", 101, "in_port=j2", "output:q1")}
+    assert {f["cookie"] for f in flows} == {"%#x" % cookie("j1"),
+                                            "%#x" % cookie("j2")}
+    js = json.loads(sw.daqctl("del-dcm", "j1", "j2", "-f", "json",
+                              bridge="br1").stdout)
+    assert js["switches"][0]["remove"] == ["j1", "j2"]
+    # Errors: a bad map (2), a switch that cannot be reached (1).
+    bad = write(tmp_path, "bad.yaml", "dcms:\n  - {name: a, egress: q1}\n")
+    for cmd in (["apply", bad], ["check", bad], ["apply", "-n", bad]):
+        p = sw.daqctl(*cmd, "-f", "json", bridge="br1", check=2)
+        js = json.loads(p.stdout)
+        assert js["status"] == 2 and js["problems"] == [
+            {"where": bad + ":2", "reason": "DCM a: no match: give 'ip' "
+             "(destination address) or 'tuples'"}], js
+    p = sw.daqctl("-f", "json", "--db", "unix:" + str(tmp_path / "none"),
+                  "apply", path, check=1)
+    js = json.loads(p.stdout)
+    assert js["status"] == 1 and "cannot connect" in js["error"]
+    js = json.loads(sw.daqctl("rate", "190mbit", "-f", "json").stdout)
+    assert (js["max_burst"], js["poll_interval"]) == (32, 2045)
+    assert sw.rings("br1") == {}
+
+
+def test_rollback_restores_adopted_ring(sw: Switch, tmp_path: Path) -> None:
+    """A failed apply that adopted a hand-made daqring gives it back as it
+    was: same row, options, marks, OpenFlow port, flows, flooding."""
+    hand_ring(sw, "hand1")
+    rings, flows = sw.rings("br1"), sw.flows("br1")
+    assert no_flood(sw, "br1")["hand1"] is False
+    path = write(tmp_path, "adopt.yaml", """\
+        dcms:
+          - {name: hand1, ip: 10.0.8.1, egress: q1, numa-id: 7}
+          - {name: new1, ip: 10.0.8.2, egress: q1}
+        """)
+    p = sw.daqctl("apply", path, bridge="br1", check=1)
+    assert "refused the change, rolled back" in p.stderr, p.stderr
+    assert "invalid numa-id 7" in p.stderr
+    assert sw.rings("br1") == rings
+    assert rings["hand1"]["external_ids"] == {"owner": "hand"}
+    assert rings["hand1"]["options"]["ring-size"] == "100"
+    assert sw.flows("br1") == flows
+    assert no_flood(sw, "br1")["hand1"] is False
+    # Adopted for good: managed, no-flood, its own flows kept.
+    Path(path).write_text(Path(path).read_text().replace(", numa-id: 7",
+                                                         ""))
+    p = sw.daqctl("apply", path, bridge="br1")
+    assert "adopt hand1" in p.stdout
+    # (new1 too, unless the datapath creates daqrings no-flood.)
+    assert "set no-flood on " in p.stdout and "hand1" in p.stdout, p.stdout
+    after = sw.rings("br1")
+    assert after["hand1"]["_uuid"] == rings["hand1"]["_uuid"]
+    assert after["hand1"]["external_ids"]["owner"] == "hand"
+    assert after["hand1"]["external_ids"]["daqctl-dcm"] == "hand1"
+    assert flows <= sw.flows("br1")
+    assert no_flood(sw, "br1") == {"q1": False, "hand1": True,
+                                   "new1": True, "br1": False}
+    sw.daqctl("clear", bridge="br1")
+    sw.ofctl("del-flows", "br1", "cookie=0x5/-1")
+    assert sw.rings("br1") == {} and sw.flows("br1") == UNRELATED
+
+
+def test_failed_rollback_has_its_own_status(sw: Switch,
+                                            tmp_path: Path) -> None:
+    """The OpenFlow connection is lost at the bundle: the daqrings are
+    restored but the flows cannot be: exit 3, ROLLBACK FAILED."""
+    mark = tmp_path / "lost"
+    ofctl = tmp_path / "ovs-ofctl"
+    ofctl.write_text(textwrap.dedent("""\
+        #!/bin/sh
+        # ovs-ofctl that loses the switch at the first bundle.
+        case " $* " in
+        *" --bundle "*) touch %s; echo "connection lost" >&2; exit 1;;
+        esac
+        [ -e %s ] && { echo "connection refused" >&2; exit 1; }
+        exec %s "$@"
+        """ % (mark, mark, BIN["ofctl"])))
+    ofctl.chmod(0o755)
+    path = write(tmp_path, "m.yaml", """\
+        dcms:
+          - {name: lost1, ip: 10.0.9.1, egress: q1}
+        """)
+    p = sw.daqctl("apply", path, "--ofctl", str(ofctl), "-f", "json",
+                  bridge="br1", check=3)
+    assert "ROLLBACK FAILED" in p.stderr and "rolled back" not in p.stderr
+    assert "connection lost" in p.stderr
+    assert "connection refused" in p.stderr
+    js = json.loads(p.stdout)
+    assert js["status"] == 3 and js["switches"][0]["rollback"] == "failed"
+    assert "ROLLBACK FAILED" in js["error"]
+    # The database part of the rollback was done.
+    assert sw.rings("br1") == {} and sw.flows("br1") == UNRELATED
+    # Lost before any OpenFlow change: the daqrings are rolled back and
+    # the flows were never changed, a clean failure (1).
+    p = sw.daqctl("apply", path, "--ofctl", str(ofctl), bridge="br1",
+                  check=1)
+    assert "connection refused; daqrings rolled back" in p.stderr
+    assert "ROLLBACK FAILED" not in p.stderr
+    assert sw.rings("br1") == {}
+
+
+def test_no_flood_kept_and_checked(sw: Switch, tmp_path: Path) -> None:
+    path = write(tmp_path, "f.yaml", """\
+        dcms:
+          - {name: f1, ip: 10.0.10.1, egress: q1}
+          - {name: f2, ip: 10.0.10.2, egress: q1}
+        """)
+    sw.daqctl("apply", path, bridge="br1")
+    assert no_flood(sw, "br1")["f1"] and no_flood(sw, "br1")["f2"]
+    p = sw.daqctl("check", "--live", path, bridge="br1")
+    assert "the switch is as the map says" in p.stdout
+    # Flooding turned on behind ovs-daqctl's back, and a hand-made ring.
+    sw.ofctl("-O", "OpenFlow10", "mod-port", "br1", "f2", "flood")
+    hand_ring(sw, "hand2")
+    p = sw.daqctl("check", "--live", path, bridge="br1", check=4)
+    assert "daqring f2 is floodable" in p.stdout
+    assert ("daqring hand2 is floodable (NORMAL and flooding copy "
+            "broadcasts into it): not in the map: ovs-ofctl -O OpenFlow10 "
+            "mod-port br1 hand2 no-flood") in p.stdout
+    js = json.loads(sw.daqctl("check", "--live", path, "-f", "json",
+                              bridge="br1", check=4).stdout)
+    assert js["status"] == 4
+    assert js["switches"][0]["floodable"] == ["f2", "hand2"]
+    assert js["switches"][0]["in_sync"] is False
+    p = sw.daqctl("apply", "-n", path, bridge="br1")
+    assert "would set no-flood on 1 daqrings: f2" in p.stdout
+    assert no_flood(sw, "br1")["f2"] is False
+    p = sw.daqctl("apply", path, bridge="br1")
+    assert "set no-flood on 1 daqrings: f2" in p.stdout
+    assert "OVSDB" not in p.stdout and "bundle" not in p.stdout
+    assert no_flood(sw, "br1")["f2"]
+    assert "no changes" in sw.daqctl("apply", path, bridge="br1").stdout
+    sw.vsctl("del-port", "br1", "hand2")
+    sw.ofctl("del-flows", "br1", "cookie=0x5/-1")
+    sw.daqctl("check", "--live", path, bridge="br1")
+    sw.daqctl("clear", bridge="br1")
+    assert sw.rings("br1") == {} and sw.flows("br1") == UNRELATED
+
+
+def test_try_again_does_not_wait_for_a_change_already_there(
+        sw: Switch, daqctl: ModuleType, monkeypatch: Any) -> None:
+    """A transaction refused because another client changed what it
+    verified is built again at once: the change that made it fail has
+    already arrived (ovs/db/idl.py's loop takes the seqno before
+    committing).  Only columns that ovs-vswitchd does not refresh on its
+    own are monitored, so nothing else would end a wait."""
+    monkeypatch.setattr(daqctl, "COLUMNS", {
+        "Open_vSwitch": ["bridges", "next_cfg"],
+        "Bridge": ["name", "ports"], "Port": ["name", "external_ids"]})
+    db = daqctl.Ovsdb(sw.db, 20)
+    attempts: List[int] = []
+
+    def build(txn: Any) -> None:
+        attempts.append(1)
+        p1 = db.ports(db.bridge("br1"))["q1"]
+        if len(attempts) == 1:
+            # Another client, between our read and our commit.
+            sw.vsctl("--no-wait", "set", "Port", "q1",
+                     "external_ids:other=%d" % os.getpid())
+        p1.verify("external_ids")
+        p1.external_ids = dict(p1.external_ids, mine=str(len(attempts)))
+
+    try:
+        t0 = time.monotonic()
+        db.transact(build, "test")
+        elapsed = time.monotonic() - t0
+    finally:
+        db.close()
+    ids = next(p["external_ids"] for p in sw.table("Port", "name,external_ids")
+               if p["name"] == "q1")
+    sw.vsctl("--no-wait", "remove", "Port", "q1", "external_ids", "other",
+             "--", "remove", "Port", "q1", "external_ids", "mine")
+    assert ids == {"other": str(os.getpid()), "mine": "2"}
+    assert len(attempts) == 2 and elapsed < 2, (attempts, elapsed)
+
+
+def test_concurrent_add_del_dcm(sw: Switch, tmp_path: Path) -> None:
+    """Concurrent add-dcm and del-dcm all take effect, daqrings and flows,
+    also while another add-dcm fails and rolls back: its rollback undoes
+    its own change only."""
+    for i in (1, 2):
+        sw.daqctl("add-dcm", "old%d" % i, "--ip", "10.0.11.%d" % i,
+                  "--egress", "q1", bridge="br1")
+    sw.daqctl("add-dcm", "u1", "--ip", "10.0.11.9", "--egress", "q1",
+              bridge="br1")
+    u1 = sw.rings("br1")["u1"]
+
+    def start(args: List[str]) -> "subprocess.Popen[str]":
+        return subprocess.Popen(
+            [PYTHON, str(DAQCTL), "--db", sw.db, "--bridge", "br1",
+             "--timeout", "60"] + args, env=sw.env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+
+    # ovs-vswitchd is stopped while they all commit: the add-dcm that it
+    # then refuses (NUMA node 7) sees the others' DCMs before it rolls
+    # back.
+    vswitchd = sw.procs[1]
+    vswitchd.send_signal(signal.SIGSTOP)
+    try:
+        bad = start(["add-dcm", "u1", "--ip", "10.0.11.9", "--egress", "q1",
+                     "--numa-id", "7"])
+        deadline = time.monotonic() + 60
+        while "numa-id" not in sw.rings("br1")["u1"]["options"]:
+            assert bad.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        n = 8
+        cmds = [["add-dcm", "c%d" % i, "--ip", "10.0.12.%d" % i, "--egress",
+                 "q1", "--ring-size", str(100 + i)] for i in range(n)]
+        cmds += [["del-dcm", "old1"], ["del-dcm", "old2"]]
+        procs = [start(c) for c in cmds]
+        want = sorted(["u1"] + ["c%d" % i for i in range(n)])
+        while sorted(sw.rings("br1")) != want:
+            assert time.monotonic() < deadline, sw.rings("br1")
+            time.sleep(0.05)
+    finally:
+        vswitchd.send_signal(signal.SIGCONT)
+    for c, p in zip(cmds, procs):
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, (c, out, err)
+    out, err = bad.communicate(timeout=120)
+    assert bad.returncode == 1, (out, err)
+    assert "refused the change, rolled back" in err, err
+    rings = sw.rings("br1")
+    assert sorted(rings) == sorted(["u1"] + ["c%d" % i for i in range(n)])
+    assert rings["u1"] == u1
+    for i in range(n):
+        assert rings["c%d" % i]["options"]["ring-size"] == str(100 + i)
+    assert sw.flows("br1") == UNRELATED | expected_flows(
+        sw, "br1", [("c%d" % i, "10.0.12.%d" % i, "q1") for i in range(n)]
+        + [("u1", "10.0.11.9", "q1")])
+    assert all(no_flood(sw, "br1")["c%d" % i] for i in range(n))
+    sw.daqctl("clear", bridge="br1")
+    assert sw.rings("br1") == {} and sw.flows("br1") == UNRELATED
 
 
 def test_1000_dcms_one_transaction(sw: Switch, tmp_path: Path) -> None:

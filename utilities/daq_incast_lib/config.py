@@ -14,6 +14,8 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from . import hugepages
+
 # Debian's DPDK 22.11 is built with RTE_MAX_ETHPORTS=32: one ovs-vswitchd
 # can open at most 32 ethdev ports (each host namespace needs one).
 MAX_ETHDEV_PORTS = 32
@@ -134,24 +136,6 @@ class HostInfo:
 
 
 def probe_host() -> HostInfo:
-    free = size_kb = 0
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                key, _, rest = line.partition(":")
-                if key == "HugePages_Free":
-                    free = int(rest.split()[0])
-                elif key == "Hugepagesize":
-                    size_kb = int(rest.split()[0])
-    except OSError:
-        pass
-    mounted = False
-    try:
-        with open("/proc/mounts") as f:
-            mounted = any(line.split()[2] == "hugetlbfs" for line in f
-                          if len(line.split()) > 2)
-    except OSError:
-        pass
     others = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -170,8 +154,9 @@ def probe_host() -> HostInfo:
         wmem = 212992
     return HostInfo(is_root=os.geteuid() == 0, wmem_default=wmem,
                     cpus=sorted(os.sched_getaffinity(0)),
-                    hugepages_free_mb=free * size_kb // 1024,
-                    hugetlbfs_mounted=mounted, other_vswitchd=others)
+                    hugepages_free_mb=hugepages.free_mb(),
+                    hugetlbfs_mounted=hugepages.hugetlbfs_mounted(),
+                    other_vswitchd=others)
 
 
 # ---------------------------------------------------------------- binaries
@@ -243,6 +228,7 @@ class Config:
     ring_size: int
     max_burst: int
     poll_interval_us: int
+    max_rate_bps: int               # byte shaping (max-rate), 0 = packets
     ring_rate_fraction: float
     sweep_param: Optional[str]
     sweep_values: List[int]
@@ -276,6 +262,8 @@ class Config:
 
     @property
     def daqring_rate_bps(self) -> float:
+        if self.max_rate_bps:
+            return float(self.max_rate_bps)
         if self.poll_interval_us == 0:
             return float("inf")
         return self.max_burst * DAQRING_FRAME * 8 / (
@@ -413,15 +401,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="daqring capacity in packets (default: two "
                    "events of full-size packets per DCM, rounded up to a "
                    "power of 2)")
+    g.add_argument("--shaper", choices=("bytes", "packets"),
+                   default="bytes", help="daqring shaping: 'bytes' sets "
+                   "max-rate (a token bucket in bytes, frames counted with "
+                   "--link-overhead bytes, like the link), 'packets' sets "
+                   "max-burst per poll-interval (default: %(default)s, "
+                   "packets if --poll-interval is given)")
+    g.add_argument("--max-rate", metavar="RATE",
+                   help="daqring max-rate with --shaper bytes (default: "
+                   "--ring-rate-fraction x --link-rate)")
     g.add_argument("--max-burst", type=int, default=0, metavar="B",
-                   help="daqring max-burst, 1..32 (default: chosen with "
-                   "--poll-interval to just under the link rate)")
+                   help="daqring max-burst, 1..32 (default: bytes: the "
+                   "largest burst of full frames that fits half the port "
+                   "buffer; packets: chosen with --poll-interval to just "
+                   "under the link rate)")
     g.add_argument("--poll-interval", type=int, default=-1, metavar="US",
                    help="daqring poll-interval in microseconds, 0 = "
-                   "unshaped (default: chosen with --max-burst)")
+                   "unshaped; implies --shaper packets (default: chosen "
+                   "with --max-burst)")
     g.add_argument("--ring-rate-fraction", type=float, default=0.99,
                    metavar="F", help="automatic daqring shaping targets F "
-                   "x the link's frame rate (default: %(default)s)")
+                   "x the link's rate (default: %(default)s)")
     g.add_argument("--sweep", metavar="PARAM=V1,V2,...",
                    help="run the mode PARAM belongs to once per value and "
                    "plot goodput and p99 against it; PARAM is ring-size, "
@@ -631,7 +631,27 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     if ns.poll_interval < -1:
         raise ConfigError("--poll-interval must not be negative")
     frame_bits = (mtu + 14 + ns.link_overhead) * 8
-    if ns.max_burst and ns.poll_interval >= 0:
+    max_rate = 0
+    if ns.max_rate is not None and (ns.shaper == "packets"
+                                    or ns.poll_interval >= 0):
+        raise ConfigError("--max-rate shapes by bytes: it excludes "
+                          "--shaper packets and --poll-interval")
+    if ns.shaper == "bytes" and ns.poll_interval < 0:
+        # The daqring counts each frame's overhead like the link's tbf
+        # (frame-overhead = --link-overhead), so it can run at the link's
+        # rate for any frame size.  Its bucket holds max-burst full frames:
+        # the burst packet shaping would choose (at most half the port's
+        # buffer; 5 frames at 200 Mbit/s), since bursts of half the buffer
+        # after idle time overflowed the port when the host was busy.
+        max_rate = (parse_rate(ns.max_rate) if ns.max_rate is not None
+                    else int(round(ns.ring_rate_fraction * rate)))
+        if not 1000 <= max_rate <= 10**12:
+            raise ConfigError("--max-rate must be 1kbit..1000gbit")
+        max_burst = ns.max_burst or auto_shaping(
+            max_rate, ns.link_overhead, mtu, 1.0,
+            ns.port_frames // 2 * (mtu + 14))[0]
+        poll = 0
+    elif ns.max_burst and ns.poll_interval >= 0:
         max_burst, poll = ns.max_burst, ns.poll_interval
     elif ns.max_burst:
         max_burst = ns.max_burst
@@ -705,7 +725,8 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         link_burst=burst, link_limit=limit, link_overhead=ns.link_overhead,
         port_frames=ns.port_frames,
         mtu=mtu, modes=modes, ring_size=ring, max_burst=max_burst,
-        poll_interval_us=poll, ring_rate_fraction=ns.ring_rate_fraction,
+        poll_interval_us=poll, max_rate_bps=max_rate,
+        ring_rate_fraction=ns.ring_rate_fraction,
         sweep_param=sweep_param, sweep_values=sweep_values,
         binaries=binaries, socket_mem_mb=ns.socket_mem,
         use_hugepages=use_huge, hugepages_mode=ns.hugepages,

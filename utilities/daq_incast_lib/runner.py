@@ -69,10 +69,18 @@ def mode_runs(cfg: Config) -> List[Tuple[str, Dict[str, Any], str]]:
                 "ring_size": over.get("ring-size", cfg.ring_size),
                 "max_burst": over.get("max-burst", cfg.max_burst),
                 "poll_interval_us": over.get("poll-interval",
-                                             cfg.poll_interval_us)}
-            p["rate_bps"] = (p["max_burst"] * 1518 * 8
-                             / (p["poll_interval_us"] * 1e-6)
-                             if p["poll_interval_us"] else 0)
+                                             cfg.poll_interval_us),
+                # A swept poll-interval means packet shaping.
+                "max_rate_bps": (0 if "poll-interval" in over
+                                 else cfg.max_rate_bps),
+                "frame_overhead": cfg.link_overhead}
+            if p["max_rate_bps"]:
+                p["rate_bps"] = p["max_rate_bps"]
+            elif p["poll_interval_us"]:
+                p["rate_bps"] = (p["max_burst"] * 1518 * 8
+                                 / (p["poll_interval_us"] * 1e-6))
+            else:
+                p["rate_bps"] = 0
             return p
         return {}
 
@@ -370,7 +378,9 @@ class Runner:
             try:
                 program_daqrings(self.switch, self.plan, params["ring_size"],
                                  params["max_burst"],
-                                 params["poll_interval_us"])
+                                 params["poll_interval_us"],
+                                 params["max_rate_bps"],
+                                 params["frame_overhead"])
             except ModeUnavailable as e:
                 result.update(status="error", error=str(e))
                 return result
@@ -483,11 +493,18 @@ def describe(cfg: Config, plan: Plan) -> str:
            " (auto)" if cfg.credits_auto else ""),
     ]
     if "daqring" in cfg.modes:
-        lines.append(
-            "daqring: ring-size %d, max-burst %d, poll-interval %d us = %s "
-            "(max-burst x 1518 x 8 / poll-interval)"
-            % (cfg.ring_size, cfg.max_burst, cfg.poll_interval_us,
-               format_rate(cfg.daqring_rate_bps)))
+        if cfg.max_rate_bps:
+            lines.append(
+                "daqring: ring-size %d, max-rate %s (bytes, +%d B/frame "
+                "like the link), max-burst %d"
+                % (cfg.ring_size, format_rate(cfg.max_rate_bps),
+                   cfg.link_overhead, cfg.max_burst))
+        else:
+            lines.append(
+                "daqring: ring-size %d, max-burst %d, poll-interval %d us = "
+                "%s (max-burst x 1518 x 8 / poll-interval)"
+                % (cfg.ring_size, cfg.max_burst, cfg.poll_interval_us,
+                   format_rate(cfg.daqring_rate_bps)))
     lines.append("switch: %s" % cfg.binaries.origin)
     lines += ["note: " + n for n in cfg.notes]
     return "\n".join(lines)

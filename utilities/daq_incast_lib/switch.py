@@ -301,7 +301,8 @@ def daqctl(sw: Switch, *args: str, timeout: float = 120) -> str:
 
 
 def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
-                     poll_us: int) -> Dict[str, int]:
+                     poll_us: int, max_rate: int = 0,
+                     frame_overhead: int = 24) -> Dict[str, int]:
     """Per DCM a daqring, priority=100 ip,nw_dst=DCM -> ring and
     priority=101 in_port=ring -> DCM port, through ovs-daqctl (one OVSDB
     transaction, one OpenFlow bundle); NORMAL (priority 0) stays for
@@ -316,9 +317,15 @@ def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
     dcms = [{"name": plan.ring_name(d), "ip": d.ips[0],
              "egress": d.port_name, "ofport": plan.ring_ofport(d)}
             for d in plan.dcms]
-    doc = {"defaults": {"ring-size": ring_size, "max-burst": max_burst,
-                        "poll-interval": poll_us},
-           "dcms": dcms}
+    defaults: Dict[str, object] = {"ring-size": ring_size,
+                                   "max-burst": max_burst}
+    if max_rate:
+        # Byte shaping: ovs-daqctl writes a rate as the ring's max-rate.
+        defaults.update({"rate": "%dbit" % max_rate,
+                         "frame-overhead": frame_overhead})
+    else:
+        defaults["poll-interval"] = poll_us
+    doc = {"defaults": defaults, "dcms": dcms}
     path = os.path.join(sw.dir, "dcm-map.json")
     with open(path, "w") as f:
         # JSON is YAML: ovs-daqctl reads it as a map.
