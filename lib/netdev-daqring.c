@@ -885,6 +885,11 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         ovsrcu_set(&dev->shaper,
                    netdev_daqring_shaper_create(&cfg, ++dev->shaper_seq));
         ovsrcu_postpone(free, old);
+        /* A waiting ring's doorbell may be deferred to a deadline of the old
+         * shaping, up to a whole 'poll-interval' away: ring it now, so that
+         * the new shaping applies at once.  The deferred ring later is only
+         * one more poll. */
+        netdev_rxq_doorbell_ring(dev->doorbell);
     }
     dev->cfg = cfg;
     if (dev->config_error) {
