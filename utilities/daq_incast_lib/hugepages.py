@@ -3,10 +3,11 @@ and given back after it, or the --no-huge fallback.
 
 A fresh machine has no hugepages (vm.nr_hugepages = 0) and no hugetlbfs
 mount.  As root, reserve() raises nr_hugepages by what is missing and
-mounts a hugetlbfs of its own if none is mounted; the Cleanup stack undoes
-both.  The undo lowers nr_hugepages by the number of pages this run added
-(not back to an absolute value), so runs that overlap on one machine do not
-take each other's pages away.  Where hugepages cannot be had, DPDK runs
+mounts a hugetlbfs of its own (even if one is mounted: another run's
+mount may go away while this run still starts DPDK); the Cleanup stack
+undoes both.  The undo lowers nr_hugepages by the number of pages this run
+added (not back to an absolute value), so runs that overlap on one machine
+do not take each other's pages away.  Where hugepages cannot be had, DPDK runs
 with --no-huge, which needs --legacy-mem (ovs-vswitchd otherwise adds
 --in-memory, which DPDK refuses together with --no-huge) and so a file
 prefix of its own, whose runtime directory is removed afterwards."""
@@ -90,14 +91,20 @@ def reserve(want_mb: int, mount_dir: str, cleanup: Cleanup
         if free < want:
             return ("the kernel gave only %d of %d hugepages (memory too "
                     "fragmented?)" % (free, want))
-    if not hugetlbfs_mounted():
+    # A hugetlbfs of our own even if one is mounted: another run's mount
+    # may go away while this one still starts DPDK processes.
+    if os.geteuid() == 0:
         os.makedirs(mount_dir, exist_ok=True)
         try:
             run(["mount", "-t", "hugetlbfs", "none", mount_dir])
         except RunError as e:
-            return "no hugetlbfs mount and mounting one failed: %s" % e
+            if not hugetlbfs_mounted():
+                return "no hugetlbfs mount and mounting one failed: %s" % e
+            return None
         cleanup.push("unmount " + mount_dir,
                      lambda: run(["umount", mount_dir]))
+    elif not hugetlbfs_mounted():
+        return "no hugetlbfs is mounted, and only root can mount one"
     return None
 
 
