@@ -36,13 +36,23 @@ ENV = dict(os.environ, LC_ALL="C")
 
 
 def fork_version() -> str:
-    """VERSION-RELEASE from configure.ac: DAQ_BASE_VERSION-DAQ_RELEASE."""
-    with open(os.path.join(TOP, "configure.ac"), encoding="utf-8") as f:
-        text = f.read()
-    base = re.search(r"AC_SUBST\(\[DAQ_BASE_VERSION\], \[([^]]+)\]\)", text)
-    rel = re.search(r"AC_SUBST\(\[DAQ_RELEASE\], \[([^]]+)\]\)", text)
-    assert base and rel, "configure.ac: DAQ_BASE_VERSION / DAQ_RELEASE"
-    return "%s-%s" % (base.group(1), rel.group(1))
+    """VERSION-RELEASE of the configured tree: DAQ_BASE_VERSION-DAQ_RELEASE
+    from config.mk (configure takes the base version from the pin of the
+    chosen base, so configure.ac no longer holds it literally)."""
+    values = {}
+    try:
+        with open(os.path.join(TOP, "config.mk"), encoding="utf-8") as f:
+            for line in f:
+                key, sep, value = line.partition("=")
+                if sep:
+                    values[key.strip()] = value.strip()
+    except OSError:
+        pass
+    base = values.get("DAQ_BASE_VERSION")
+    rel = values.get("DAQ_RELEASE")
+    if not base or not rel:
+        return "unconfigured"
+    return "%s-%s" % (base, rel)
 
 
 VERSION = fork_version()
