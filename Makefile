@@ -87,7 +87,7 @@ build all: prepare
 clean:
 	if [ -f $(OVS)/Makefile ]; then $(MAKE) -C $(OVS) clean; fi
 	rm -rf $(CLEAN_LOCAL)
-	find utilities tests -name __pycache__ -prune -exec rm -rf {} +
+	find python tests -name __pycache__ -prune -exec rm -rf {} +
 
 distclean: clean
 	rm -rf $(OVS) .ovs.tmp $(addprefix base-,$(EXTRA_BASES)) \

@@ -8,8 +8,6 @@ available (daq-bench reserves the hugepages it needs itself).
 """
 
 import copy
-import importlib.machinery
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,21 +16,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
+from ovs_daqring.bench import cli as db
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 SCRIPT = os.path.join(TOP, "utilities", "daq-bench")
-
-
-def _load() -> Any:
-    loader = importlib.machinery.SourceFileLoader("daq_bench", SCRIPT)
-    spec = importlib.util.spec_from_loader("daq_bench", loader)
-    assert spec is not None
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-db = _load()
 
 # Captured on the bench machine (ovs-daqring 3.1.0, one PMD on core 1,
 # net_null source -> daqring -> net_null sink).

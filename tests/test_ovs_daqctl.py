@@ -25,15 +25,13 @@ minute, most of it ovs-vswitchd adding 1000 daqrings).
 """
 
 import hashlib
-import importlib.machinery
-import importlib.util
+import importlib
 import json
 import os
 import shutil
 import signal
 import struct
 import subprocess
-import sys
 import tempfile
 import textwrap
 import time
@@ -43,12 +41,14 @@ from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "utilities"))
+from ovs_daqring import hugepages
 # The decoder of ovs-vsctl's JSON output that daq-incast uses.
-from daq_incast_lib import hugepages  # noqa: E402
-from daq_incast_lib.switch import ovs_json_value  # noqa: E402
+from ovs_daqring.sandbox import ovs_json_value
+
+ROOT = Path(__file__).resolve().parent.parent
+
 DAQCTL = ROOT / "utilities" / "ovs-daqctl"
+DAQCTL_PKG = ROOT / "python" / "ovs_daqring" / "daqctl"
 OVS = ROOT / "ovs"
 PYTHON = "/usr/bin/python3"
 BIN = {
@@ -67,12 +67,7 @@ HUGEPAGES_NEEDED_MB = 256
 
 # ====================================================== the tool as a module
 def _load_daqctl() -> ModuleType:
-    loader = importlib.machinery.SourceFileLoader("ovs_daqctl", str(DAQCTL))
-    spec = importlib.util.spec_from_loader("ovs_daqctl", loader)
-    assert spec is not None
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    return importlib.import_module("ovs_daqring.daqctl.cli")
 
 
 @pytest.fixture(scope="module")
@@ -321,7 +316,8 @@ def test_cli_help_and_flake8() -> None:
     for word in ("apply", "add-dcm", "del-dcm", "show", "flows"):
         assert word in p.stdout
     if shutil.which("flake8") or os.path.exists("/usr/bin/flake8"):
-        f = subprocess.run([PYTHON, "-m", "flake8", str(DAQCTL), __file__],
+        f = subprocess.run([PYTHON, "-m", "flake8", str(DAQCTL),
+                            str(DAQCTL_PKG), __file__],
                            capture_output=True, text=True, timeout=120)
         assert f.returncode == 0, f.stdout
 

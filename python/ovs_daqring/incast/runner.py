@@ -20,12 +20,11 @@ from .config import (SWEEP_PARAMS, Config, ConfigError, build_parser,
 from .stats import (SCHEMA, counter_delta, format_table,
                     ideal_collection_time, ideal_goodput, payload_efficiency,
                     summarize_mode, validate_results)
-from .switch import (STATS_INTERVAL, ModeUnavailable, Switch,
-                     program_daqrings, remove_daqrings)
-from .sysutil import (Cleanup, Interrupted, RunError, die_with_parent,
-                      install_signal_handlers, pid_alive, run,
-                      stale_namespaces,
-                      stop_process)
+from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
+                       install_signal_handlers, pid_alive, run,
+                       stale_namespaces, stop_process)
+from ..sandbox import (STATS_INTERVAL, ModeUnavailable, Switch,
+                       program_daqrings, remove_daqrings)
 from .topology import ROS_PORT, Plan, Topology, make_plan
 
 AGENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -535,7 +534,9 @@ def cleanup_stale() -> int:
     return 0
 
 
-def main(argv: Sequence[str]) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
     ns = build_parser().parse_args(list(argv))
     if ns.version:
         print("daq-incast (ovs-daqring) %s" % VERSION)

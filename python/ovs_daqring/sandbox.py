@@ -9,10 +9,10 @@ import sys
 import time
 from typing import Dict, List, Optional, Set, Tuple
 
-from . import hugepages
-from .config import Config
-from .sysutil import Cleanup, RunError, die_with_parent, run, stop_process
-from .topology import Host, Plan
+from . import hugepages, tool_path
+from .incast.config import Config
+from .process import Cleanup, RunError, die_with_parent, run, stop_process
+from .incast.topology import Host, Plan
 
 
 class ModeUnavailable(Exception):
@@ -280,12 +280,7 @@ STATS_INTERVAL = 5.0 + 0.7
 def daqctl_path() -> str:
     """ovs-daqctl next to daq-incast (the repository's utilities/, or the
     same bin directory when installed), else the one on PATH."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for d in (here, os.path.dirname(os.path.abspath(sys.argv[0]))):
-        path = os.path.join(d, "ovs-daqctl")
-        if os.access(path, os.X_OK):
-            return path
-    path = shutil.which("ovs-daqctl")
+    path = tool_path("ovs-daqctl")
     if not path:
         raise ModeUnavailable("ovs-daqctl not found next to daq-incast or "
                               "on PATH")

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import hugepages
+from .. import TOP, hugepages
 
 # Debian's DPDK 22.11 is built with RTE_MAX_ETHPORTS=32: one ovs-vswitchd
 # can open at most 32 ethdev ports (each host namespace needs one).
@@ -39,9 +39,7 @@ SWEEP_PARAMS = {
     "poll-interval": ("daqring", 0),
     "credits": ("credits", 1),
 }
-DEFAULT_OVS_BUILD = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), "ovs")
+DEFAULT_OVS_BUILD = os.path.join(TOP, "ovs")
 
 
 class ConfigError(Exception):
