@@ -16,8 +16,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from ovs_daqring import hugepages, sandbox
-from ovs_daqring.incast import config, runner, stats, topology
+from ovs_daqring import hugepages
+from ovs_daqring.incast import config, runner, stats, switch, topology
 from ovs_daqring.incast.config import ConfigError, HostInfo
 from ovs_daqring.process import Cleanup, stale_namespaces
 
@@ -243,7 +243,6 @@ def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
                               max_rate: int, poll: int) -> None:
     """The map daq-incast hands to ovs-daqctl: max-rate (byte shaping) by
     default, checked by ovs-daqctl itself (offline)."""
-    switch = sandbox
     plan = topology.make_plan(4242, 4, 2, 1)
     calls: List[List[str]] = []
 

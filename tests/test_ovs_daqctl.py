@@ -43,7 +43,7 @@ import pytest
 
 from ovs_daqring import hugepages
 # The decoder of ovs-vsctl's JSON output that daq-incast uses.
-from ovs_daqring.sandbox import ovs_json_value
+from ovs_daqring.sandbox import Sandbox, ovs_json_value, tree_binaries
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -341,19 +341,17 @@ def _skip_reason() -> Optional[str]:
     return None
 
 
-class Switch:
-    """ovsdb-server and ovs-vswitchd in namespace 'ns', files in 'dir'."""
+class Switch(Sandbox):
+    """The sandbox (ovs_daqring.sandbox): ovsdb-server and ovs-vswitchd in
+    a network namespace of their own, files in a temporary directory."""
 
     def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="daqctl-test-")
-        self.ns = "daqctl-%d" % os.getpid()
-        self.sock = os.path.join(self.dir, "db.sock")
-        self.db = "unix:" + self.sock
-        self.env = dict(os.environ, OVS_RUNDIR=self.dir, OVS_LOGDIR=self.dir,
-                        OVS_DBDIR=self.dir, OVS_SYSCONFDIR=self.dir,
-                        OVS_OFCTL=str(BIN["ofctl"]))
-        self.procs: List["subprocess.Popen[bytes]"] = []
-        self.ns_created = False
+        ns = "daqctl-%d" % os.getpid()
+        super().__init__(tree_binaries(str(OVS)),
+                         tempfile.mkdtemp(prefix="daqctl-test-"), netns=ns,
+                         own_netns=True,
+                         env={"OVS_OFCTL": str(BIN["ofctl"])})
+        self.ns = ns
 
     def run(self, *cmd: str, check: bool = True,
             timeout: float = 120) -> "subprocess.CompletedProcess[str]":
@@ -364,12 +362,8 @@ class Switch:
                 " ".join(cmd), p.returncode, p.stdout, p.stderr))
         return p
 
-    def vsctl(self, *args: str) -> str:
-        return self.run(str(BIN["vsctl"]), "--db=" + self.db,
-                        "--timeout=120", *args).stdout
-
-    def ofctl(self, *args: str) -> str:
-        return self.run(str(BIN["ofctl"]), *args).stdout
+    def vsctl(self, *args: str, timeout: float = 120) -> str:
+        return super().vsctl(*args, timeout=timeout)
 
     def daqctl(self, *args: str, bridge: str = "br0", in_ns: bool = False,
                check: Optional[int] = 0,
@@ -388,37 +382,18 @@ class Switch:
                 % (" ".join(args), p.returncode, check, p.stdout, p.stderr))
         return p
 
-    def start(self) -> None:
-        self.run("ip", "netns", "add", self.ns)
-        self.ns_created = True
-        self.run("ip", "netns", "exec", self.ns, "ip", "link", "set", "lo",
-                 "up")
-        conf = os.path.join(self.dir, "conf.db")
-        self.run(str(BIN["ovsdb_tool"]), "create", conf, str(SCHEMA))
-        self._spawn("ovsdb-server", [
-            str(BIN["ovsdb_server"]), conf, "--remote=punix:" + self.sock,
-            "--remote=ptcp:%d:127.0.0.1" % OVSDB_TCP,
-            "--unixctl=" + os.path.join(self.dir, "ovsdb-server.ctl"),
-            "--log-file=" + os.path.join(self.dir, "ovsdb-server.log"),
-            "-vconsole:off"])
-        deadline = time.monotonic() + 20
-        while not os.path.exists(self.sock):
-            assert time.monotonic() < deadline, "ovsdb-server did not start"
-            time.sleep(0.05)
-        self.vsctl("--no-wait", "init", "--", "set", "Open_vSwitch", ".",
-                   "other_config:dpdk-init=true",
-                   "other_config:pmd-cpu-mask=0x2",
-                   "other_config:dpdk-socket-mem=%d" % HUGEPAGES_NEEDED_MB,
-                   'other_config:dpdk-extra="--no-pci --in-memory '
-                   '--file-prefix=%s"' % self.ns)
-        self._spawn("ovs-vswitchd", [
-            str(BIN["vswitchd"]), self.db,
-            "--unixctl=" + os.path.join(self.dir, "ovs-vswitchd.ctl"),
-            "--log-file=" + os.path.join(self.dir, "ovs-vswitchd.log"),
+    def start(self) -> None:   # type: ignore[override]
+        super().start([
+            "other_config:dpdk-init=true", "other_config:pmd-cpu-mask=0x2",
+            "other_config:dpdk-socket-mem=%d" % HUGEPAGES_NEEDED_MB,
+            'other_config:dpdk-extra="--no-pci --in-memory '
+            '--file-prefix=%s"' % self.ns],
+            # ovsdb-server in the namespace: its TCP remote is there.
+            ovsdb_args=["--remote=ptcp:%d:127.0.0.1" % OVSDB_TCP],
+            ovsdb_in_netns=True,
             # dpif-netdev logs every rx queue at every port change: with
             # 1000 daqrings that is 10^6 lines.
-            "-vconsole:off", "-vdpif_netdev:file:warn"])
-        self.vsctl("wait-until", "Open_vSwitch", ".", "dpdk_initialized=true")
+            vswitchd_args=["-vdpif_netdev:file:warn"])
         # br0: the main bridge (also reachable by OpenFlow over TCP);
         # br1: a second switch of a multi-switch map; br2: 1000 DCMs.
         self.vsctl(
@@ -446,33 +421,17 @@ class Switch:
                     "type=internal"]
         return out
 
-    def _spawn(self, name: str, cmd: List[str]) -> None:
-        with open(os.path.join(self.dir, name + ".out"), "w") as out:
-            # "ip netns exec" execs the daemon: the pid is the daemon's.
-            self.procs.append(subprocess.Popen(
-                ["ip", "netns", "exec", self.ns] + cmd, env=self.env,
-                stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True))
-
-    def stop(self) -> None:
+    def stop(self) -> None:   # type: ignore[override]
         # SIGTERM, not "ovs-appctl exit": ovs-vswitchd would remove the
         # 1000 daqrings one by one (about a minute).  DPDK memory is
         # --in-memory, freed with the process; its runtime directory for
         # the file prefix is not.
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(10)
-        if self.ns_created:
-            subprocess.run(["ip", "netns", "del", self.ns],
-                           capture_output=True)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        shutil.rmtree(os.path.join("/var/run/dpdk", self.ns),
-                      ignore_errors=True)
+        try:
+            super().stop(fast=True)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            shutil.rmtree(os.path.join("/var/run/dpdk", self.ns),
+                          ignore_errors=True)
 
     # ---------------------------------------------------------- reading
     def next_cfg(self) -> int:
@@ -1129,7 +1088,8 @@ def test_concurrent_add_del_dcm(sw: Switch, tmp_path: Path) -> None:
     # ovs-vswitchd is stopped while they all commit: the add-dcm that it
     # then refuses (NUMA node 7) sees the others' DCMs before it rolls
     # back.
-    vswitchd = sw.procs[1]
+    vswitchd = sw.vswitchd
+    assert vswitchd is not None
     vswitchd.send_signal(signal.SIGSTOP)
     try:
         bad = start(["add-dcm", "u1", "--ip", "10.0.11.9", "--egress", "q1",

@@ -24,12 +24,14 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import TOP, VERSION, hugepages, tool_path
 from ..incast.config import ConfigError, parse_cpu_mask
-from ..process import (
-    Cleanup, Interrupted, RunError, die_with_parent, run, stop_process)
+from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
+                       read_text, run, signals_held, stop_process)
+from ..sandbox import Binaries, Sandbox, tree_binaries
 
 SCHEMA = "daq-bench/1"
 DEFAULT_OVS_BUILD = os.path.join(TOP, "ovs")
@@ -867,14 +869,6 @@ def markdown(res: Dict[str, Any]) -> str:
 
 
 # ================================================================ machine
-def _read(path: str, default: str = "") -> str:
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return default
-
-
 def rel(path: str) -> str:
     """path relative to the current directory if it is below it."""
     r = os.path.relpath(path)
@@ -903,14 +897,14 @@ def source_state() -> Dict[str, Any]:
 
 
 def loadavg() -> str:
-    return " ".join(_read("/proc/loadavg", "? ? ?").split()[:3])
+    return " ".join(read_text("/proc/loadavg", "? ? ?").split()[:3])
 
 
 def other_vswitchd(own: Sequence[int] = ()) -> List[str]:
     out = []
     for pid in os.listdir("/proc"):
         if pid.isdigit() and int(pid) not in own:
-            comm = _read("/proc/%s/comm" % pid).strip()
+            comm = read_text("/proc/%s/comm" % pid).strip()
             if comm.startswith("ovs-vswitchd"):
                 out.append("%s (%s)" % (pid, comm))
     return sorted(out)
@@ -929,11 +923,11 @@ def build_dpdk_version(vswitchd: str) -> str:
 
 def machine(pmd_cpus: List[int], other_cpus: List[int],
             hugepages: str) -> Dict[str, Any]:
-    cpuinfo = _read("/proc/cpuinfo")
+    cpuinfo = read_text("/proc/cpuinfo")
     model = re.search(r"model name\s*:\s*(.*)", cpuinfo)
     flags = re.search(r"flags\s*:\s*(.*)", cpuinfo)
-    mem = re.search(r"MemTotal:\s+(\d+)", _read("/proc/meminfo"))
-    osr = re.search(r'PRETTY_NAME="([^"]*)"', _read("/etc/os-release"))
+    mem = re.search(r"MemTotal:\s+(\d+)", read_text("/proc/meminfo"))
+    osr = re.search(r'PRETTY_NAME="([^"]*)"', read_text("/etc/os-release"))
     dpdk = ""
     try:
         dpdk = run(["pkg-config", "--modversion", "libdpdk"]).strip()
@@ -957,39 +951,28 @@ def machine(pmd_cpus: List[int], other_cpus: List[int],
 
 
 # ================================================================ binaries
-class Build:
+@dataclass
+class Build(Binaries):
     """One ovs-vswitchd and the tools and schema used with it.  The tools
     and ovsdb-server are always those of the patched build (the protocols
     are the same); the schema is the one that came with the vswitchd."""
+    label: str = ""
+    desc: str = ""
+    daqring: bool = True
 
-    def __init__(self, label: str, vswitchd: str, tools: str,
-                 schema: str, desc: str, daqring: bool) -> None:
-        self.label = label
-        self.vswitchd = vswitchd
-        self.ovsdb_server = os.path.join(tools, "ovsdb", "ovsdb-server")
-        self.ovsdb_tool = os.path.join(tools, "ovsdb", "ovsdb-tool")
-        self.vsctl = os.path.join(tools, "utilities", "ovs-vsctl")
-        self.ofctl = os.path.join(tools, "utilities", "ovs-ofctl")
-        self.appctl = os.path.join(tools, "utilities", "ovs-appctl")
-        self.schema = schema
-        self.desc = desc
-        self.daqring = daqring
 
-    def check(self) -> Optional[str]:
-        for p in (self.vswitchd, self.ovsdb_server, self.ovsdb_tool,
-                  self.vsctl, self.ofctl, self.appctl):
-            if not os.access(p, os.X_OK):
-                return "%s: not found or not executable" % p
-        if not os.path.isfile(self.schema):
-            return "%s: schema not found" % self.schema
-        return None
+def build(label: str, vswitchd: str, tools: str, schema: str, desc: str,
+          daqring: bool) -> Build:
+    return Build(**vars(tree_binaries(tools, vswitchd, schema)),
+                 label=label, desc=desc, daqring=daqring)
 
 
 def tree_build(label: str, tree: str, tools: str) -> Build:
-    cflags = parse_configure_cflags(_read(os.path.join(tree, "config.log")))
+    cflags = parse_configure_cflags(
+        read_text(os.path.join(tree, "config.log")))
     desc = "%s (CFLAGS '%s')" % (rel_top(tree), cflags if cflags is not None
                                  else "?")
-    return Build(label, os.path.join(tree, "vswitchd", "ovs-vswitchd"),
+    return build(label, os.path.join(tree, "vswitchd", "ovs-vswitchd"),
                  tools, os.path.join(tree, "vswitchd", "vswitch.ovsschema"),
                  desc, True)
 
@@ -1000,81 +983,27 @@ def opt_level(cflags: Optional[str]) -> str:
 
 
 # ================================================================ switch
-def _block_signals() -> Dict[int, Any]:
-    return {s: signal.signal(s, signal.SIG_IGN)
-            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-
-
-def _restore_signals(old: Dict[int, Any]) -> None:
-    for s, h in old.items():
-        signal.signal(s, h)
-
-
-class Switch:
-    """A private ovsdb-server and ovs-vswitchd (userspace datapath, DPDK
-    --no-pci --in-memory with a file prefix of its own) in a network
-    namespace of its own, with one bridge br0 whose default NORMAL flow is
-    removed.  Everything lives under `workdir`."""
+class Switch(Sandbox):
+    """The sandbox (ovs_daqring.sandbox: userspace datapath, DPDK --no-pci
+    --in-memory with a file prefix of its own) in a network namespace of
+    its own, with one bridge br0 whose default NORMAL flow is removed.
+    Everything lives under `workdir`."""
 
     def __init__(self, bench: "Bench", build: Build, tag: str) -> None:
+        super().__init__(build, os.path.join(bench.workdir, tag), netns=tag,
+                         own_netns=True, label=build.label,
+                         ofctl_args=["--no-names"])
         self.bench = bench
         self.b = build
         self.tag = tag
-        self.dir = os.path.join(bench.workdir, tag)
-        self.ns = tag
-        self.sock = os.path.join(self.dir, "db.sock")
-        self.ctl = os.path.join(self.dir, "ovs-vswitchd.ctl")
         self.mgmt = "unix:%s/br0.mgmt" % self.dir
-        self.env = dict(os.environ, OVS_RUNDIR=self.dir,
-                        OVS_LOGDIR=self.dir, OVS_DBDIR=self.dir,
-                        OVS_SYSCONFDIR=self.dir)
-        self.ovsdb: Optional["subprocess.Popen[bytes]"] = None
-        self.vswitchd: Optional["subprocess.Popen[bytes]"] = None
-        self.netns = False
         self.ofports: Dict[str, int] = {}
-        self.stop_s: Optional[float] = None
-        self._pmd_tids: Optional[List[int]] = None
-
-    # ---------------------------------------------------------- tools
-    def vsctl(self, *args: str, timeout: float = 60) -> str:
-        return run([self.b.vsctl, "--db=unix:" + self.sock,
-                    "--timeout=%d" % timeout] + list(args), env=self.env,
-                   timeout=timeout + 10)
-
-    def ofctl(self, *args: str, input: Optional[str] = None) -> str:
-        return run([self.b.ofctl, "--no-names"] + list(args), env=self.env,
-                   input=input, timeout=60)
-
-    def appctl(self, *args: str, timeout: float = 60) -> str:
-        return run([self.b.appctl, "-t", self.ctl,
-                    "--timeout=%d" % timeout] + list(args), env=self.env,
-                   timeout=timeout + 10)
-
-    def log_tail(self, n: int = 12) -> str:
-        lines = _read(os.path.join(self.dir, "ovs-vswitchd.log")).split("\n")
-        return "\n".join(lines[-n:])
 
     # ---------------------------------------------------------- life
-    def start(self) -> None:
+    def start(self) -> None:   # type: ignore[override]
         cfg = self.bench.args
         os.makedirs(self.dir, exist_ok=True)
         self.bench.live.append(self)
-        db = os.path.join(self.dir, "conf.db")
-        run([self.b.ovsdb_tool, "create", db, self.b.schema])
-        with open(os.path.join(self.dir, "ovsdb-server.out"), "w") as out:
-            self.ovsdb = subprocess.Popen(
-                [self.b.ovsdb_server, db, "--remote=punix:" + self.sock,
-                 "--unixctl=" + os.path.join(self.dir, "ovsdb-server.ctl"),
-                 "--log-file=" + os.path.join(self.dir, "ovsdb-server.log"),
-                 "-vconsole:off"], env=self.env, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=die_with_parent)
-        deadline = time.monotonic() + 20
-        while not os.path.exists(self.sock):
-            if self.ovsdb.poll() is not None or time.monotonic() > deadline:
-                raise RunError("ovsdb-server did not start (see %s)"
-                               % self.dir)
-            time.sleep(0.05)
         memory, extra = hugepages.dpdk_memory_config(
             self.bench.hugepages, cfg.socket_mem_text,
             self.bench.socket_mem_mb, self.tag, self.bench.cleanup)
@@ -1085,72 +1014,25 @@ class Switch:
         settings.append('other_config:dpdk-extra="%s"' % extra.strip())
         for kv in cfg.other_config:
             settings.append("other_config:%s" % kv)
-        self.vsctl("--no-wait", "init", "--", "set", "Open_vSwitch", ".",
-                   *settings)
-        run(["ip", "netns", "add", self.ns])
-        self.netns = True
-        with open(os.path.join(self.dir, "ovs-vswitchd.out"), "w") as out:
-            self.vswitchd = subprocess.Popen(
-                ["ip", "netns", "exec", self.ns, self.b.vswitchd,
-                 "unix:" + self.sock, "--unixctl=" + self.ctl,
-                 "--log-file=" + os.path.join(self.dir, "ovs-vswitchd.log"),
-                 "-vconsole:off"], env=self.env, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=die_with_parent)
-        try:
-            self.vsctl("wait-until", "Open_vSwitch", ".",
-                       "dpdk_initialized=true", timeout=120)
-        except RunError:
-            raise RunError("%s: ovs-vswitchd did not initialise DPDK:\n%s"
-                           % (self.b.label, self.log_tail()))
-        self.alive()
-        self.vsctl("add-br", "br0", "--", "set", "Bridge", "br0",
-                   "datapath_type=netdev", "fail_mode=secure")
+        super().start(settings)
+        self.add_bridge("br0", "fail_mode=secure")
         self.ofctl("del-flows", self.mgmt)
 
-    def alive(self) -> None:
-        if self.vswitchd is None or self.vswitchd.poll() is not None:
-            raise RunError("%s: ovs-vswitchd exited:\n%s"
-                           % (self.b.label, self.log_tail()))
-
-    def pid(self) -> int:
-        assert self.vswitchd is not None
-        return self.vswitchd.pid
-
-    def stop(self, fast: bool = False) -> None:
-        """Stops both daemons (ours, by pid) and deletes the namespace.
-        fast: SIGTERM ovs-vswitchd instead of 'exit --cleanup', which
-        deletes the ports one datapath reconfiguration at a time."""
-        old = _block_signals()
-        try:
-            p = self.vswitchd
-            if p is not None and p.poll() is None:
-                t0 = time.monotonic()
-                if not fast:
-                    try:
-                        self.appctl("exit", "--cleanup", timeout=30)
-                        p.wait(30)
-                    except (RunError, subprocess.TimeoutExpired):
-                        pass
-                try:
-                    stop_process(p, grace=10)
-                except subprocess.TimeoutExpired:
-                    self.bench.note("%s: ovs-vswitchd (pid %d) did not exit "
-                                    "after SIGKILL" % (self.tag, p.pid))
-                self.stop_s = time.monotonic() - t0
-            if self.ovsdb is not None:
-                stop_process(self.ovsdb)
-            if self.netns:
-                try:
-                    run(["ip", "netns", "delete", self.ns])
-                except RunError as e:
-                    self.bench.note("cleanup: %s" % e)
-                self.netns = False
+    def stop(self, fast: bool = False,  # type: ignore[override]
+             grace: float = 30) -> None:
+        """Sandbox.stop(), signals held off, with the bench's notes and
+        the switch's logs kept."""
+        with signals_held():
+            try:
+                super().stop(fast, grace)
+            except subprocess.TimeoutExpired:
+                self.bench.note("%s: ovs-vswitchd (pid %d) did not exit "
+                                "after SIGKILL" % (self.tag, self.pid()))
+            except RunError as e:
+                self.bench.note("cleanup: %s" % e)
             if self in self.bench.live:
                 self.bench.live.remove(self)
             self.bench.keep_logs(self)
-        finally:
-            _restore_signals(old)
 
     # ---------------------------------------------------------- ports
     def add_ports(self, specs: Sequence[Tuple[str, int, List[str]]],
@@ -1212,31 +1094,6 @@ class Switch:
         self.vsctl("set", "Interface", name, *kv)
 
     # ---------------------------------------------------------- readings
-    def pmd_tids(self) -> List[int]:
-        if self._pmd_tids is None:
-            assert self.vswitchd is not None
-            task = "/proc/%d/task" % self.vswitchd.pid
-            self._pmd_tids = []
-            for tid in os.listdir(task):
-                if _read("%s/%s/comm" % (task, tid)).startswith("pmd"):
-                    self._pmd_tids.append(int(tid))
-        return self._pmd_tids
-
-    def reset_pmd_tids(self) -> None:
-        self._pmd_tids = None
-
-    def schedstat(self) -> Tuple[int, int]:
-        """(ns on CPU, ns runnable but waiting), summed over PMD threads."""
-        assert self.vswitchd is not None
-        run_ns = wait_ns = 0
-        for tid in self.pmd_tids():
-            f = _read("/proc/%d/task/%d/schedstat"
-                      % (self.vswitchd.pid, tid)).split()
-            if len(f) >= 2:
-                run_ns += int(f[0])
-                wait_ns += int(f[1])
-        return run_ns, wait_ns
-
     def ports(self) -> Dict[str, Dict[str, Optional[int]]]:
         return parse_dump_ports(self.ofctl("dump-ports", self.mgmt))
 
@@ -1244,10 +1101,10 @@ class Switch:
         """Schedstat and every port's counters at (about) one instant; the
         dump-ports reply is built in one go by ovs-vswitchd."""
         t0 = time.monotonic_ns()
-        run_ns, wait_ns = self.schedstat()
+        run_ns, wait_ns = self.pmd_schedstat()
         ports = self.ports()
         t1 = time.monotonic_ns()
-        run2, wait2 = self.schedstat()
+        run2, wait2 = self.pmd_schedstat()
         return {"t_ns": (t0 + t1) // 2, "run_ns": (run_ns + run2) // 2,
                 "wait_ns": (wait_ns + wait2) // 2, "ports": ports,
                 "n_pmd": len(self.pmd_tids())}
@@ -1256,10 +1113,10 @@ class Switch:
         """vswitchd RSS, hugetlb mappings (kB) and DPDK heap use (B)."""
         assert self.vswitchd is not None
         pid = self.vswitchd.pid
-        rss = re.search(r"VmRSS:\s+(\d+)", _read("/proc/%d/status" % pid))
+        rss = re.search(r"VmRSS:\s+(\d+)", read_text("/proc/%d/status" % pid))
         huge = 0
         for m in re.finditer(r"(?:Private|Shared)_Hugetlb:\s+(\d+)",
-                             _read("/proc/%d/smaps" % pid)):
+                             read_text("/proc/%d/smaps" % pid)):
             huge += int(m.group(1))
         heap = 0
         try:
@@ -1309,7 +1166,7 @@ class Bench:
         self.patched = tree_build("patched", tools, tools)
         self.stock: Optional[Build] = None
         if args.stock_vswitchd != "none":
-            self.stock = Build("stock", args.stock_vswitchd, tools,
+            self.stock = build("stock", args.stock_vswitchd, tools,
                                STOCK_SCHEMA, "%s (Debian, unpatched)"
                                % args.stock_vswitchd, False)
         self.variant: Optional[Build] = None
@@ -2052,9 +1909,9 @@ class Bench:
             assert self.variant is not None
             out["opt"] = opt_verdict(
                 runs["patched"], runs["O3"],
-                opt_level(parse_configure_cflags(_read(os.path.join(
+                opt_level(parse_configure_cflags(read_text(os.path.join(
                     self.args.ovs_build, "config.log")))),
-                opt_level(parse_configure_cflags(_read(os.path.join(
+                opt_level(parse_configure_cflags(read_text(os.path.join(
                     self.args.o3_build, "config.log")))))
 
     # ---------------------------------------------------------- incast
@@ -2257,15 +2114,12 @@ class Bench:
             interrupted = True
             self.note("interrupted (signal %d)" % e.signum)
         finally:
-            old = _block_signals()
-            signal.alarm(0)
-            for sw in list(self.live):
-                sw.stop()
-            try:
+            with signals_held():
+                signal.alarm(0)
+                for sw in list(self.live):
+                    sw.stop()
                 self.cleanup.run()
                 shutil.rmtree(self.workdir, ignore_errors=True)
-            finally:
-                _restore_signals(old)
         res = self.result(interrupted)
         self.write(res)
         for v in res["verdicts"]:

@@ -6,6 +6,7 @@ Modules:
   topology -- address plan (pure) and namespaces/veths/qdiscs (root)
   agents   -- ROS and DCM processes run inside the namespaces (stdlib
               only, executed as a script)
+  switch   -- the sandbox with the hosts' ports, counters, daqrings
   runner   -- runs the modes, collects counters, prints the report
   plot     -- PNG plots (matplotlib)
 """

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import TOP, hugepages
+from ..sandbox import Binaries, tree_binaries
 
 # Debian's DPDK 22.11 is built with RTE_MAX_ETHPORTS=32: one ovs-vswitchd
 # can open at most 32 ethdev ports (each host namespace needs one).
@@ -158,18 +159,6 @@ def probe_host() -> HostInfo:
 
 
 # ---------------------------------------------------------------- binaries
-@dataclass
-class Binaries:
-    vswitchd: str
-    ovsdb_server: str
-    ovsdb_tool: str
-    vsctl: str
-    ofctl: str
-    appctl: str
-    schema: str
-    origin: str
-
-
 def _system_tool(name: str) -> str:
     for d in ("/usr/bin", "/usr/sbin"):
         p = os.path.join(d, name)
@@ -191,16 +180,7 @@ def resolve_binaries(ovs_build: Optional[str],
             appctl=_system_tool("ovs-appctl"),
             schema="/usr/share/openvswitch/vswitch.ovsschema",
             origin="system tools, vswitchd %s" % vswitchd)
-    d = ovs_build or DEFAULT_OVS_BUILD
-    return Binaries(
-        vswitchd=vswitchd or os.path.join(d, "vswitchd", "ovs-vswitchd"),
-        ovsdb_server=os.path.join(d, "ovsdb", "ovsdb-server"),
-        ovsdb_tool=os.path.join(d, "ovsdb", "ovsdb-tool"),
-        vsctl=os.path.join(d, "utilities", "ovs-vsctl"),
-        ofctl=os.path.join(d, "utilities", "ovs-ofctl"),
-        appctl=os.path.join(d, "utilities", "ovs-appctl"),
-        schema=os.path.join(d, "vswitchd", "vswitch.ovsschema"),
-        origin="OVS build %s" % d)
+    return tree_binaries(ovs_build or DEFAULT_OVS_BUILD, vswitchd)
 
 
 # ---------------------------------------------------------------- config

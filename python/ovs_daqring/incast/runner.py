@@ -23,8 +23,8 @@ from .stats import (SCHEMA, counter_delta, format_table,
 from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
                        install_signal_handlers, pid_alive, run,
                        stale_namespaces, stop_process)
-from ..sandbox import (STATS_INTERVAL, ModeUnavailable, Switch,
-                       program_daqrings, remove_daqrings)
+from .switch import (STATS_INTERVAL, ModeUnavailable, Switch,
+                     program_daqrings, remove_daqrings)
 from .topology import ROS_PORT, Plan, Topology, make_plan
 
 AGENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -144,7 +144,8 @@ class Runner:
         try:
             self.switch.add_ports(self.plan.hosts)
         except ModeUnavailable as e:
-            raise RunError("ports failed: %s\n%s" % (e, self.switch.tail()))
+            raise RunError("ports failed: %s\n%s"
+                           % (e, self.switch.log_tail()))
         self.cleanup.push("stop agents", self._stop_agents)
         self._start_ros()
 
