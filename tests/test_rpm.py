@@ -164,6 +164,7 @@ def test_main_package_files():
         "/etc/openvswitch/default.conf",
         "/usr/share/man/man5/ovs-vswitchd.conf.db.5",
         "/usr/share/man/man7/ovs-daqring.7",
+        "/usr/share/man/man8/ovs-daqring-setup.8",
         "/usr/share/man/man8/ovs-vswitchd.8",
         "/usr/share/man/man8/ovs-vsctl.8",
         "/usr/share/man/man8/ovs-ctl.8",
@@ -235,6 +236,10 @@ def test_tools_package_matches_its_source(tmp_path):
         if name.startswith("python/ovs_daqring/") and name.endswith(".py"):
             assert top + name[len("python/"):] in files, name
     assert not [f for f in files if "__pycache__" in f]
+    assert man_suffixless(files) >= {
+        "/usr/share/man/man8/ovs-daqctl.8",
+        "/usr/share/man/man1/daq-incast.1",
+        "/usr/share/man/man1/daq-bench.1"}
     treq = deps(NAME + "-tools", "-R")
     assert "python3-openvswitch" in treq and "python3-pyyaml" in treq
 
@@ -327,7 +332,11 @@ def test_installed_switch_has_daqring(root):
     for s in (b"netdev_daqring", b"netdev-daqring/show", b"daqring"):
         assert s in blobs, s
     pages = (("man5/ovs-vswitchd.conf.db.5", ("daqring", "ring-size")),
-             ("man7/ovs-daqring.7", ("daqring", "max-burst")))
+             ("man7/ovs-daqring.7", ("daqring", "max-burst")),
+             ("man8/ovs-daqring-setup.8", ("DAQ_HUGEPAGES", "dpdk-init")),
+             ("man8/ovs-daqctl.8", ("add-dcm", "EXIT STATUS")),
+             ("man1/daq-incast.1", ("--link-rate", "credits")),
+             ("man1/daq-bench.1", ("--parts", "fairness")))
     for page, words in pages:
         path = os.path.join(root, "usr/share/man", page + ".gz")
         with gzip.open(path) as f:

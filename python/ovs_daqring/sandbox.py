@@ -207,19 +207,16 @@ class Sandbox:
             "--unixctl=" + os.path.join(self.dir, "ovsdb-server.ctl"),
             "--log-file=" + os.path.join(self.dir, "ovsdb-server.log"),
             "-vconsole:off"] + list(ovsdb_args), ovsdb_in_netns)
-        deadline = time.monotonic() + 20
-        while not os.path.exists(self.sock):
-            if self.ovsdb.poll() is not None or time.monotonic() > deadline:
-                raise RunError("ovsdb-server did not start (see %s)"
-                               % self.dir)
-            time.sleep(0.05)
-        self.vsctl("--no-wait", "init", "--", "set", "Open_vSwitch", ".",
-                   *settings)
+        self._wait_for(self.sock, self.ovsdb, "ovsdb-server")
+        self.vsctl("--no-wait", "init",
+                   *(["--", "set", "Open_vSwitch", "."] + list(settings)
+                     if settings else []))
         self.vswitchd = self._spawn("ovs-vswitchd", [
             self.bin.vswitchd, self.db, "--unixctl=" + self.ctl,
             "--log-file=" + os.path.join(self.dir, "ovs-vswitchd.log"),
             "-vconsole:off"] + (["--enable-dummy"] if dummy else [])
             + list(vswitchd_args), True)
+        self._wait_for(self.ctl, self.vswitchd, "ovs-vswitchd")
         if not dummy:
             try:
                 self.vsctl("wait-until", "Open_vSwitch", ".",
@@ -228,6 +225,20 @@ class Sandbox:
                 raise RunError("%s: ovs-vswitchd did not initialise DPDK:"
                                "\n%s" % (self.label, self.log_tail()))
         self.alive()
+
+    def _wait_for(self, path: str, p: "subprocess.Popen[bytes]",
+                  what: str, timeout: float = 20) -> None:
+        """Until daemon P has made its socket PATH."""
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(path):
+            if p.poll() is not None:
+                raise RunError("%s: %s exited:\n%s" % (
+                    self.label, what, read_text(os.path.join(
+                        self.dir, what + ".out"))[-2000:] or self.log_tail()))
+            if time.monotonic() > deadline:
+                raise RunError("%s: %s did not start (see %s)"
+                               % (self.label, what, self.dir))
+            time.sleep(0.05)
 
     def add_bridge(self, name: str, *settings: str) -> None:
         """A userspace (netdev) bridge; SETTINGS such as fail_mode=secure

@@ -2481,7 +2481,7 @@ def scale_analysis(sc: Dict[str, Any]) -> str:
 
 
 # ================================================================ CLI
-def parse_args(argv: List[str]) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="daq-bench", formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__.split("\n\n")[0] + """
@@ -2639,6 +2639,11 @@ of its core (schedstat) next to every number.""",
     g.add_argument("-q", "--quiet", action="store_true")
     g.add_argument("-V", "--version", action="version",
                    version="daq-bench " + VERSION)
+    return p
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    p = build_parser()
     ns = p.parse_args(argv)
     try:
         ns.parts = [x for x in ns.parts.split(",") if x]
