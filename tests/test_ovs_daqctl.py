@@ -30,7 +30,6 @@ import json
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import tempfile
 import textwrap
@@ -40,6 +39,9 @@ from types import ModuleType
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 
 from ovs_daqring import hugepages
 # The decoder of ovs-vsctl's JSON output that daq-incast uses.
@@ -1157,18 +1159,9 @@ def test_1000_dcms_one_transaction(sw: Switch, tmp_path: Path) -> None:
 
 # ==================================================================== helpers
 def _udp_packet(src: str, dst: str) -> str:
-    """An Ethernet/IPv4/UDP frame, as hex for ovs-ofctl packet-out."""
-    def csum(b: bytes) -> int:
-        s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-        s = (s >> 16) + (s & 0xffff)
-        s += s >> 16
-        return ~s & 0xffff
-
-    payload = b"x" * 18
-    udp = struct.pack("!HHHH", 1000, 2000, 8 + len(payload), 0) + payload
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17,
-                     0, bytes(int(x) for x in src.split(".")),
-                     bytes(int(x) for x in dst.split(".")))
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    eth = bytes.fromhex("020000000001020000000002") + b"\x08\x00"
-    return (eth + ip + udp).hex()
+    """An Ethernet/IPv4/UDP frame (scapy), as hex for ovs-ofctl
+    packet-out."""
+    frame = (Ether(src="02:00:00:00:00:02", dst="02:00:00:00:00:01")
+             / IP(src=src, dst=dst, ttl=64, id=0)
+             / UDP(sport=1000, dport=2000) / Raw(b"x" * 18))
+    return bytes(frame).hex()
