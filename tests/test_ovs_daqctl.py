@@ -35,7 +35,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import pytest
@@ -68,12 +68,20 @@ HUGEPAGES_NEEDED_MB = 256
 
 
 # ====================================================== the tool as a module
-def _load_daqctl() -> ModuleType:
-    return importlib.import_module("ovs_daqring.daqctl.cli")
+def _load_daqctl() -> SimpleNamespace:
+    """The names of ovs-daqctl's modules (ovs_daqring.daqctl.*), in one
+    namespace."""
+    # cli first: it says which library is missing (SystemExit).
+    importlib.import_module("ovs_daqring.daqctl.cli")
+    names: Dict[str, Any] = {}
+    for mod in ("model", "dcmmap", "ovsdb", "openflow", "reconcile"):
+        names.update(vars(importlib.import_module("ovs_daqring.daqctl."
+                                                  + mod)))
+    return SimpleNamespace(**names)
 
 
 @pytest.fixture(scope="module")
-def daqctl() -> ModuleType:
+def daqctl() -> SimpleNamespace:
     try:
         return _load_daqctl()
     except SystemExit:
@@ -82,7 +90,7 @@ def daqctl() -> ModuleType:
                     "with /usr/bin/python3")
 
 
-def read_map(daqctl: ModuleType, tmp_path: Path, text: str,
+def read_map(daqctl: SimpleNamespace, tmp_path: Path, text: str,
              name: str = "map.yaml", tolerance: float = 0.01) -> Any:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
@@ -95,17 +103,17 @@ def read_map(daqctl: ModuleType, tmp_path: Path, text: str,
     ("190mbit", 190e6), ("0.78gbit", 0.78e9), ("500kbit", 500e3),
     ("1G", 1e9), ("12e6", 12e6), ("100 Mbit/s", 100e6), ("2bit", 2),
 ])
-def test_parse_rate(daqctl: ModuleType, text: str, bps: float) -> None:
+def test_parse_rate(daqctl: SimpleNamespace, text: str, bps: float) -> None:
     assert daqctl.parse_rate(text) == pytest.approx(bps)
 
 
 @pytest.mark.parametrize("text", ["10mbps", "fast", "-5mbit", "0", ""])
-def test_parse_rate_refuses(daqctl: ModuleType, text: str) -> None:
+def test_parse_rate_refuses(daqctl: SimpleNamespace, text: str) -> None:
     with pytest.raises(ValueError):
         daqctl.parse_rate(text)
 
 
-def test_rate_conversion(daqctl: ModuleType) -> None:
+def test_rate_conversion(daqctl: SimpleNamespace) -> None:
     # The thesis's setting: 32 packets every 500 us = 777.2 Mbit/s.
     b, t, err = daqctl.shaping_for_rate(32 * 1518 * 8 / 500e-6, None, 0.01)
     assert (b, t) == (32, 500) and abs(err) < 1e-9
@@ -123,7 +131,7 @@ def test_rate_conversion(daqctl: ModuleType) -> None:
         daqctl.shaping_for_rate(1000, None, 0.01)
 
 
-def test_example_maps_agree(daqctl: ModuleType) -> None:
+def test_example_maps_agree(daqctl: SimpleNamespace) -> None:
     """The YAML and CSV examples describe the same DCMs."""
     specs = {}
     for ext in ("yaml", "csv"):
@@ -219,7 +227,7 @@ BAD_MAPS = [
 
 @pytest.mark.parametrize("text,line,words", BAD_MAPS,
                          ids=[w for _, _, w in BAD_MAPS])
-def test_bad_map(daqctl: ModuleType, tmp_path: Path, text: str, line: int,
+def test_bad_map(daqctl: SimpleNamespace, tmp_path: Path, text: str, line: int,
                  words: str) -> None:
     with pytest.raises(daqctl.MapError) as info:
         read_map(daqctl, tmp_path, text)
@@ -244,7 +252,7 @@ BAD_CSV = [
 
 @pytest.mark.parametrize("text,line,words", BAD_CSV,
                          ids=[w for _, _, w in BAD_CSV])
-def test_bad_csv(daqctl: ModuleType, tmp_path: Path, text: str, line: int,
+def test_bad_csv(daqctl: SimpleNamespace, tmp_path: Path, text: str, line: int,
                  words: str) -> None:
     with pytest.raises(daqctl.MapError) as info:
         read_map(daqctl, tmp_path, text, name="map.csv")
@@ -254,7 +262,8 @@ def test_bad_csv(daqctl: ModuleType, tmp_path: Path, text: str, line: int,
     assert words in first.reason, info.value.problems
 
 
-def test_all_problems_reported(daqctl: ModuleType, tmp_path: Path) -> None:
+def test_all_problems_reported(daqctl: SimpleNamespace,
+                               tmp_path: Path) -> None:
     with pytest.raises(daqctl.MapError) as info:
         read_map(daqctl, tmp_path, """\
             dcms:
@@ -267,7 +276,7 @@ def test_all_problems_reported(daqctl: ModuleType, tmp_path: Path) -> None:
         ["2", "3", "5"]
 
 
-def test_defaults_and_tuples(daqctl: ModuleType, tmp_path: Path) -> None:
+def test_defaults_and_tuples(daqctl: SimpleNamespace, tmp_path: Path) -> None:
     spec, = read_map(daqctl, tmp_path, """\
         bridge: brx
         defaults: {ring-size: 1000, poll-interval: 500, egress: p1}
@@ -1034,13 +1043,15 @@ def test_no_flood_kept_and_checked(sw: Switch, tmp_path: Path) -> None:
 
 
 def test_try_again_does_not_wait_for_a_change_already_there(
-        sw: Switch, daqctl: ModuleType, monkeypatch: Any) -> None:
+        sw: Switch, daqctl: SimpleNamespace, monkeypatch: Any) -> None:
     """A transaction refused because another client changed what it
     verified is built again at once: the change that made it fail has
     already arrived (ovs/db/idl.py's loop takes the seqno before
     committing).  Only columns that ovs-vswitchd does not refresh on its
     own are monitored, so nothing else would end a wait."""
-    monkeypatch.setattr(daqctl, "COLUMNS", {
+    # What ovsdb.Ovsdb monitors.
+    ovsdb = importlib.import_module("ovs_daqring.daqctl.ovsdb")
+    monkeypatch.setattr(ovsdb, "COLUMNS", {
         "Open_vSwitch": ["bridges", "next_cfg"],
         "Bridge": ["name", "ports"], "Port": ["name", "external_ids"]})
     db = daqctl.Ovsdb(sw.db, 20)
