@@ -17,11 +17,12 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
-from ovs_daqring.bench import analysis, cli, host, parse, switch
+from ovs_daqring import hosts
+from ovs_daqring.bench import analysis, cli, parse, source, switch
 
 # daq-bench's names, whichever of its modules they live in.
-db = SimpleNamespace(**{k: v for m in (parse, analysis, host, switch, cli)
-                        for k, v in vars(m).items()})
+MODULES = (hosts, parse, analysis, source, switch, cli)
+db = SimpleNamespace(**{k: v for m in MODULES for k, v in vars(m).items()})
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)

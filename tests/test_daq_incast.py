@@ -16,9 +16,10 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from ovs_daqring import hugepages
+from ovs_daqring import hosts, hugepages
 from ovs_daqring.incast import config, runner, stats, switch, topology
-from ovs_daqring.incast.config import ConfigError, HostInfo
+from ovs_daqring.hosts import HostInfo
+from ovs_daqring.incast.config import ConfigError
 from ovs_daqring.process import Cleanup, stale_namespaces
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -630,7 +631,7 @@ def test_dpdk_memory_config(tmp_path: Any) -> None:
 def _e2e_skip_reason() -> Optional[str]:
     if os.geteuid() != 0:
         return "needs root"
-    h = config.probe_host()
+    h = hosts.probe_host()
     # daq-incast reserves the hugepages it needs (or runs --no-huge).
     if len(h.cpus) < 2:
         return "needs 2 CPUs"

@@ -25,7 +25,8 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import TOP, VERSION, hugepages, tool_path
-from ..incast.config import ConfigError, parse_cpu_mask
+from ..hosts import (ConfigError, build_dpdk_version, loadavg, machine,
+                     other_vswitchd, parse_cpu_mask)
 from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
                        read_text, run, signals_held, stop_process)
 from .parse import (parse_configure_cflags, parse_perf_report, parse_pmd_perf,
@@ -36,8 +37,7 @@ from .analysis import (DEFAULT_OVS_BUILD, LOG_KEEP, PARTS, SCHEMA,
                        incast_summary, jain, markdown, opt_verdict, ratios,
                        reanalyse, regression_verdict, scale_analysis,
                        summarize, verdicts, window_share)
-from .host import (build_dpdk_version, loadavg, machine, other_vswitchd, rel,
-                   rel_top, source_state)
+from .source import rel, rel_top, source_state
 from .switch import Build, Switch, build, opt_level, tree_build
 
 

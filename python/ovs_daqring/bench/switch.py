@@ -19,7 +19,7 @@ from ..process import RunError, read_text, signals_held
 from ..sandbox import Binaries, Sandbox, tree_binaries
 from .parse import (parse_configure_cflags, parse_dump_ports,
                     parse_malloc_stats, parse_rxq_show)
-from .host import rel_top
+from .source import rel_top
 
 if TYPE_CHECKING:                   # pragma: no cover
     from .cli import Bench

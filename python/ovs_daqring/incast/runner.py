@@ -16,10 +16,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import VERSION
 from .config import (SWEEP_PARAMS, Config, ConfigError, build_parser,
-                     format_rate, probe_host, validate)
+                     format_rate, validate)
 from .stats import (SCHEMA, counter_delta, format_table,
                     ideal_collection_time, ideal_goodput, payload_efficiency,
                     summarize_mode, validate_results)
+from ..hosts import probe_host
 from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
                        install_signal_handlers, pid_alive, run,
                        stale_namespaces, stop_process)

@@ -3,43 +3,33 @@
 # Licensed under the Apache License, Version 2.0 (the "License"); you may
 # not use this file except in compliance with the License.  You may obtain
 # a copy of the License at http://www.apache.org/licenses/LICENSE-2.0
-"""The machine and source tree a run is measured on."""
+"""The machine the tools run on: its CPUs, hugepages, other ovs-vswitchd
+processes, and what a report says about it (daq-incast's validation and
+results, daq-bench's machine section)."""
 
 import os
 import platform
 import re
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Sequence
 
-from .. import TOP
-from ..process import RunError, read_text, run
+from . import hugepages as _hugepages
+from .process import RunError, read_text, run
 
 
-# ================================================================ machine
-def rel(path: str) -> str:
-    """path relative to the current directory if it is below it."""
-    r = os.path.relpath(path)
-    return path if r.startswith("..") else r
+class ConfigError(Exception):
+    """A bad parameter or an unusable machine; exit status 2."""
 
 
-def rel_top(path: str) -> str:
-    """path relative to the source tree if it is inside it."""
-    r = os.path.relpath(os.path.abspath(path), TOP)
-    return path if r.startswith("..") else r
-
-
-def source_state() -> Dict[str, Any]:
-    """The git commit of the source tree and whether it has changes."""
-    out: Dict[str, Any] = {"commit": None, "dirty": None}
+def parse_cpu_mask(text: str) -> List[int]:
     try:
-        out["commit"] = run(["git", "-C", TOP, "rev-parse", "--short=12",
-                             "HEAD"]).strip()
-        out["dirty"] = bool(run(["git", "-C", TOP, "status", "--porcelain",
-                                 "--untracked-files=no"]).strip())
-        out["untracked"] = run(["git", "-C", TOP, "ls-files", "--others",
-                                "--exclude-standard"]).split()
-    except RunError:
-        pass
-    return out
+        mask = int(text, 16)
+    except ValueError:
+        raise ConfigError("bad --pmd-cpu-mask %r (hex, e.g. 0x2)" % text)
+    cpus = [i for i in range(mask.bit_length()) if mask >> i & 1]
+    if not cpus:
+        raise ConfigError("--pmd-cpu-mask selects no CPU")
+    return cpus
 
 
 def loadavg() -> str:
@@ -65,6 +55,30 @@ def build_dpdk_version(vswitchd: str) -> str:
         return ""
     m = re.search(r"^DPDK (\S+)", out, re.M)
     return m.group(1) if m else ""
+
+
+@dataclass
+class HostInfo:
+    """What validate() needs to know about the machine."""
+    is_root: bool
+    cpus: List[int]
+    hugepages_free_mb: int
+    hugetlbfs_mounted: bool
+    other_vswitchd: List[str] = field(default_factory=list)
+    wmem_default: int = 212992
+
+
+def probe_host() -> HostInfo:
+    try:
+        with open("/proc/sys/net/core/wmem_default") as f:
+            wmem = int(f.read())
+    except (OSError, ValueError):
+        wmem = 212992
+    return HostInfo(is_root=os.geteuid() == 0, wmem_default=wmem,
+                    cpus=sorted(os.sched_getaffinity(0)),
+                    hugepages_free_mb=_hugepages.free_mb(),
+                    hugetlbfs_mounted=_hugepages.hugetlbfs_mounted(),
+                    other_vswitchd=other_vswitchd())
 
 
 def machine(pmd_cpus: List[int], other_cpus: List[int],
