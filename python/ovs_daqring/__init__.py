@@ -13,6 +13,7 @@ Subpackages, one per tool:
 Modules they share:
   sandbox   -- a private ovsdb-server + ovs-vswitchd (DPDK or dummy)
   hugepages -- DPDK memory: reserving hugepages, a hugetlbfs mount
+  hosts     -- the machine: CPUs, other ovs-vswitchd processes, reports
   process   -- running commands, stopping processes, signals, clean-up
 """
 
