@@ -18,10 +18,10 @@ from typing import Any, Dict, List, Optional, Sequence
 import pytest
 
 from ovs_daqring import hosts
-from ovs_daqring.bench import analysis, cli, parse, source, switch
+from ovs_daqring.bench import analysis, cli, parse, parts, source, switch
 
 # daq-bench's names, whichever of its modules they live in.
-MODULES = (hosts, parse, analysis, source, switch, cli)
+MODULES = (hosts, parse, analysis, source, switch, parts, cli)
 db = SimpleNamespace(**{k: v for m in MODULES for k, v in vars(m).items()})
 
 HERE = os.path.dirname(os.path.abspath(__file__))
