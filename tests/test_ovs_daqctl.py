@@ -45,7 +45,8 @@ from scapy.packet import Raw
 
 from ovs_daqring import hugepages
 # The decoder of ovs-vsctl's JSON output that daq-incast uses.
-from ovs_daqring.sandbox import Sandbox, ovs_json_value, tree_binaries
+from ovs_daqring.sandbox import (Sandbox, dpdk_settings, ovs_json_value,
+                                 tree_binaries)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -394,11 +395,10 @@ class Switch(Sandbox):
         return p
 
     def start(self) -> None:   # type: ignore[override]
-        super().start([
-            "other_config:dpdk-init=true", "other_config:pmd-cpu-mask=0x2",
-            "other_config:dpdk-socket-mem=%d" % HUGEPAGES_NEEDED_MB,
-            'other_config:dpdk-extra="--no-pci --in-memory '
-            '--file-prefix=%s"' % self.ns],
+        super().start(
+            dpdk_settings("0x2", ["other_config:dpdk-socket-mem=%d"
+                                  % HUGEPAGES_NEEDED_MB],
+                          "--no-pci --in-memory --file-prefix=" + self.ns),
             # ovsdb-server in the namespace: its TCP remote is there.
             ovsdb_args=["--remote=ptcp:%d:127.0.0.1" % OVSDB_TCP],
             ovsdb_in_netns=True,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ovs_daqring.process import RunError, pid_alive
-from ovs_daqring.sandbox import Sandbox, tree_binaries
+from ovs_daqring.sandbox import Sandbox, dpdk_settings, tree_binaries
 
 OVS = Path(__file__).resolve().parent.parent / "ovs"
 BINS = tree_binaries(str(OVS))
@@ -26,6 +26,18 @@ def bins() -> Any:
     if why:
         pytest.skip("the patched OVS is not built (%s): run make" % why)
     return BINS
+
+
+def test_dpdk_settings() -> None:
+    """What daq-incast, daq-bench and test_ovs_daqctl give a DPDK
+    sandbox: ovs-vsctl set arguments."""
+    assert dpdk_settings("0x2", ["other_config:dpdk-socket-mem=512"],
+                         " --no-pci --in-memory ", ["emc-insert-inv-prob=0"]
+                         ) == [
+        "other_config:dpdk-init=true", "other_config:pmd-cpu-mask=0x2",
+        "other_config:dpdk-socket-mem=512",
+        'other_config:dpdk-extra="--no-pci --in-memory"',
+        "other_config:emc-insert-inv-prob=0"]
 
 
 def netns_list() -> str:

@@ -74,6 +74,18 @@ def ovs_json_value(v: object) -> object:
     return v
 
 
+def dpdk_settings(pmd_cpu_mask: str, memory: Sequence[str], extra: str,
+                  other_config: Sequence[str] = ()) -> List[str]:
+    """The Open_vSwitch settings of a DPDK sandbox: DPDK on, the PMD
+    cores, MEMORY (hugepages.dpdk_memory_config()'s settings), EXTRA EAL
+    arguments, and more KEY=VALUE other_config pairs."""
+    return (["other_config:dpdk-init=true",
+             "other_config:pmd-cpu-mask=%s" % pmd_cpu_mask]
+            + list(memory)
+            + ['other_config:dpdk-extra="%s"' % extra.strip()]
+            + ["other_config:%s" % kv for kv in other_config])
+
+
 class Sandbox:
     """ovsdb-server and ovs-vswitchd with every file under `workdir`.
 

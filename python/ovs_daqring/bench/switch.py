@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import hugepages
 from ..process import RunError, read_text, signals_held
-from ..sandbox import Binaries, Sandbox, tree_binaries
+from ..sandbox import Binaries, Sandbox, dpdk_settings, tree_binaries
 from .parse import (parse_configure_cflags, parse_dump_ports,
                     parse_malloc_stats, parse_rxq_show)
 from .source import rel_top
@@ -82,14 +82,9 @@ class Switch(Sandbox):
         memory, extra = hugepages.dpdk_memory_config(
             self.bench.hugepages, cfg.socket_mem_text,
             self.bench.socket_mem_mb, self.tag, self.bench.cleanup)
-        extra = "%s %s" % (cfg.dpdk_extra, extra)
-        settings = ["other_config:dpdk-init=true",
-                    "other_config:pmd-cpu-mask=%s" % cfg.pmd_cpu_mask]
-        settings += memory
-        settings.append('other_config:dpdk-extra="%s"' % extra.strip())
-        for kv in cfg.other_config:
-            settings.append("other_config:%s" % kv)
-        super().start(settings)
+        super().start(dpdk_settings(cfg.pmd_cpu_mask, memory,
+                                    "%s %s" % (cfg.dpdk_extra, extra),
+                                    cfg.other_config))
         self.add_bridge("br0", "fail_mode=secure")
         self.ofctl("del-flows", self.mgmt)
 

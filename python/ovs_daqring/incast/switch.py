@@ -10,7 +10,7 @@ from typing import Dict, List, Set
 
 from .. import hugepages, tool_path
 from ..process import Cleanup, RunError, run
-from ..sandbox import Sandbox
+from ..sandbox import Sandbox, dpdk_settings
 from .config import Config
 from .topology import Host, Plan
 
@@ -38,14 +38,12 @@ class Switch(Sandbox):
     def start(self) -> None:   # type: ignore[override]
         os.makedirs(self.dir, exist_ok=True)
         self._dpdk_memory()
-        settings = ["other_config:dpdk-init=true",
-                    "other_config:pmd-cpu-mask=0x%x"
-                    % sum(1 << c for c in self.cfg.pmd_cpus)]
         memory, extra = hugepages.dpdk_memory_config(
             self.cfg.use_hugepages, str(self.cfg.socket_mem_mb),
             self.cfg.socket_mem_mb, self.plan.tag, self.cleanup)
-        settings += memory
-        settings.append('other_config:dpdk-extra="--no-pci %s"' % extra)
+        settings = dpdk_settings(
+            "0x%x" % sum(1 << c for c in self.cfg.pmd_cpus), memory,
+            "--no-pci " + extra)
         self.cleanup.push("stop ovs-vswitchd and ovsdb-server",
                           lambda: self.stop(grace=20))
         super().start(settings)
