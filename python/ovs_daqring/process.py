@@ -100,21 +100,16 @@ class Cleanup:
     def run(self) -> List[str]:
         if not self._stack:
             return self.failures
-        old = {s: signal.signal(s, signal.SIG_IGN)
-               for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        signal.alarm(0)
-        try:
+        with signals_held():
+            signal.alarm(0)
             while self._stack:
                 what, fn = self._stack.pop()
                 try:
                     fn()
                 except Exception as e:       # keep undoing the rest
                     self.failures.append("%s: %s" % (what, e))
-                    sys.stderr.write("daq-incast: cleanup: %s: %s\n"
-                                     % (what, e))
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
+                    sys.stderr.write("%s: cleanup: %s: %s\n" % (
+                        os.path.basename(sys.argv[0]), what, e))
         return self.failures
 
 
