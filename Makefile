@@ -16,7 +16,7 @@ MAKEFLAGS += --no-print-directory
 # Goals that must work before (or without) configuration.
 # The other pinned bases, built in base-BASE/ (build-aux/local.mk).
 EXTRA_BASES = 3.5
-NOCONFIG_GOALS = deps clean distclean help \
+NOCONFIG_GOALS = deps clean distclean help man install-tools \
 	$(addprefix base-,$(EXTRA_BASES)) $(addprefix check-base-,$(EXTRA_BASES))
 # OVS_SOURCE=DIR in the environment or on the command line selects an
 # upstream OVS v3.1.x tree instead of the pinned tarball; when it differs
@@ -53,6 +53,8 @@ help:
 	@echo "  make check       our tests, OVS regressions, pytest (root)"
 	@echo "  make check-ovs   OVS's full testsuite (an hour or more)"
 	@echo "  make checkpatch  OVS checkpatch over our C files and patches"
+	@echo "  make man         the manual pages (Documentation/ref/)"
+	@echo "  make install     OVS, the Python tools and the manual pages"
 	@echo "  make bench       benchmarks, results in bench-results/ (bench-quick: ~4 min)"
 	@echo "  make rpm         binary and source RPMs (make check-rpm: verify them)"
 
@@ -87,7 +89,7 @@ build all: prepare
 clean:
 	if [ -f $(OVS)/Makefile ]; then $(MAKE) -C $(OVS) clean; fi
 	rm -rf $(CLEAN_LOCAL)
-	find utilities tests -name __pycache__ -prune -exec rm -rf {} +
+	find python tests -name __pycache__ -prune -exec rm -rf {} +
 
 distclean: clean
 	rm -rf $(OVS) .ovs.tmp $(addprefix base-,$(EXTRA_BASES)) \
@@ -97,6 +99,7 @@ distclean: clean
 include build-aux/local.mk
 include tests/local.mk
 include utilities/local.mk
+include Documentation/local.mk
 include rhel/local.mk
 include bench/local.mk
 

@@ -105,6 +105,5 @@ $(BENCH_BASE_STAMP): $(or $(OVS_TARBALL),$(OVS_DEB)) | $(OVS)/Makefile
 	    exit 1; }
 	@touch $@
 
-PYTHON_SOURCES += utilities/daq-bench
 CLEAN_LOCAL += $(BENCH_DIR)
 PHONY += bench bench-quick

@@ -59,7 +59,7 @@ $(RPM_STAMP): $(RPM_SOURCE0) $(RPM_SOURCE1) $(RPM_SPEC)
 # owned by root, every file dated by the last commit, gzip without a name
 # or time stamp.
 $(RPM_SOURCE0): FORCE
-	@test -d .git || { echo "rpm: Source0 is made with git; this is not a git work tree" >&2; exit 1; }
+	@git rev-parse --is-inside-work-tree >/dev/null 2>&1 || { echo "rpm: Source0 is made with git; this is not a git work tree" >&2; exit 1; }
 	@if [ -n "$$(git status --porcelain --untracked-files=no)" ]; then \
 	    echo "rpm: warning: uncommitted changes: Source0 includes them"; fi
 	@mkdir -p $(RPM_TOPDIR)/SOURCES

@@ -5,7 +5,7 @@ A fresh machine has no hugepages and no hugetlbfs mount.  As root, the
 hugepages those switches need are reserved (and a hugetlbfs mounted if none
 is) before the tests are collected, and given back when pytest ends, with
 the same code daq-incast and daq-bench use for their own runs
-(daq_incast_lib.hugepages).  daq-incast and daq-bench reserve what they
+(ovs_daqring.hugepages).  daq-incast and daq-bench reserve what they
 need themselves, so their end-to-end tests check that too."""
 
 import os
@@ -14,11 +14,8 @@ import sys
 import tempfile
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "utilities"))
-
-from daq_incast_lib import hugepages  # noqa: E402
-from daq_incast_lib.sysutil import Cleanup  # noqa: E402
+from ovs_daqring import hugepages
+from ovs_daqring.process import Cleanup
 
 # What the switches started by the tests ask DPDK for (dpdk-socket-mem).
 SWITCH_HUGEPAGES_MB = 512

@@ -26,8 +26,9 @@ OVS_REGRESSION_AREAS = \
 OVS_REGRESSION_JOBS ?= 8
 CHECK_PARTS ?= daqring ovs-regression ovs-dpdk pytest
 PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
-	build-aux/ovs-test-select \
-	$(wildcard utilities/*.py utilities/*/*.py tests/*.py rhel/*.py)
+	utilities/daq-bench build-aux/ovs-test-select build-aux/python-sitelib \
+	python/ovs_daqring \
+	$(wildcard tests/*.py rhel/*.py)
 
 check: all
 	@JOBS=$(JOBS) PYTHON3=$(PYTHON3) \

@@ -8,31 +8,25 @@ available (daq-bench reserves the hugepages it needs itself).
 """
 
 import copy
-import importlib.machinery
-import importlib.util
 import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
+from ovs_daqring import hosts
+from ovs_daqring.bench import analysis, cli, parse, parts, source, switch
+
+# daq-bench's names, whichever of its modules they live in.
+MODULES = (hosts, parse, analysis, source, switch, parts, cli)
+db = SimpleNamespace(**{k: v for m in MODULES for k, v in vars(m).items()})
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 SCRIPT = os.path.join(TOP, "utilities", "daq-bench")
-
-
-def _load() -> Any:
-    loader = importlib.machinery.SourceFileLoader("daq_bench", SCRIPT)
-    spec = importlib.util.spec_from_loader("daq_bench", loader)
-    assert spec is not None
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-db = _load()
 
 # Captured on the bench machine (ovs-daqring 3.1.0, one PMD on core 1,
 # net_null source -> daqring -> net_null sink).

@@ -16,15 +16,15 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
+from ovs_daqring import hosts, hugepages
+from ovs_daqring.incast import config, runner, stats, switch, topology
+from ovs_daqring.hosts import HostInfo
+from ovs_daqring.incast.config import ConfigError
+from ovs_daqring.process import Cleanup, stale_namespaces
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 UTILITIES = os.path.join(os.path.dirname(HERE), "utilities")
 SCRIPT = os.path.join(UTILITIES, "daq-incast")
-sys.path.insert(0, UTILITIES)
-
-from daq_incast_lib import (  # noqa: E402
-    config, hugepages, runner, stats, topology)
-from daq_incast_lib.config import ConfigError, HostInfo  # noqa: E402
-from daq_incast_lib.sysutil import Cleanup, stale_namespaces  # noqa: E402
 
 STOCK = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 
@@ -244,7 +244,6 @@ def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
                               max_rate: int, poll: int) -> None:
     """The map daq-incast hands to ovs-daqctl: max-rate (byte shaping) by
     default, checked by ovs-daqctl itself (offline)."""
-    from daq_incast_lib import switch
     plan = topology.make_plan(4242, 4, 2, 1)
     calls: List[List[str]] = []
 
@@ -513,7 +512,7 @@ def test_cleanup_runs_once_in_reverse() -> None:
 # ------------------------------------------------------------------ agents
 def test_agents_on_loopback() -> None:
     """The ROS/DCM protocol, over 127.0.0.x only."""
-    agents = os.path.join(UTILITIES, "daq_incast_lib", "agents.py")
+    agents = runner.AGENTS
     port = 20000 + os.getpid() % 20000
     ros = subprocess.Popen([sys.executable, agents, "ros",
                             "127.0.0.1,127.0.0.2", str(port), "4096"],
@@ -632,7 +631,7 @@ def test_dpdk_memory_config(tmp_path: Any) -> None:
 def _e2e_skip_reason() -> Optional[str]:
     if os.geteuid() != 0:
         return "needs root"
-    h = config.probe_host()
+    h = hosts.probe_host()
     # daq-incast reserves the hugepages it needs (or runs --no-huge).
     if len(h.cpus) < 2:
         return "needs 2 CPUs"

@@ -25,30 +25,33 @@ minute, most of it ovs-vswitchd adding 1000 daqrings).
 """
 
 import hashlib
-import importlib.machinery
-import importlib.util
+import importlib
 import json
 import os
 import shutil
 import signal
-import struct
 import subprocess
-import sys
 import tempfile
 import textwrap
 import time
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from ovs_daqring import hugepages
+# The decoder of ovs-vsctl's JSON output that daq-incast uses.
+from ovs_daqring.sandbox import (Sandbox, dpdk_settings, ovs_json_value,
+                                 tree_binaries)
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "utilities"))
-# The decoder of ovs-vsctl's JSON output that daq-incast uses.
-from daq_incast_lib import hugepages  # noqa: E402
-from daq_incast_lib.switch import ovs_json_value  # noqa: E402
+
 DAQCTL = ROOT / "utilities" / "ovs-daqctl"
+DAQCTL_PKG = ROOT / "python" / "ovs_daqring" / "daqctl"
 OVS = ROOT / "ovs"
 PYTHON = "/usr/bin/python3"
 BIN = {
@@ -66,17 +69,20 @@ HUGEPAGES_NEEDED_MB = 256
 
 
 # ====================================================== the tool as a module
-def _load_daqctl() -> ModuleType:
-    loader = importlib.machinery.SourceFileLoader("ovs_daqctl", str(DAQCTL))
-    spec = importlib.util.spec_from_loader("ovs_daqctl", loader)
-    assert spec is not None
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+def _load_daqctl() -> SimpleNamespace:
+    """The names of ovs-daqctl's modules (ovs_daqring.daqctl.*), in one
+    namespace."""
+    # cli first: it says which library is missing (SystemExit).
+    importlib.import_module("ovs_daqring.daqctl.cli")
+    names: Dict[str, Any] = {}
+    for mod in ("model", "dcmmap", "ovsdb", "openflow", "reconcile"):
+        names.update(vars(importlib.import_module("ovs_daqring.daqctl."
+                                                  + mod)))
+    return SimpleNamespace(**names)
 
 
 @pytest.fixture(scope="module")
-def daqctl() -> ModuleType:
+def daqctl() -> SimpleNamespace:
     try:
         return _load_daqctl()
     except SystemExit:
@@ -85,7 +91,7 @@ def daqctl() -> ModuleType:
                     "with /usr/bin/python3")
 
 
-def read_map(daqctl: ModuleType, tmp_path: Path, text: str,
+def read_map(daqctl: SimpleNamespace, tmp_path: Path, text: str,
              name: str = "map.yaml", tolerance: float = 0.01) -> Any:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
@@ -98,17 +104,17 @@ def read_map(daqctl: ModuleType, tmp_path: Path, text: str,
     ("190mbit", 190e6), ("0.78gbit", 0.78e9), ("500kbit", 500e3),
     ("1G", 1e9), ("12e6", 12e6), ("100 Mbit/s", 100e6), ("2bit", 2),
 ])
-def test_parse_rate(daqctl: ModuleType, text: str, bps: float) -> None:
+def test_parse_rate(daqctl: SimpleNamespace, text: str, bps: float) -> None:
     assert daqctl.parse_rate(text) == pytest.approx(bps)
 
 
 @pytest.mark.parametrize("text", ["10mbps", "fast", "-5mbit", "0", ""])
-def test_parse_rate_refuses(daqctl: ModuleType, text: str) -> None:
+def test_parse_rate_refuses(daqctl: SimpleNamespace, text: str) -> None:
     with pytest.raises(ValueError):
         daqctl.parse_rate(text)
 
 
-def test_rate_conversion(daqctl: ModuleType) -> None:
+def test_rate_conversion(daqctl: SimpleNamespace) -> None:
     # The thesis's setting: 32 packets every 500 us = 777.2 Mbit/s.
     b, t, err = daqctl.shaping_for_rate(32 * 1518 * 8 / 500e-6, None, 0.01)
     assert (b, t) == (32, 500) and abs(err) < 1e-9
@@ -126,7 +132,7 @@ def test_rate_conversion(daqctl: ModuleType) -> None:
         daqctl.shaping_for_rate(1000, None, 0.01)
 
 
-def test_example_maps_agree(daqctl: ModuleType) -> None:
+def test_example_maps_agree(daqctl: SimpleNamespace) -> None:
     """The YAML and CSV examples describe the same DCMs."""
     specs = {}
     for ext in ("yaml", "csv"):
@@ -222,7 +228,7 @@ BAD_MAPS = [
 
 @pytest.mark.parametrize("text,line,words", BAD_MAPS,
                          ids=[w for _, _, w in BAD_MAPS])
-def test_bad_map(daqctl: ModuleType, tmp_path: Path, text: str, line: int,
+def test_bad_map(daqctl: SimpleNamespace, tmp_path: Path, text: str, line: int,
                  words: str) -> None:
     with pytest.raises(daqctl.MapError) as info:
         read_map(daqctl, tmp_path, text)
@@ -247,7 +253,7 @@ BAD_CSV = [
 
 @pytest.mark.parametrize("text,line,words", BAD_CSV,
                          ids=[w for _, _, w in BAD_CSV])
-def test_bad_csv(daqctl: ModuleType, tmp_path: Path, text: str, line: int,
+def test_bad_csv(daqctl: SimpleNamespace, tmp_path: Path, text: str, line: int,
                  words: str) -> None:
     with pytest.raises(daqctl.MapError) as info:
         read_map(daqctl, tmp_path, text, name="map.csv")
@@ -257,7 +263,8 @@ def test_bad_csv(daqctl: ModuleType, tmp_path: Path, text: str, line: int,
     assert words in first.reason, info.value.problems
 
 
-def test_all_problems_reported(daqctl: ModuleType, tmp_path: Path) -> None:
+def test_all_problems_reported(daqctl: SimpleNamespace,
+                               tmp_path: Path) -> None:
     with pytest.raises(daqctl.MapError) as info:
         read_map(daqctl, tmp_path, """\
             dcms:
@@ -270,7 +277,7 @@ def test_all_problems_reported(daqctl: ModuleType, tmp_path: Path) -> None:
         ["2", "3", "5"]
 
 
-def test_defaults_and_tuples(daqctl: ModuleType, tmp_path: Path) -> None:
+def test_defaults_and_tuples(daqctl: SimpleNamespace, tmp_path: Path) -> None:
     spec, = read_map(daqctl, tmp_path, """\
         bridge: brx
         defaults: {ring-size: 1000, poll-interval: 500, egress: p1}
@@ -321,7 +328,8 @@ def test_cli_help_and_flake8() -> None:
     for word in ("apply", "add-dcm", "del-dcm", "show", "flows"):
         assert word in p.stdout
     if shutil.which("flake8") or os.path.exists("/usr/bin/flake8"):
-        f = subprocess.run([PYTHON, "-m", "flake8", str(DAQCTL), __file__],
+        f = subprocess.run([PYTHON, "-m", "flake8", str(DAQCTL),
+                            str(DAQCTL_PKG), __file__],
                            capture_output=True, text=True, timeout=120)
         assert f.returncode == 0, f.stdout
 
@@ -345,19 +353,17 @@ def _skip_reason() -> Optional[str]:
     return None
 
 
-class Switch:
-    """ovsdb-server and ovs-vswitchd in namespace 'ns', files in 'dir'."""
+class Switch(Sandbox):
+    """The sandbox (ovs_daqring.sandbox): ovsdb-server and ovs-vswitchd in
+    a network namespace of their own, files in a temporary directory."""
 
     def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="daqctl-test-")
-        self.ns = "daqctl-%d" % os.getpid()
-        self.sock = os.path.join(self.dir, "db.sock")
-        self.db = "unix:" + self.sock
-        self.env = dict(os.environ, OVS_RUNDIR=self.dir, OVS_LOGDIR=self.dir,
-                        OVS_DBDIR=self.dir, OVS_SYSCONFDIR=self.dir,
-                        OVS_OFCTL=str(BIN["ofctl"]))
-        self.procs: List["subprocess.Popen[bytes]"] = []
-        self.ns_created = False
+        ns = "daqctl-%d" % os.getpid()
+        super().__init__(tree_binaries(str(OVS)),
+                         tempfile.mkdtemp(prefix="daqctl-test-"), netns=ns,
+                         own_netns=True,
+                         env={"OVS_OFCTL": str(BIN["ofctl"])})
+        self.ns = ns
 
     def run(self, *cmd: str, check: bool = True,
             timeout: float = 120) -> "subprocess.CompletedProcess[str]":
@@ -368,12 +374,8 @@ class Switch:
                 " ".join(cmd), p.returncode, p.stdout, p.stderr))
         return p
 
-    def vsctl(self, *args: str) -> str:
-        return self.run(str(BIN["vsctl"]), "--db=" + self.db,
-                        "--timeout=120", *args).stdout
-
-    def ofctl(self, *args: str) -> str:
-        return self.run(str(BIN["ofctl"]), *args).stdout
+    def vsctl(self, *args: str, timeout: float = 120) -> str:
+        return super().vsctl(*args, timeout=timeout)
 
     def daqctl(self, *args: str, bridge: str = "br0", in_ns: bool = False,
                check: Optional[int] = 0,
@@ -392,37 +394,17 @@ class Switch:
                 % (" ".join(args), p.returncode, check, p.stdout, p.stderr))
         return p
 
-    def start(self) -> None:
-        self.run("ip", "netns", "add", self.ns)
-        self.ns_created = True
-        self.run("ip", "netns", "exec", self.ns, "ip", "link", "set", "lo",
-                 "up")
-        conf = os.path.join(self.dir, "conf.db")
-        self.run(str(BIN["ovsdb_tool"]), "create", conf, str(SCHEMA))
-        self._spawn("ovsdb-server", [
-            str(BIN["ovsdb_server"]), conf, "--remote=punix:" + self.sock,
-            "--remote=ptcp:%d:127.0.0.1" % OVSDB_TCP,
-            "--unixctl=" + os.path.join(self.dir, "ovsdb-server.ctl"),
-            "--log-file=" + os.path.join(self.dir, "ovsdb-server.log"),
-            "-vconsole:off"])
-        deadline = time.monotonic() + 20
-        while not os.path.exists(self.sock):
-            assert time.monotonic() < deadline, "ovsdb-server did not start"
-            time.sleep(0.05)
-        self.vsctl("--no-wait", "init", "--", "set", "Open_vSwitch", ".",
-                   "other_config:dpdk-init=true",
-                   "other_config:pmd-cpu-mask=0x2",
-                   "other_config:dpdk-socket-mem=%d" % HUGEPAGES_NEEDED_MB,
-                   'other_config:dpdk-extra="--no-pci --in-memory '
-                   '--file-prefix=%s"' % self.ns)
-        self._spawn("ovs-vswitchd", [
-            str(BIN["vswitchd"]), self.db,
-            "--unixctl=" + os.path.join(self.dir, "ovs-vswitchd.ctl"),
-            "--log-file=" + os.path.join(self.dir, "ovs-vswitchd.log"),
+    def start(self) -> None:   # type: ignore[override]
+        super().start(
+            dpdk_settings("0x2", ["other_config:dpdk-socket-mem=%d"
+                                  % HUGEPAGES_NEEDED_MB],
+                          "--no-pci --in-memory --file-prefix=" + self.ns),
+            # ovsdb-server in the namespace: its TCP remote is there.
+            ovsdb_args=["--remote=ptcp:%d:127.0.0.1" % OVSDB_TCP],
+            ovsdb_in_netns=True,
             # dpif-netdev logs every rx queue at every port change: with
             # 1000 daqrings that is 10^6 lines.
-            "-vconsole:off", "-vdpif_netdev:file:warn"])
-        self.vsctl("wait-until", "Open_vSwitch", ".", "dpdk_initialized=true")
+            vswitchd_args=["-vdpif_netdev:file:warn"])
         # br0: the main bridge (also reachable by OpenFlow over TCP);
         # br1: a second switch of a multi-switch map; br2: 1000 DCMs.
         self.vsctl(
@@ -450,33 +432,17 @@ class Switch:
                     "type=internal"]
         return out
 
-    def _spawn(self, name: str, cmd: List[str]) -> None:
-        with open(os.path.join(self.dir, name + ".out"), "w") as out:
-            # "ip netns exec" execs the daemon: the pid is the daemon's.
-            self.procs.append(subprocess.Popen(
-                ["ip", "netns", "exec", self.ns] + cmd, env=self.env,
-                stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True))
-
-    def stop(self) -> None:
+    def stop(self) -> None:   # type: ignore[override]
         # SIGTERM, not "ovs-appctl exit": ovs-vswitchd would remove the
         # 1000 daqrings one by one (about a minute).  DPDK memory is
         # --in-memory, freed with the process; its runtime directory for
         # the file prefix is not.
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(10)
-        if self.ns_created:
-            subprocess.run(["ip", "netns", "del", self.ns],
-                           capture_output=True)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        shutil.rmtree(os.path.join("/var/run/dpdk", self.ns),
-                      ignore_errors=True)
+        try:
+            super().stop(fast=True)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            shutil.rmtree(os.path.join("/var/run/dpdk", self.ns),
+                          ignore_errors=True)
 
     # ---------------------------------------------------------- reading
     def next_cfg(self) -> int:
@@ -1100,13 +1066,15 @@ def test_no_flood_kept_and_checked(sw: Switch, tmp_path: Path) -> None:
 
 
 def test_try_again_does_not_wait_for_a_change_already_there(
-        sw: Switch, daqctl: ModuleType, monkeypatch: Any) -> None:
+        sw: Switch, daqctl: SimpleNamespace, monkeypatch: Any) -> None:
     """A transaction refused because another client changed what it
     verified is built again at once: the change that made it fail has
     already arrived (ovs/db/idl.py's loop takes the seqno before
     committing).  Only columns that ovs-vswitchd does not refresh on its
     own are monitored, so nothing else would end a wait."""
-    monkeypatch.setattr(daqctl, "COLUMNS", {
+    # What ovsdb.Ovsdb monitors.
+    ovsdb = importlib.import_module("ovs_daqring.daqctl.ovsdb")
+    monkeypatch.setattr(ovsdb, "COLUMNS", {
         "Open_vSwitch": ["bridges", "next_cfg"],
         "Bridge": ["name", "ports"], "Port": ["name", "external_ids"]})
     db = daqctl.Ovsdb(sw.db, 20)
@@ -1156,7 +1124,8 @@ def test_concurrent_add_del_dcm(sw: Switch, tmp_path: Path) -> None:
     # ovs-vswitchd is stopped while they all commit: the add-dcm that it
     # then refuses (NUMA node 7) sees the others' DCMs before it rolls
     # back.
-    vswitchd = sw.procs[1]
+    vswitchd = sw.vswitchd
+    assert vswitchd is not None
     vswitchd.send_signal(signal.SIGSTOP)
     try:
         bad = start(["add-dcm", "u1", "--ip", "10.0.11.9", "--egress", "q1",
@@ -1224,18 +1193,9 @@ def test_1000_dcms_one_transaction(sw: Switch, tmp_path: Path) -> None:
 
 # ==================================================================== helpers
 def _udp_packet(src: str, dst: str) -> str:
-    """An Ethernet/IPv4/UDP frame, as hex for ovs-ofctl packet-out."""
-    def csum(b: bytes) -> int:
-        s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-        s = (s >> 16) + (s & 0xffff)
-        s += s >> 16
-        return ~s & 0xffff
-
-    payload = b"x" * 18
-    udp = struct.pack("!HHHH", 1000, 2000, 8 + len(payload), 0) + payload
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17,
-                     0, bytes(int(x) for x in src.split(".")),
-                     bytes(int(x) for x in dst.split(".")))
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    eth = bytes.fromhex("020000000001020000000002") + b"\x08\x00"
-    return (eth + ip + udp).hex()
+    """An Ethernet/IPv4/UDP frame (scapy), as hex for ovs-ofctl
+    packet-out."""
+    frame = (Ether(src="02:00:00:00:00:02", dst="02:00:00:00:00:01")
+             / IP(src=src, dst=dst, ttl=64, id=0)
+             / UDP(sport=1000, dport=2000) / Raw(b"x" * 18))
+    return bytes(frame).hex()

@@ -14,10 +14,37 @@ demo: all
 CLEAN_LOCAL += $(DEMO_DIR) tests/check-logs .pytest_cache
 PHONY += demo
 
-# Man pages of the Python tools, from their reStructuredText sources.
-MAN_PAGES = utilities/ovs-daqctl.8
-utilities/%.8: utilities/%.8.rst
-	rst2man --strict $< $@.tmp && mv $@.tmp $@
+# "make install" installs OVS (make -C ovs install) and, with
+# "make install-tools" (no configuration needed; the RPM spec uses it),
+# the Python tools: the executables, the ovs_daqring package into
+# PYTHON_SITELIB, ovs-daqring-setup and the manual pages.  The installed
+# executables find the package in PYTHON_SITELIB, which must be on the
+# Python path: the default is the interpreter's own directory for the
+# prefix (Debian: /usr/local/lib/python3.N/dist-packages for /usr/local).
+prefix ?= /usr/local
+bindir ?= $(prefix)/bin
+sbindir ?= $(prefix)/sbin
+mandir ?= $(prefix)/share/man
+PYTHON_SITELIB ?= $(shell $(PYTHON3) build-aux/python-sitelib $(prefix))
+PY_TOOLS = ovs-daqctl daq-incast daq-bench
 
-all: $(MAN_PAGES)
-CLEAN_LOCAL += $(MAN_PAGES)
+install-tools: man
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(sbindir)
+	for t in $(PY_TOOLS); do \
+	    install -p -m 0755 utilities/$$t $(DESTDIR)$(bindir)/$$t || exit 1; \
+	done
+	install -p -m 0755 rhel/usr_sbin_ovs-daqring-setup \
+	    $(DESTDIR)$(sbindir)/ovs-daqring-setup
+	cd python && find ovs_daqring -name '*.py' | LC_ALL=C sort | \
+	while read -r f; do \
+	    install -p -D -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f || exit 1; \
+	done
+	for m in $(MAN_PAGES); do \
+	    install -p -D -m 0644 $$m \
+	        $(DESTDIR)$(mandir)/man$${m##*.}/$${m##*/} || exit 1; \
+	done
+
+install: all install-tools
+	$(MAKE) -C $(OVS) install
+
+PHONY += install install-tools

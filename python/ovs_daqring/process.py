@@ -1,12 +1,14 @@
 """Running commands and undoing everything that was done."""
 
+import contextlib
 import ctypes
 import os
 import re
 import signal
 import subprocess
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence,
+                    Tuple)
 
 
 class RunError(Exception):
@@ -30,6 +32,15 @@ def run(cmd: Sequence[str], check: bool = True, timeout: float = 60,
     return p.stdout
 
 
+def read_text(path: str, default: str = "") -> str:
+    """The contents of a (small) file, or DEFAULT if it cannot be read."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return default
+
+
 def die_with_parent() -> None:
     """preexec_fn for every daemon and agent we start: SIGTERM them if
     daq-incast itself dies, even by SIGKILL (PR_SET_PDEATHSIG survives
@@ -50,6 +61,19 @@ def stop_process(p: "subprocess.Popen[Any]", grace: float = 5.0) -> None:
         p.wait(5)
     except ProcessLookupError:
         pass
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP ignored within: a clean-up that must not
+    be cut short (by the main thread only)."""
+    old = {s: signal.signal(s, signal.SIG_IGN)
+           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 class Interrupted(BaseException):
@@ -76,21 +100,16 @@ class Cleanup:
     def run(self) -> List[str]:
         if not self._stack:
             return self.failures
-        old = {s: signal.signal(s, signal.SIG_IGN)
-               for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        signal.alarm(0)
-        try:
+        with signals_held():
+            signal.alarm(0)
             while self._stack:
                 what, fn = self._stack.pop()
                 try:
                     fn()
                 except Exception as e:       # keep undoing the rest
                     self.failures.append("%s: %s" % (what, e))
-                    sys.stderr.write("daq-incast: cleanup: %s: %s\n"
-                                     % (what, e))
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
+                    sys.stderr.write("%s: cleanup: %s: %s\n" % (
+                        os.path.basename(sys.argv[0]), what, e))
         return self.failures
 
 

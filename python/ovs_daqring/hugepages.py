@@ -16,7 +16,7 @@ import os
 import shutil
 from typing import List, Optional, Tuple
 
-from .sysutil import Cleanup, RunError, run
+from .process import Cleanup, RunError, run
 
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
 

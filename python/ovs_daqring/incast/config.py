@@ -1,7 +1,7 @@
 """Command line, units and validation for daq-incast.
 
 Everything here is pure: validate() looks at the parsed arguments and at
-a HostInfo snapshot (which probe_host() fills in from the machine) and
+a HostInfo snapshot (which hosts.probe_host() fills in from the machine) and
 either returns a Config or raises ConfigError.  Nothing is created before
 validation has passed.
 """
@@ -14,7 +14,9 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import hugepages
+from .. import TOP
+from ..hosts import ConfigError, HostInfo, parse_cpu_mask
+from ..sandbox import Binaries, tree_binaries
 
 # Debian's DPDK 22.11 is built with RTE_MAX_ETHPORTS=32: one ovs-vswitchd
 # can open at most 32 ethdev ports (each host namespace needs one).
@@ -39,13 +41,7 @@ SWEEP_PARAMS = {
     "poll-interval": ("daqring", 0),
     "credits": ("credits", 1),
 }
-DEFAULT_OVS_BUILD = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), "ovs")
-
-
-class ConfigError(Exception):
-    """A bad parameter or an unusable machine; exit status 2."""
+DEFAULT_OVS_BUILD = os.path.join(TOP, "ovs")
 
 
 # ---------------------------------------------------------------- units
@@ -112,66 +108,7 @@ def parse_sweep(text: str) -> Tuple[str, List[int]]:
     return name, out
 
 
-def parse_cpu_mask(text: str) -> List[int]:
-    try:
-        mask = int(text, 16)
-    except ValueError:
-        raise ConfigError("bad --pmd-cpu-mask %r (hex, e.g. 0x2)" % text)
-    cpus = [i for i in range(mask.bit_length()) if mask >> i & 1]
-    if not cpus:
-        raise ConfigError("--pmd-cpu-mask selects no CPU")
-    return cpus
-
-
-# ---------------------------------------------------------------- host
-@dataclass
-class HostInfo:
-    """What validate() needs to know about the machine."""
-    is_root: bool
-    cpus: List[int]
-    hugepages_free_mb: int
-    hugetlbfs_mounted: bool
-    other_vswitchd: List[str] = field(default_factory=list)
-    wmem_default: int = 212992
-
-
-def probe_host() -> HostInfo:
-    others = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/comm" % pid) as f:
-                comm = f.read().strip()
-        except OSError:
-            continue
-        if comm.startswith("ovs-vswitchd"):
-            others.append("%s (%s)" % (pid, comm))
-    try:
-        with open("/proc/sys/net/core/wmem_default") as f:
-            wmem = int(f.read())
-    except (OSError, ValueError):
-        wmem = 212992
-    return HostInfo(is_root=os.geteuid() == 0, wmem_default=wmem,
-                    cpus=sorted(os.sched_getaffinity(0)),
-                    hugepages_free_mb=hugepages.free_mb(),
-                    hugetlbfs_mounted=hugepages.hugetlbfs_mounted(),
-                    other_vswitchd=others)
-
-
 # ---------------------------------------------------------------- binaries
-@dataclass
-class Binaries:
-    vswitchd: str
-    ovsdb_server: str
-    ovsdb_tool: str
-    vsctl: str
-    ofctl: str
-    appctl: str
-    schema: str
-    origin: str
-
-
 def _system_tool(name: str) -> str:
     for d in ("/usr/bin", "/usr/sbin"):
         p = os.path.join(d, name)
@@ -193,16 +130,7 @@ def resolve_binaries(ovs_build: Optional[str],
             appctl=_system_tool("ovs-appctl"),
             schema="/usr/share/openvswitch/vswitch.ovsschema",
             origin="system tools, vswitchd %s" % vswitchd)
-    d = ovs_build or DEFAULT_OVS_BUILD
-    return Binaries(
-        vswitchd=vswitchd or os.path.join(d, "vswitchd", "ovs-vswitchd"),
-        ovsdb_server=os.path.join(d, "ovsdb", "ovsdb-server"),
-        ovsdb_tool=os.path.join(d, "ovsdb", "ovsdb-tool"),
-        vsctl=os.path.join(d, "utilities", "ovs-vsctl"),
-        ofctl=os.path.join(d, "utilities", "ovs-ofctl"),
-        appctl=os.path.join(d, "utilities", "ovs-appctl"),
-        schema=os.path.join(d, "vswitchd", "vswitch.ovsschema"),
-        origin="OVS build %s" % d)
+    return tree_binaries(ovs_build or DEFAULT_OVS_BUILD, vswitchd)
 
 
 # ---------------------------------------------------------------- config

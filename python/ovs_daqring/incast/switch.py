@@ -1,17 +1,17 @@
-"""A private ovsdb-server + ovs-vswitchd (DPDK) in its own run directory,
-its ports, its counters, and the daqring programming of one mode."""
+"""daq-incast's switch: the sandbox (ovs_daqring.sandbox) with the hosts'
+ports, its counters, and the daqring programming of one mode."""
 
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Set
 
-from . import hugepages
+from .. import hugepages, tool_path
+from ..process import Cleanup, RunError, run
+from ..sandbox import Sandbox, dpdk_settings
 from .config import Config
-from .sysutil import Cleanup, RunError, die_with_parent, run, stop_process
 from .topology import Host, Plan
 
 
@@ -19,18 +19,7 @@ class ModeUnavailable(Exception):
     """The switch cannot run a mode (e.g. no daqring support)."""
 
 
-def ovs_json_value(v: object) -> object:
-    """Decode one value of ovs-vsctl's `-f json -d json` output."""
-    if isinstance(v, list) and len(v) == 2 and v[0] == "map":
-        return {k: ovs_json_value(x) for k, x in v[1]}
-    if isinstance(v, list) and len(v) == 2 and v[0] == "set":
-        return [ovs_json_value(x) for x in v[1]]
-    if isinstance(v, list) and len(v) == 2 and v[0] == "uuid":
-        return v[1]
-    return v
-
-
-class Switch:
+class Switch(Sandbox):
     """Everything lives under `workdir`; ovs-vswitchd runs in the plan's
     switch namespace (its tap devices stay there) and its DPDK memory is
     --in-memory with a --file-prefix of its own, so another ovs-vswitchd
@@ -38,92 +27,27 @@ class Switch:
 
     def __init__(self, cfg: Config, plan: Plan, workdir: str,
                  cleanup: Cleanup) -> None:
+        super().__init__(cfg.binaries, workdir, netns=plan.switch_ns)
         self.cfg = cfg
-        self.bin = cfg.binaries
         self.plan = plan
         self.bridge = "br0"              # in our own namespace
-        self.dir = workdir
         self.cleanup = cleanup
-        self.sock = os.path.join(workdir, "db.sock")
-        self.ctl = os.path.join(workdir, "ovs-vswitchd.ctl")
-        self.env = dict(os.environ, OVS_RUNDIR=workdir, OVS_LOGDIR=workdir,
-                        OVS_DBDIR=workdir, OVS_SYSCONFDIR=workdir,
-                        OVS_PKGDATADIR=os.path.dirname(self.bin.schema))
-        self.ovsdb: Optional["subprocess.Popen[bytes]"] = None
-        self.vswitchd: Optional["subprocess.Popen[bytes]"] = None
         self.hugepages_note = ""
 
-    # ------------------------------------------------------------ tools
-    def vsctl(self, *args: str, timeout: float = 60) -> str:
-        return run([self.bin.vsctl, "--db=unix:" + self.sock,
-                    "--timeout=%d" % timeout] + list(args), env=self.env,
-                   timeout=timeout + 10)
-
-    def ofctl(self, *args: str) -> str:
-        return run([self.bin.ofctl] + list(args), env=self.env)
-
-    def appctl(self, *args: str, timeout: float = 30) -> str:
-        return run([self.bin.appctl, "-t", self.ctl,
-                    "--timeout=%d" % timeout] + list(args), env=self.env,
-                   timeout=timeout + 10)
-
-    def log_tail(self, n: int = 15) -> str:
-        try:
-            with open(os.path.join(self.dir, "ovs-vswitchd.log")) as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
-
     # ------------------------------------------------------------ life
-    def start(self) -> None:
-        db = os.path.join(self.dir, "conf.db")
-        run([self.bin.ovsdb_tool, "create", db, self.bin.schema])
-        self.cleanup.push("stop ovsdb-server", self._stop_ovsdb)
-        with open(os.path.join(self.dir, "ovsdb-server.out"), "w") as out:
-            self.ovsdb = subprocess.Popen(
-                [self.bin.ovsdb_server, db, "--remote=punix:" + self.sock,
-                 "--unixctl=" + os.path.join(self.dir, "ovsdb-server.ctl"),
-                 "--log-file=" + os.path.join(self.dir, "ovsdb-server.log"),
-                 "-vconsole:off"], env=self.env, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=die_with_parent)
-        deadline = time.monotonic() + 20
-        while not os.path.exists(self.sock):
-            if (self.ovsdb.poll() is not None
-                    or time.monotonic() > deadline):
-                raise RunError("ovsdb-server did not start (see %s)"
-                               % self.dir)
-            time.sleep(0.05)
+    def start(self) -> None:   # type: ignore[override]
+        os.makedirs(self.dir, exist_ok=True)
         self._dpdk_memory()
-        settings = ["other_config:dpdk-init=true",
-                    "other_config:pmd-cpu-mask=0x%x"
-                    % sum(1 << c for c in self.cfg.pmd_cpus)]
         memory, extra = hugepages.dpdk_memory_config(
             self.cfg.use_hugepages, str(self.cfg.socket_mem_mb),
             self.cfg.socket_mem_mb, self.plan.tag, self.cleanup)
-        settings += memory
-        settings.append('other_config:dpdk-extra="--no-pci %s"' % extra)
-        self.vsctl("--no-wait", "init", "--", "set", "Open_vSwitch", ".",
-                   *settings)
-        self.cleanup.push("stop ovs-vswitchd", self._stop_vswitchd)
-        with open(os.path.join(self.dir, "ovs-vswitchd.out"), "w") as out:
-            self.vswitchd = subprocess.Popen(
-                ["ip", "netns", "exec", self.plan.switch_ns,
-                 self.bin.vswitchd, "unix:" + self.sock,
-                 "--unixctl=" + self.ctl,
-                 "--log-file=" + os.path.join(self.dir, "ovs-vswitchd.log"),
-                 "-vconsole:off"], env=self.env, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=die_with_parent)
-        try:
-            self.vsctl("wait-until", "Open_vSwitch", ".",
-                       "dpdk_initialized=true", timeout=120)
-        except RunError:
-            raise RunError("ovs-vswitchd did not initialise DPDK:\n%s"
-                           % self.log_tail())
-        self._alive()
-        self.vsctl("add-br", self.bridge, "--", "set", "Bridge",
-                   self.bridge, "datapath_type=netdev")
+        settings = dpdk_settings(
+            "0x%x" % sum(1 << c for c in self.cfg.pmd_cpus), memory,
+            "--no-pci " + extra)
+        self.cleanup.push("stop ovs-vswitchd and ovsdb-server",
+                          lambda: self.stop(grace=20))
+        super().start(settings)
+        self.add_bridge(self.bridge)
 
     def _dpdk_memory(self) -> None:
         """Hugepages for the run (reserved if missing, given back after
@@ -145,24 +69,6 @@ class Switch:
         cfg.notes.append("%s: DPDK runs with --no-huge -m %d (slower)"
                          % (why, cfg.socket_mem_mb))
 
-    def _alive(self) -> None:
-        if self.vswitchd is None or self.vswitchd.poll() is not None:
-            raise RunError("ovs-vswitchd exited:\n%s" % self.log_tail())
-
-    def _stop_vswitchd(self) -> None:
-        p = self.vswitchd
-        if p is not None and p.poll() is None:
-            try:
-                self.appctl("exit", "--cleanup", timeout=20)
-                p.wait(20)
-            except (RunError, subprocess.TimeoutExpired):
-                pass
-            stop_process(p, grace=10)
-
-    def _stop_ovsdb(self) -> None:
-        if self.ovsdb is not None:
-            stop_process(self.ovsdb)
-
     # ------------------------------------------------------------ ports
     def add_ports(self, hosts: List[Host]) -> None:
         args: List[str] = []
@@ -173,15 +79,6 @@ class Switch:
                      "ofport_request=%d" % h.ofport]
         self.vsctl(*args, timeout=120)
         self._check_ports([h.port_name for h in hosts])
-
-    def interfaces(self) -> Dict[str, Dict[str, object]]:
-        out = json.loads(self.vsctl("-f", "json", "-d", "json",
-                                    "--columns=name,ofport,error,"
-                                    "statistics,status,type", "list",
-                                    "Interface"))
-        cols = out["headings"]
-        return {row[0]: {c: ovs_json_value(v) for c, v in zip(cols, row)}
-                for row in out["data"]}
 
     def _check_ports(self, names: List[str]) -> None:
         deadline = time.monotonic() + 30
@@ -235,33 +132,6 @@ class Switch:
                              if isinstance(v, int)}
         return out
 
-    def pmd_schedstat(self) -> Tuple[int, int]:
-        """(ns on CPU, ns runnable but waiting) summed over the PMD
-        threads: a busy-polling PMD alone on its core never waits."""
-        run_ns = wait_ns = 0
-        if self.vswitchd is None:
-            return 0, 0
-        task = "/proc/%d/task" % self.vswitchd.pid
-        try:
-            tids = os.listdir(task)
-        except OSError:
-            return 0, 0
-        for tid in tids:
-            try:
-                with open("%s/%s/comm" % (task, tid)) as f:
-                    if not f.read().startswith("pmd"):
-                        continue
-                with open("%s/%s/schedstat" % (task, tid)) as f:
-                    fields = f.read().split()
-            except OSError:
-                continue
-            run_ns += int(fields[0])
-            wait_ns += int(fields[1])
-        return run_ns, wait_ns
-
-    def tail(self) -> str:
-        return self.log_tail()
-
     def save_logs(self, dest: str) -> None:
         os.makedirs(dest, exist_ok=True)
         for name in os.listdir(self.dir):
@@ -280,12 +150,7 @@ STATS_INTERVAL = 5.0 + 0.7
 def daqctl_path() -> str:
     """ovs-daqctl next to daq-incast (the repository's utilities/, or the
     same bin directory when installed), else the one on PATH."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for d in (here, os.path.dirname(os.path.abspath(sys.argv[0]))):
-        path = os.path.join(d, "ovs-daqctl")
-        if os.access(path, os.X_OK):
-            return path
-    path = shutil.which("ovs-daqctl")
+    path = tool_path("ovs-daqctl")
     if not path:
         raise ModeUnavailable("ovs-daqctl not found next to daq-incast or "
                               "on PATH")
@@ -294,7 +159,7 @@ def daqctl_path() -> str:
 
 def daqctl(sw: Switch, *args: str, timeout: float = 120) -> str:
     """Runs ovs-daqctl against 'sw' (its database, bridge and tools)."""
-    return run([sys.executable, daqctl_path(), "--db", "unix:" + sw.sock,
+    return run([sys.executable, daqctl_path(), "--db", sw.db,
                 "--bridge", sw.bridge, "--ofctl", sw.bin.ofctl,
                 "--timeout", "%d" % timeout] + list(args),
                env=sw.env, timeout=timeout + 30)

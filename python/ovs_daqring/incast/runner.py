@@ -16,16 +16,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import VERSION
 from .config import (SWEEP_PARAMS, Config, ConfigError, build_parser,
-                     format_rate, probe_host, validate)
+                     format_rate, validate)
 from .stats import (SCHEMA, counter_delta, format_table,
                     ideal_collection_time, ideal_goodput, payload_efficiency,
                     summarize_mode, validate_results)
+from ..hosts import probe_host
+from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
+                       install_signal_handlers, pid_alive, run,
+                       stale_namespaces, stop_process)
 from .switch import (STATS_INTERVAL, ModeUnavailable, Switch,
                      program_daqrings, remove_daqrings)
-from .sysutil import (Cleanup, Interrupted, RunError, die_with_parent,
-                      install_signal_handlers, pid_alive, run,
-                      stale_namespaces,
-                      stop_process)
 from .topology import ROS_PORT, Plan, Topology, make_plan
 
 AGENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -145,7 +145,8 @@ class Runner:
         try:
             self.switch.add_ports(self.plan.hosts)
         except ModeUnavailable as e:
-            raise RunError("ports failed: %s\n%s" % (e, self.switch.tail()))
+            raise RunError("ports failed: %s\n%s"
+                           % (e, self.switch.log_tail()))
         self.cleanup.push("stop agents", self._stop_agents)
         self._start_ros()
 
@@ -535,7 +536,9 @@ def cleanup_stale() -> int:
     return 0
 
 
-def main(argv: Sequence[str]) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
     ns = build_parser().parse_args(list(argv))
     if ns.version:
         print("daq-incast (ovs-daqring) %s" % VERSION)

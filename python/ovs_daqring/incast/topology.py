@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List
 
-from .sysutil import Cleanup, RunError, run
+from ..process import Cleanup, RunError, run
 
 NET = "10.77"
 PREFIX = 16

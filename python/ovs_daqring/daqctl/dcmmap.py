@@ -1,0 +1,592 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""DCM maps: reading YAML and CSV maps (with line numbers), and
+checking the DCMs they describe."""
+
+import csv
+import io
+import ipaddress
+import os
+import re
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+import ovs.db.idl
+import ovs.dirs
+import ovs.jsonrpc
+import ovs.poller
+import ovs.stream
+import yaml
+
+from .model import (CSV_COLUMNS, DCM_KEYS, DEFAULT_KEYS, Dcm,
+                    FRAME_OVERHEAD_DEFAULT, FRAME_OVERHEAD_MAX, FourTuple,
+                    MAX_BURST_DEFAULT, MAX_BURST_MAX, MAX_BURST_MIN,
+                    MAX_RATE_MAX, MAX_RATE_MIN, MapError, NAME_RE, OFPORT_MAX,
+                    POLL_INTERVAL_MAX, Problem, RESERVED_PORT_NAMES,
+                    RING_SIZE_DEFAULT, RING_SIZE_MAX, RING_SIZE_MIN,
+                    SWITCH_KEYS, SwitchSpec, TOP_KEYS, format_rate, parse_rate)
+
+
+# ================================================================ map parsing
+class _LineLoader(yaml.SafeLoader):
+    """A safe YAML loader whose mappings know their lines."""
+
+
+class LineDict(dict):  # type: ignore[type-arg]
+    """A YAML mapping that remembers its line and the line of each key."""
+    line: int = 0
+    key_lines: Dict[str, int]
+
+
+def _construct_mapping(loader: Any, node: Any) -> LineDict:
+    loader.flatten_mapping(node)
+    m = LineDict()
+    m.line = node.start_mark.line + 1
+    m.key_lines = {}
+    for knode, vnode in node.value:
+        key = loader.construct_object(knode, deep=True)
+        if not isinstance(key, str):
+            key = str(key)
+        norm = key.replace("-", "_")
+        if norm in m:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark,
+                "duplicate key %r" % key, knode.start_mark)
+        m[norm] = loader.construct_object(vnode, deep=True)
+        m.key_lines[norm] = knode.start_mark.line + 1
+    return m
+
+
+_LineLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+class MapReader:
+    """Reads a DCM map (YAML or CSV) into SwitchSpecs, collecting every
+    problem with its file and line."""
+
+    def __init__(self, path: str, db: Optional[str], of: Optional[str],
+                 bridge: Optional[str], explicit: Set[str],
+                 tolerance: float) -> None:
+        self.path = path
+        self.fname = "-" if path == "-" else path
+        self.cli = {"db": db, "of": of, "bridge": bridge}
+        self.explicit = explicit
+        self.tolerance = tolerance
+        self.problems: List[Problem] = []
+
+    # ----------------------------------------------------------- helpers
+    def at(self, line: int) -> str:
+        return "%s:%d" % (self.fname, line) if line else self.fname
+
+    def bad(self, line: int, reason: str) -> None:
+        self.problems.append(Problem(self.at(line), reason))
+
+    def read(self) -> List[SwitchSpec]:
+        try:
+            if self.path == "-":
+                text = sys.stdin.read()
+            else:
+                with open(self.path, encoding="utf-8") as f:
+                    text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise MapError([Problem(self.fname, "cannot read map: %s" % e)])
+        first = next((ln.strip() for ln in text.splitlines()
+                      if ln.strip() and not ln.lstrip().startswith("#")), "")
+        if self.path.lower().endswith(".csv") or (
+                self.path == "-" and re.match(r"^[a-z_-]+(,[a-z_-]*)+$",
+                                              first.lower())):
+            specs = self._read_csv(text)
+        else:
+            specs = self._read_yaml(text)
+        for spec in specs:
+            self.problems += validate_dcms(spec.dcms, spec.where)
+        if self.problems:
+            raise MapError(self.problems)
+        return specs
+
+    # --------------------------------------------------------------- yaml
+    def _read_yaml(self, text: str) -> List[SwitchSpec]:
+        try:
+            doc = yaml.load(text, Loader=_LineLoader)
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            line = mark.line + 1 if mark else 0
+            self.bad(line, "malformed YAML: %s" % (e.problem or e.context))
+            raise MapError(self.problems)
+        except yaml.YAMLError as e:
+            self.bad(0, "malformed YAML: %s" % e)
+            raise MapError(self.problems)
+        if doc is None:
+            self.bad(1, "the map is empty (to remove every DCM, write "
+                     "'dcms: []')")
+            raise MapError(self.problems)
+        if isinstance(doc, list):
+            top = LineDict(dcms=doc)
+            top.line, top.key_lines = 1, {"dcms": 1}
+            doc = top
+        if not isinstance(doc, LineDict):
+            self.bad(1, "a map is a mapping with 'dcms' or 'switches', or a "
+                     "list of DCMs")
+            raise MapError(self.problems)
+        self._unknown(doc, TOP_KEYS, "map")
+        top_defaults = self._defaults(doc)
+        specs: List[SwitchSpec] = []
+        if "switches" in doc:
+            if "dcms" in doc:
+                self.bad(doc.key_lines["dcms"], "'dcms' and 'switches' "
+                         "exclude each other; put the DCMs under their "
+                         "switch")
+            switches = doc["switches"]
+            if not isinstance(switches, list) or not switches:
+                self.bad(doc.key_lines["switches"],
+                         "'switches' must be a non-empty list")
+                raise MapError(self.problems)
+            for sw in switches:
+                if not isinstance(sw, LineDict):
+                    self.bad(doc.key_lines["switches"],
+                             "each switch must be a mapping")
+                    continue
+                self._unknown(sw, SWITCH_KEYS, "switch")
+                defaults = dict(top_defaults)
+                defaults.update(self._defaults(sw))
+                spec = self._switch(sw, doc)
+                if spec:
+                    spec.dcms = self._dcm_list(sw, defaults, spec)
+                    specs.append(spec)
+        else:
+            if "dcms" not in doc:
+                self.bad(doc.line, "the map has neither 'dcms' nor "
+                         "'switches'")
+                raise MapError(self.problems)
+            spec = self._switch(doc, None)
+            if spec:
+                spec.dcms = self._dcm_list(doc, top_defaults, spec)
+                specs.append(spec)
+        self._check_switches(specs)
+        return specs
+
+    def _unknown(self, m: LineDict, allowed: Sequence[str],
+                 what: str) -> None:
+        for k in m:
+            if k not in allowed:
+                self.bad(m.key_lines.get(k, m.line),
+                         "unknown %s key '%s' (known: %s)"
+                         % (what, k, ", ".join(allowed)))
+
+    def _defaults(self, m: LineDict) -> Dict[str, Tuple[Any, int]]:
+        d = m.get("defaults")
+        if d is None:
+            return {}
+        if not isinstance(d, LineDict):
+            self.bad(m.key_lines["defaults"], "'defaults' must be a mapping")
+            return {}
+        self._unknown(d, DEFAULT_KEYS, "defaults")
+        if "rate" in d and "poll_interval" in d:
+            self.bad(d.line, "give either 'rate' or 'poll_interval', not "
+                     "both")
+        return {k: (v, d.key_lines[k]) for k, v in d.items()
+                if k in DEFAULT_KEYS}
+
+    def _switch(self, m: LineDict,
+                top: Optional[LineDict]) -> Optional[SwitchSpec]:
+        vals: Dict[str, Optional[str]] = {}
+        ok = True
+        for k in ("db", "of", "bridge"):
+            v: Any = m.get(k)
+            line = m.key_lines.get(k, m.line)
+            if v is None and top is not None and k != "bridge":
+                v = top.get(k)
+                line = top.key_lines.get(k, top.line)
+            if v is None and top is not None and k == "bridge":
+                v = top.get(k)
+            if v is not None and not isinstance(v, str):
+                self.bad(line, "'%s' must be a string" % k)
+                ok = False
+                continue
+            cli = self.cli[k]
+            if (v is not None and k in self.explicit and cli is not None
+                    and cli != v):
+                self.bad(line, "--%s %s conflicts with the map's %s: %s"
+                         % (k if k != "of" else "of", cli, k, v))
+                ok = False
+            vals[k] = v if v is not None else cli
+        if not ok:
+            return None
+        name = m.get("name") if top is not None else None
+        if name is not None and not isinstance(name, str):
+            self.bad(m.key_lines.get("name", m.line),
+                     "switch 'name' must be a string")
+            return None
+        bridge = vals["bridge"] or "br0"
+        return SwitchSpec(name=name or bridge, db=vals["db"] or default_db(),
+                          of=vals["of"], bridge=bridge, where=self.at(m.line))
+
+    def _check_switches(self, specs: List[SwitchSpec]) -> None:
+        seen: Dict[Tuple[str, str], str] = {}
+        names: Dict[str, str] = {}
+        for s in specs:
+            k = (s.db, s.bridge)
+            if k in seen:
+                self.problems.append(Problem(
+                    s.where, "switch %s: bridge %s of %s is already listed "
+                    "at %s" % (s.name, s.bridge, s.db, seen[k])))
+            seen.setdefault(k, s.where)
+            if s.name in names:
+                self.problems.append(Problem(
+                    s.where, "duplicate switch name '%s' (first at %s)"
+                    % (s.name, names[s.name])))
+            names.setdefault(s.name, s.where)
+
+    def _dcm_list(self, m: LineDict, defaults: Dict[str, Tuple[Any, int]],
+                  spec: SwitchSpec) -> List[Dcm]:
+        items = m.get("dcms")
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            self.bad(m.key_lines.get("dcms", m.line),
+                     "'dcms' must be a list")
+            return []
+        out: List[Dcm] = []
+        for item in items:
+            if not isinstance(item, LineDict):
+                self.bad(m.key_lines.get("dcms", m.line),
+                         "each DCM must be a mapping (name, ip, egress...)")
+                continue
+            self._unknown(item, DCM_KEYS, "DCM")
+            values = {k: v for k, (v, _) in defaults.items()}
+            lines = {k: line for k, (_, line) in defaults.items()}
+            if "rate" in item or "poll_interval" in item:
+                for k in ("rate", "poll_interval"):
+                    values.pop(k, None)
+            for k, v in item.items():
+                values[k] = v
+                lines[k] = item.key_lines[k]
+            if "rate" in item and "poll_interval" in item:
+                self.bad(item.line, "give either 'rate' or 'poll_interval', "
+                         "not both")
+                continue
+            dcm = build_dcm(values, lines, item.line, self.at, self.problems,
+                            self.tolerance, spec.rate_notes)
+            if dcm:
+                out.append(dcm)
+        return out
+
+    # ---------------------------------------------------------------- csv
+    def _read_csv(self, text: str) -> List[SwitchSpec]:
+        lines = [(n + 1, ln) for n, ln in enumerate(text.splitlines())]
+        rows = [(n, ln) for n, ln in lines
+                if ln.strip() and not ln.lstrip().startswith("#")]
+        if not rows:
+            self.bad(1, "the map is empty (a CSV map needs a header line: "
+                     "%s)" % ",".join(CSV_COLUMNS))
+            raise MapError(self.problems)
+        try:
+            parsed = list(csv.reader(io.StringIO(
+                "\n".join(ln for _, ln in rows)), skipinitialspace=True))
+        except csv.Error as e:
+            self.bad(0, "malformed CSV: %s" % e)
+            raise MapError(self.problems)
+        if len(parsed) != len(rows):
+            self.bad(0, "malformed CSV (a quoted field spans lines)")
+            raise MapError(self.problems)
+        hline = rows[0][0]
+        header = [h.strip().lower().replace("-", "_") for h in parsed[0]]
+        for h in header:
+            if h not in CSV_COLUMNS:
+                self.bad(hline, "unknown CSV column '%s' (known: %s)"
+                         % (h, ",".join(CSV_COLUMNS)))
+        if len(set(header)) != len(header):
+            self.bad(hline, "duplicate CSV column")
+        if "name" not in header:
+            self.bad(hline, "the CSV header needs a 'name' column (the "
+                     "first line that is not a comment is the header)")
+        if self.problems:
+            raise MapError(self.problems)
+        spec = SwitchSpec(name=self.cli["bridge"] or "br0",
+                          db=self.cli["db"] or default_db(),
+                          of=self.cli["of"],
+                          bridge=self.cli["bridge"] or "br0",
+                          where=self.fname)
+        for (line, _), cells in zip(rows[1:], parsed[1:]):
+            if len(cells) > len(header):
+                self.bad(line, "%d fields, the header has %d"
+                         % (len(cells), len(header)))
+                continue
+            values: Dict[str, Any] = {}
+            for h, c in zip(header, cells):
+                c = c.strip()
+                if c == "":
+                    continue
+                if h == "tuples":
+                    values[h] = c.replace(";", " ").split()
+                else:
+                    values[h] = c
+            dcm = build_dcm(values, {k: line for k in values}, line,
+                            self.at, self.problems, self.tolerance,
+                            spec.rate_notes)
+            if dcm:
+                spec.dcms.append(dcm)
+        return [spec]
+
+
+def default_db() -> str:
+    rundir = os.environ.get("OVS_RUNDIR") or ovs.dirs.RUNDIR
+    return "unix:%s/db.sock" % rundir
+
+
+# ============================================================ DCM validation
+def _int_value(v: Any, what: str, lo: int, hi: int) -> int:
+    if isinstance(v, bool):
+        raise ValueError("%s must be an integer, not %r" % (what, v))
+    if isinstance(v, int):
+        n = v
+    elif isinstance(v, str) and re.match(r"^\s*[0-9]+\s*$", v):
+        n = int(v)
+    else:
+        raise ValueError("%s must be an integer, not %r" % (what, v))
+    if not lo <= n <= hi:
+        raise ValueError("%s %d out of range %d..%d" % (what, n, lo, hi))
+    return n
+
+
+def _ipv4(v: Any, what: str) -> str:
+    if not isinstance(v, str):
+        raise ValueError("%s must be an IPv4 address, not %r" % (what, v))
+    try:
+        a = ipaddress.ip_address(v.strip())
+    except ValueError:
+        raise ValueError("%s %r is not an IP address" % (what, v))
+    if a.version != 4:
+        raise ValueError("%s %s: only IPv4 is supported" % (what, v))
+    if a.is_multicast or a.is_unspecified or str(a) == "255.255.255.255":
+        raise ValueError("%s %s is not a unicast host address" % (what, v))
+    return str(a)
+
+
+def _port_name(v: Any, what: str) -> str:
+    if not isinstance(v, str) or not NAME_RE.match(v) or v.isdigit():
+        raise ValueError("%s %r is not a valid port name (letters, digits, "
+                         "'_', '.', '-'; not all digits; at most 64)"
+                         % (what, v))
+    if v.upper() in RESERVED_PORT_NAMES:
+        raise ValueError("%s %r is a reserved OpenFlow port name"
+                         % (what, v))
+    return v
+
+
+_TUPLE_RE = re.compile(r"^(?:(tcp|udp):)?([^:>\s]+):([^:>\s]+)\s*->\s*"
+                       r"([^:>\s]+):([^:>\s]+)$", re.IGNORECASE)
+
+
+def parse_tuple(v: Any) -> FourTuple:
+    """'[tcp:|udp:]SRC:SPORT->DST:DPORT' ('*' is a wildcard, DST is
+    required) or a mapping {proto, src, sport, dst, dport}."""
+    def port(p: Any, what: str) -> Optional[int]:
+        if p is None or p == "*":
+            return None
+        return _int_value(p, what, 1, 65535)
+
+    def ip(a: Any, what: str) -> Optional[str]:
+        if a is None or a == "*":
+            return None
+        return _ipv4(a, what)
+
+    if isinstance(v, dict):
+        extra = set(v) - {"proto", "src", "sport", "dst", "dport"}
+        if extra:
+            raise ValueError("unknown tuple key(s) %s (known: proto, src, "
+                             "sport, dst, dport)" % ", ".join(sorted(extra)))
+        proto, src, sport, dst, dport = (v.get("proto", "tcp"), v.get("src"),
+                                         v.get("sport"), v.get("dst"),
+                                         v.get("dport"))
+    elif isinstance(v, str):
+        m = _TUPLE_RE.match(v.strip())
+        if not m:
+            raise ValueError("bad tuple %r (write [tcp:|udp:]SRC:SPORT->"
+                             "DST:DPORT, '*' for any)" % v)
+        proto, src, sport, dst, dport = (m.group(1) or "tcp", m.group(2),
+                                         m.group(3), m.group(4), m.group(5))
+    else:
+        raise ValueError("bad tuple %r" % (v,))
+    if not isinstance(proto, str) or proto.lower() not in ("tcp", "udp"):
+        raise ValueError("tuple proto %r: tcp or udp" % (proto,))
+    if dst is None or dst == "*":
+        raise ValueError("a tuple needs its destination address")
+    return FourTuple(proto.lower(), ip(src, "tuple source"),
+                     port(sport, "tuple source port"),
+                     str(_ipv4(dst, "tuple destination")),
+                     port(dport, "tuple destination port"))
+
+
+def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
+              at: Any, problems: List[Problem], tolerance: float,
+              rate_notes: List[str]) -> Optional[Dcm]:
+    """A Dcm from map values (after defaults), or None with 'problems'
+    extended (each with the line of the offending key)."""
+    before = len(problems)
+
+    def bad(key: Optional[str], reason: str) -> None:
+        problems.append(Problem(at(lines.get(key, line) if key else line),
+                                reason))
+
+    name = values.get("name")
+    try:
+        name = _port_name(name, "DCM name")
+    except ValueError as e:
+        bad("name", str(e) if name is not None else "a DCM needs a 'name'")
+        return None
+    label = "DCM %s: " % name
+
+    def get(key: str, fn: Any, *args: Any) -> Any:
+        if key not in values:
+            return None
+        try:
+            return fn(values[key], *args)
+        except ValueError as e:
+            bad(key, label + str(e))
+            return None
+
+    ring = get("ring", _port_name, "ring") or name
+    egress = values.get("egress")
+    if egress is None:
+        bad(None, label + "no 'egress' port")
+    else:
+        egress = get("egress", _port_name, "egress")
+    ip = get("ip", _ipv4, "ip")
+    tuples: List[FourTuple] = []
+    if "tuples" in values:
+        tv = values["tuples"]
+        if isinstance(tv, (str, dict)):
+            tv = [tv]
+        if not isinstance(tv, list) or not tv:
+            bad("tuples", label + "'tuples' must be a non-empty list")
+        else:
+            for t in tv:
+                try:
+                    tuples.append(parse_tuple(t))
+                except ValueError as e:
+                    bad("tuples", label + str(e))
+    if "ip" in values and "tuples" in values:
+        bad(None, label + "give either 'ip' or 'tuples', not both")
+    elif "ip" not in values and "tuples" not in values:
+        bad(None, label + "no match: give 'ip' (destination address) or "
+            "'tuples'")
+    if len(set(tuples)) != len(tuples):
+        bad("tuples", label + "a tuple is listed twice")
+    ring_size = get("ring_size", _int_value, "ring-size", RING_SIZE_MIN,
+                    RING_SIZE_MAX)
+    max_burst = get("max_burst", _int_value, "max-burst", MAX_BURST_MIN,
+                    MAX_BURST_MAX)
+    poll = get("poll_interval", _int_value, "poll-interval", 0,
+               POLL_INTERVAL_MAX)
+    numa = get("numa_id", _int_value, "numa-id", 0, 1023)
+    ofport = get("ofport", _int_value, "ofport", 1, OFPORT_MAX)
+    overhead = get("frame_overhead", _int_value, "frame-overhead", 0,
+                   FRAME_OVERHEAD_MAX)
+    rate_text: Optional[str] = None
+    max_rate = 0
+    if "rate" in values and "poll_interval" in values:
+        bad("rate", label + "give either 'rate' or 'poll-interval', not both")
+    elif "rate" in values:
+        # The daqring shapes by bytes at exactly this rate (max-rate),
+        # counting frame-overhead bytes per frame.
+        rate_text = str(values["rate"]).strip()
+        try:
+            max_rate = int(round(parse_rate(rate_text)))
+            if not MAX_RATE_MIN <= max_rate <= MAX_RATE_MAX:
+                raise ValueError("rate %s is out of range %s..%s"
+                                 % (rate_text, format_rate(MAX_RATE_MIN),
+                                    format_rate(MAX_RATE_MAX)))
+        except ValueError as e:
+            bad("rate", label + str(e))
+        else:
+            poll = 0
+            rate_notes.append(
+                "rate %s -> max-rate %d bit/s, frames counted with %d bytes "
+                "of overhead" % (rate_text, max_rate,
+                                 FRAME_OVERHEAD_DEFAULT if overhead is None
+                                 else overhead))
+    if len(problems) > before or not isinstance(egress, str):
+        return None
+    return Dcm(name=name, ring=ring, egress=egress, ip=ip,
+               tuples=tuple(tuples),
+               ring_size=RING_SIZE_DEFAULT if ring_size is None else ring_size,
+               max_burst=MAX_BURST_DEFAULT if max_burst is None else max_burst,
+               poll_interval=0 if poll is None else poll, numa_id=numa,
+               max_rate=max_rate, frame_overhead=overhead,
+               ofport=ofport, rate=rate_text, where=at(line))
+
+
+def validate_dcms(dcms: List[Dcm], where: str) -> List[Problem]:
+    """Checks among the DCMs of one switch: unique names, ring names,
+    addresses, tuples, ofports; rings are not egress ports; matches do not
+    overlap; cookies do not collide."""
+    problems: List[Problem] = []
+    names: Dict[str, Dcm] = {}
+    rings: Dict[str, Dcm] = {}
+    ips: Dict[str, Dcm] = {}
+    ofports: Dict[int, Dcm] = {}
+    cookies: Dict[int, Dcm] = {}
+    by_dst: Dict[Tuple[str, str], List[Tuple[FourTuple, Dcm]]] = {}
+
+    def dup(d: Dcm, what: str, first: Dcm) -> None:
+        problems.append(Problem(d.where or where, "DCM %s: duplicate %s "
+                                "(also DCM %s at %s)" % (d.name, what,
+                                                         first.name,
+                                                         first.where)))
+
+    for d in dcms:
+        if d.name in names:
+            dup(d, "name", names[d.name])
+            continue
+        names[d.name] = d
+        if d.ring in rings:
+            dup(d, "ring port name %s" % d.ring, rings[d.ring])
+        rings.setdefault(d.ring, d)
+        if d.ip:
+            if d.ip in ips:
+                dup(d, "IP %s" % d.ip, ips[d.ip])
+            ips.setdefault(d.ip, d)
+        if d.ofport is not None:
+            if d.ofport in ofports:
+                dup(d, "ofport %d" % d.ofport, ofports[d.ofport])
+            ofports.setdefault(d.ofport, d)
+        c = d.cookie()
+        if c in cookies:
+            dup(d, "cookie %#x (hash collision: rename one)" % c, cookies[c])
+        cookies.setdefault(c, d)
+        for t in d.tuples:
+            by_dst.setdefault((t.proto, t.dst), []).append((t, d))
+    for d in dcms:
+        if d.egress in rings:
+            problems.append(Problem(d.where or where, "DCM %s: egress %s is "
+                                    "the daqring of DCM %s"
+                                    % (d.name, d.egress,
+                                       rings[d.egress].name)))
+        for t in d.tuples:
+            if t.dst in ips and ips[t.dst] is not d:
+                problems.append(Problem(
+                    d.where or where, "DCM %s: tuple %s overlaps the IP "
+                    "match of DCM %s" % (d.name, t.canonical(),
+                                         ips[t.dst].name)))
+    for group in by_dst.values():
+        for i, (t1, d1) in enumerate(group):
+            for t2, d2 in group[i + 1:]:
+                if t1.overlaps(t2):
+                    problems.append(Problem(
+                        d2.where or where, "DCM %s: tuple %s overlaps %s of "
+                        "DCM %s" % (d2.name, t2.canonical(), t1.canonical(),
+                                    d1.name)))
+    return problems

@@ -1,0 +1,290 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The switch's database through OVS's Python IDL: reading the daqrings
+and committing a change in one transaction."""
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Set
+import ovs.db.idl
+import ovs.dirs
+import ovs.jsonrpc
+import ovs.poller
+import ovs.stream
+
+from .model import (DaqctlError, Dcm, EXIT_BAD_INPUT, EXT_DCM, EXT_EGRESS,
+                    EXT_MATCH, EXT_RATE, FourTuple, MAX_BURST_DEFAULT,
+                    RING_SIZE_DEFAULT)
+from .dcmmap import parse_tuple
+
+
+# ===================================================================== OVSDB
+COLUMNS = {
+    "Open_vSwitch": ["bridges", "next_cfg", "cur_cfg", "iface_types"],
+    "Bridge": ["name", "ports", "datapath_type"],
+    "Port": ["name", "interfaces", "external_ids"],
+    "Interface": ["name", "type", "options", "external_ids", "ofport",
+                  "ofport_request", "error", "status", "statistics"],
+}
+
+
+def _opt(v: Any) -> Any:
+    """The value of an optional column ([] or [x]) or of a plain one."""
+    if isinstance(v, list):
+        return v[0] if v else None
+    return v
+
+
+@dataclass
+class Ring:
+    """A daqring port found on the bridge."""
+    port: Any
+    iface: Any
+    dcm: Optional[Dcm]            # None: not managed by ovs-daqctl
+
+
+class Ovsdb:
+    """A connection to one switch's database through the OVS Python IDL."""
+
+    def __init__(self, remote: str, timeout: float) -> None:
+        self.remote = remote
+        self.timeout = timeout
+        self.attempts = 0
+        helper = ovs.db.idl.SchemaHelper(schema_json=self._schema())
+        for table, cols in COLUMNS.items():
+            helper.register_columns(table, cols)
+        self.idl = ovs.db.idl.Idl(remote, helper)
+        self._run_until(lambda: (self.idl.state
+                                 == self.idl.IDL_S_MONITORING
+                                 and self.idl.change_seqno > 0),
+                        "connect to %s" % remote)
+        if not self.idl.tables["Open_vSwitch"].rows:
+            raise DaqctlError("%s: the database has no Open_vSwitch record "
+                              "(run 'ovs-vsctl init')" % remote)
+
+    def _request(self, method: str, params: List[Any], what: str) -> Any:
+        """One JSON-RPC request on a connection of its own (not the IDL's):
+        its answer is the database as it is now, whatever the IDL has
+        received so far."""
+        error, stream = ovs.stream.Stream.open_block(
+            ovs.stream.Stream.open(self.remote), int(self.timeout * 1000))
+        if error:
+            raise DaqctlError("%s: cannot connect: %s"
+                              % (self.remote, os.strerror(error)))
+        rpc = ovs.jsonrpc.Connection(stream)
+        try:
+            req = ovs.jsonrpc.Message.create_request(method, params)
+            error, reply = rpc.transact_block(req)
+        finally:
+            rpc.close()
+        if error:
+            raise DaqctlError("%s: cannot %s: %s"
+                              % (self.remote, what, os.strerror(error)))
+        if reply.error:
+            raise DaqctlError("%s: cannot %s: %s"
+                              % (self.remote, what, reply.error))
+        return reply.result
+
+    def _schema(self) -> Any:
+        """The server's own schema, so that any OVS version works."""
+        return self._request("get_schema", ["Open_vSwitch"],
+                             "read the schema")
+
+    def next_cfg(self) -> int:
+        """next_cfg as it is in the database now.  Every ovs-daqctl (and
+        ovs-vsctl) transaction increments it."""
+        result = self._request("transact", [
+            "Open_vSwitch", {"op": "select", "table": "Open_vSwitch",
+                             "where": [], "columns": ["next_cfg"]}],
+            "read next_cfg")
+        try:
+            return int(result[0]["rows"][0]["next_cfg"])
+        except (LookupError, TypeError, ValueError):
+            raise DaqctlError("%s: cannot read next_cfg: %s"
+                              % (self.remote, result))
+
+    def catch_up(self) -> int:
+        """Waits until the IDL's replica has every transaction committed
+        so far (at least), so that what is read next is not older than
+        what another client has already done.  Returns that next_cfg."""
+        cfg = self.next_cfg()
+        self._run_until(lambda: self.root().next_cfg >= cfg,
+                        "receive the database's changes")
+        return cfg
+
+    def _run_until(self, done: Any, what: str,
+                   timeout: Optional[float] = None) -> None:
+        deadline = time.monotonic() + (timeout if timeout is not None
+                                       else self.timeout)
+        while True:
+            self.idl.run()
+            if done():
+                return
+            if time.monotonic() > deadline:
+                raise DaqctlError("%s: timed out (%g s) waiting to %s"
+                                  % (self.remote, timeout or self.timeout,
+                                     what))
+            poller = ovs.poller.Poller()
+            self.idl.wait(poller)
+            poller.timer_wait(100)
+            poller.block()
+
+    def close(self) -> None:
+        self.idl.close()
+
+    # --------------------------------------------------------------- read
+    def root(self) -> Any:
+        return next(iter(self.idl.tables["Open_vSwitch"].rows.values()))
+
+    def bridge(self, name: str) -> Any:
+        for br in self.idl.tables["Bridge"].rows.values():
+            if br.name == name:
+                return br
+        raise DaqctlError("%s: no bridge %s" % (self.remote, name),
+                          EXIT_BAD_INPUT)
+
+    def iface_types(self) -> Set[str]:
+        return set(self.root().iface_types)
+
+    def all_iface_names(self) -> Set[str]:
+        return {i.name for i in self.idl.tables["Interface"].rows.values()}
+
+    def ports(self, br: Any) -> Dict[str, Any]:
+        return {p.name: p for p in br.ports}
+
+    def rings(self, br: Any) -> List[Ring]:
+        """The daqrings of bridge 'br', managed or not."""
+        out = []
+        for p in br.ports:
+            ifaces = list(p.interfaces)
+            if len(ifaces) != 1:
+                continue
+            iface = ifaces[0]
+            managed = EXT_DCM in p.external_ids
+            if iface.type != "daqring" and not managed:
+                continue
+            out.append(Ring(p, iface, dcm_from_row(p, iface)
+                            if managed else None))
+        return sorted(out, key=lambda r: str(r.port.name))
+
+    # -------------------------------------------------------------- write
+    def transact(self, build: Callable[[Any], None], comment: str) -> int:
+        """Runs build(txn) in one transaction that also increments
+        next_cfg.  build() decides from the IDL's replica and verify()s
+        what its decision rests on: if another client changed that
+        meanwhile, the server refuses the transaction (TRY_AGAIN) and it is
+        built again from the new contents, as often as needed within the
+        timeout (the loop that ovs/db/idl.py's Transaction documents).
+        Returns the new next_cfg.  On failure nothing was changed: OVSDB
+        transactions are atomic."""
+        deadline = time.monotonic() + self.timeout
+        self.attempts = 0
+        while True:
+            self.attempts += 1
+            # Before building: a change that arrives from now on (even one
+            # that idl.run() receives while committing) ends the wait
+            # after a TRY_AGAIN.
+            seqno = self.idl.change_seqno
+            txn = ovs.db.idl.Transaction(self.idl)
+            txn.add_comment(comment)
+            try:
+                build(txn)
+                self.root().increment("next_cfg")
+            except BaseException:
+                txn.abort()
+                raise
+            while True:
+                status = txn.commit()
+                if status != ovs.db.idl.Transaction.INCOMPLETE:
+                    break
+                if time.monotonic() > deadline:
+                    txn.abort()
+                    raise DaqctlError("%s: the transaction timed out; it "
+                                      "may or may not have been committed"
+                                      % self.remote)
+                self.idl.run()
+                poller = ovs.poller.Poller()
+                self.idl.wait(poller)
+                txn.wait(poller)
+                poller.timer_wait(100)
+                poller.block()
+            if status == ovs.db.idl.Transaction.SUCCESS:
+                return int(txn.get_increment_new_value())
+            if status == ovs.db.idl.Transaction.UNCHANGED:
+                # Another client made the same change meanwhile.
+                return int(self.root().next_cfg)
+            if status != ovs.db.idl.Transaction.TRY_AGAIN:
+                raise DaqctlError("%s: transaction failed (%s); nothing "
+                                  "changed" % (self.remote, txn.get_error()))
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DaqctlError("%s: the database kept changing for %g s "
+                                  "(%d attempts); nothing changed"
+                                  % (self.remote, self.timeout,
+                                     self.attempts))
+            # Usually the change that made the transaction fail has
+            # already arrived: then there is nothing to wait for.
+            self._run_until(lambda: self.idl.change_seqno != seqno,
+                            "receive the database's changes", timeout=left)
+
+    def wait_applied(self, cfg: int) -> None:
+        try:
+            self._run_until(lambda: self.root().cur_cfg >= cfg,
+                            "ovs-vswitchd to apply the change")
+        except DaqctlError as e:
+            raise DaqctlError("%s.  The transaction is committed; "
+                              "ovs-vswitchd (is it running?) has not "
+                              "applied it yet, so the flows were not "
+                              "changed: run the command again later, or "
+                              "raise --timeout" % e)
+
+
+def dcm_from_row(port: Any, iface: Any) -> Dcm:
+    """A managed DCM as recorded on the switch (the inverse of
+    Dcm.external_ids() and Dcm.options())."""
+    ext = port.external_ids
+    opts = iface.options
+    ip: Optional[str] = None
+    tuples: List[FourTuple] = []
+    match = ext.get(EXT_MATCH, "")
+    if match.startswith("ip:"):
+        ip = match[3:]
+    else:
+        for t in match.split():
+            try:
+                tuples.append(parse_tuple(t))
+            except ValueError:
+                pass
+
+    def num(key: str, default: int) -> int:
+        try:
+            return int(opts.get(key, default))
+        except ValueError:
+            return default
+
+    numa = opts.get("numa-id")
+    overhead = opts.get("frame-overhead")
+    return Dcm(name=ext[EXT_DCM], ring=port.name,
+               egress=ext.get(EXT_EGRESS, ""), ip=ip, tuples=tuple(tuples),
+               ring_size=num("ring-size", RING_SIZE_DEFAULT),
+               max_burst=num("max-burst", MAX_BURST_DEFAULT),
+               poll_interval=num("poll-interval", 0),
+               max_rate=num("max-rate", 0),
+               frame_overhead=(int(overhead) if overhead and overhead.isdigit()
+                               else None),
+               numa_id=int(numa) if numa and numa.isdigit() else None,
+               ofport=_opt(iface.ofport_request),
+               rate=ext.get(EXT_RATE), where="switch")

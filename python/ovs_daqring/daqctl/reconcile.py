@@ -1,0 +1,593 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Reconciling a switch to its DCMs: the plan (what to create, update,
+remove), its application and the rollback of a failure."""
+
+import argparse
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from .model import (DaqctlError, Dcm, EXIT_ROLLBACK_FAILED, EXT_DCM, MapError,
+                    Problem, SwitchSpec)
+from .ovsdb import Ovsdb, Ring, _opt
+from .openflow import (ssl_args, Flow, OpenFlow, dcm_flows, flow_text,
+                       of_target, ofport_text)
+
+
+# ================================================================ reconciler
+@dataclass
+class RingState:
+    """What a daqring was before a change: what a rollback restores."""
+    port_ids: Dict[str, str]
+    iface_name: str
+    iface_type: str
+    options: Dict[str, str]
+    ofport_request: List[int]
+    managed: bool
+
+    @staticmethod
+    def of(r: Ring) -> "RingState":
+        return RingState(dict(r.port.external_ids), r.iface.name,
+                         r.iface.type, dict(r.iface.options),
+                         list(r.iface.ofport_request), r.dcm is not None)
+
+
+@dataclass
+class Plan:
+    create: List[Dcm] = field(default_factory=list)
+    update: List[Tuple[Ring, Dcm]] = field(default_factory=list)
+    delete: List[Ring] = field(default_factory=list)
+    adopt: List[str] = field(default_factory=list)
+    # status:config_error of the updated rings before the change.
+    old_errors: Dict[str, Optional[str]] = field(default_factory=dict)
+    # Each ring the plan touches, as it was (None: the plan creates it).
+    before: Dict[str, Optional[RingState]] = field(default_factory=dict)
+
+    def empty(self) -> bool:
+        return not (self.create or self.update or self.delete)
+
+    def summary(self) -> Dict[str, List[str]]:
+        return {"create": [d.name for d in self.create],
+                "update": [d.name for r, d in self.update
+                           if r.dcm is not None],
+                "adopt": [d.name for r, d in self.update if r.dcm is None],
+                "remove": [r.dcm.name if r.dcm else str(r.port.name)
+                           for r in self.delete]}
+
+
+class Reconciler:
+    """Brings one switch to a list of DCMs."""
+
+    def __init__(self, spec: SwitchSpec, args: argparse.Namespace,
+                 out: Any) -> None:
+        self.spec = spec
+        self.args = args
+        self.out = out
+        self.json = getattr(args, "format", "table") == "json"
+        # What happened, for -f json.
+        self.result: Dict[str, Any] = {
+            "switch": spec.name, "db": spec.db, "bridge": spec.bridge,
+            "dry_run": False, "changed": False, "messages": []}
+        self.db = Ovsdb(spec.db, args.timeout)
+        self.of = OpenFlow(of_target(args, spec), args.ofctl, args.timeout,
+                           ssl_args(args))
+        self.t_commit = 0.0
+        self.t_bundle = 0.0
+
+    def close(self) -> None:
+        self.db.close()
+
+    def say(self, msg: str) -> None:
+        self.result["messages"].append(msg)
+        if not self.json:
+            self.out.write(msg + "\n")
+            self.out.flush()
+
+    def current(self) -> List[Dcm]:
+        br = self.db.bridge(self.spec.bridge)
+        return [r.dcm for r in self.db.rings(br) if r.dcm is not None]
+
+    # --------------------------------------------------------------- plan
+    def plan(self, dcms: List[Dcm]) -> Plan:
+        """What to change, from the IDL's current replica.  Rings are
+        matched by port name: a daqring of the wanted name is updated (or
+        adopted, if no ovs-daqctl made it), a missing one is created, and
+        a managed one that no DCM wants is removed.  Raises MapError for
+        what the switch refuses (unknown egress ports, names or ofports
+        taken by other ports)."""
+        if "daqring" not in self.db.iface_types():
+            raise DaqctlError("switch %s: ovs-vswitchd does not support "
+                              "type=daqring (is it the ovs-daqring build, "
+                              "with other_config:dpdk-init=true?)"
+                              % self.spec.name)
+        br = self.db.bridge(self.spec.bridge)
+        ports = self.db.ports(br)
+        rings = {r.port.name: r for r in self.db.rings(br)}
+        all_names = self.db.all_iface_names()
+        wanted = {d.ring for d in dcms}
+        plan = Plan()
+        for r in rings.values():
+            if r.dcm is not None and r.port.name not in wanted:
+                plan.delete.append(r)
+        going = {r.port.name for r in plan.delete}
+        ofports: Dict[int, str] = {}
+        for p in ports.values():
+            for i in p.interfaces:
+                for o in (_opt(i.ofport), _opt(i.ofport_request)):
+                    if o is not None and o > 0 and p.name not in going:
+                        ofports.setdefault(o, p.name)
+        problems: List[Problem] = []
+
+        def bad(d: Dcm, reason: str) -> None:
+            problems.append(Problem(d.where or self.spec.where,
+                                    "DCM %s: %s" % (d.name, reason)))
+
+        for d in dcms:
+            eg = ports.get(d.egress)
+            if eg is None or d.egress in going:
+                bad(d, "egress port %s is not on bridge %s (it has: %s)"
+                    % (d.egress, self.spec.bridge,
+                       ", ".join(sorted(n for n in ports
+                                        if n not in rings)) or "no ports"))
+            elif len(eg.interfaces) != 1:
+                bad(d, "egress %s is a bond; give one of its interfaces"
+                    % d.egress)
+            if d.ofport is not None and ofports.get(d.ofport) not in (
+                    None, d.ring):
+                bad(d, "ofport %d is taken by %s" % (d.ofport,
+                                                     ofports[d.ofport]))
+            found = rings.get(d.ring)
+            if found is None:
+                if d.ring in all_names:
+                    bad(d, "a port or interface named %s exists and is not "
+                        "a daqring of bridge %s" % (d.ring,
+                                                    self.spec.bridge))
+                else:
+                    plan.create.append(d)
+            elif found.dcm is None:
+                plan.update.append((found, d))
+                plan.adopt.append(d.ring)
+            elif found.dcm.key() != d.key():
+                plan.update.append((found, d))
+        if problems:
+            raise MapError(problems)
+        for r, d in plan.update:
+            plan.old_errors[d.ring] = r.iface.status.get("config_error")
+            plan.before[d.ring] = RingState.of(r)
+        for r in plan.delete:
+            plan.before[r.port.name] = RingState.of(r)
+        for d in plan.create:
+            plan.before[d.ring] = None
+        return plan
+
+    # -------------------------------------------------------------- ovsdb
+    def commit(self, want: Callable[[List[Dcm]], List[Dcm]],
+               comment: str) -> Tuple[Plan, float]:
+        """One transaction for the whole plan: the DCMs are want(the DCMs
+        on the switch), planned again if the database changed meanwhile,
+        so that another ovs-daqctl's change made meanwhile is kept.  Waits
+        until ovs-vswitchd has applied it.  Returns the plan and the
+        duration."""
+        t0 = time.monotonic()
+        plans: List[Plan] = []
+
+        def build(txn: Any) -> None:
+            plan = self.plan(want(self.current()))
+            plans.append(plan)
+            br = self.db.bridge(self.spec.bridge)
+            # What the plan rests on: which ports the bridge has (the
+            # managed rings, the names taken) and each ring it changes or
+            # removes.  If another client changed any of it meanwhile, the
+            # server refuses the transaction and it is planned again.
+            br.verify("ports")
+            for r in [r for r, _ in plan.update] + plan.delete:
+                for col in ("external_ids", "interfaces"):
+                    r.port.verify(col)
+                for col in ("type", "options", "ofport_request"):
+                    r.iface.verify(col)
+            for r in plan.delete:
+                br.delvalue("ports", r.port)
+                r.port.delete()
+                r.iface.delete()
+            for r, d in plan.update:
+                opts = {k: v for k, v in r.iface.options.items()
+                        if k not in ("ring-size", "max-burst",
+                                     "poll-interval", "max-rate",
+                                     "frame-overhead", "numa-id")}
+                opts.update(d.options())
+                if opts != dict(r.iface.options):
+                    r.iface.options = opts
+                if r.iface.type != "daqring":
+                    r.iface.type = "daqring"
+                ext = {k: v for k, v in r.port.external_ids.items()
+                       if not k.startswith("daqctl-")}
+                ext.update(d.external_ids())
+                if ext != dict(r.port.external_ids):
+                    r.port.external_ids = ext
+                req = [d.ofport] if d.ofport is not None else []
+                if list(r.iface.ofport_request) != req:
+                    r.iface.ofport_request = req
+            for d in plan.create:
+                iface = txn.insert(self.db.idl.tables["Interface"])
+                iface.name = d.ring
+                iface.type = "daqring"
+                iface.options = d.options()
+                if d.ofport is not None:
+                    iface.ofport_request = [d.ofport]
+                port = txn.insert(self.db.idl.tables["Port"])
+                port.name = d.ring
+                port.interfaces = [iface]
+                port.external_ids = d.external_ids()
+                br.addvalue("ports", port)
+
+        cfg = self.db.transact(build, comment)
+        self.t_commit = time.monotonic() - t0
+        self.db.wait_applied(cfg)
+        return plans[-1], time.monotonic() - t0
+
+    def restore(self, plan: Plan, comment: str,
+                flood_before: Dict[str, bool]) -> None:
+        """Undoes 'plan' (already committed): the rings it created are
+        removed, those it changed or adopted get back their options, marks
+        and ofport_request (and an adopted ring its flooding), those it
+        removed are created again (empty).  Other rings, also those that
+        another ovs-daqctl changed meanwhile, are left alone.  Then the
+        flows follow the restored DCMs, if they were changed."""
+        def build(txn: Any) -> None:
+            br = self.db.bridge(self.spec.bridge)
+            br.verify("ports")
+            ports = self.db.ports(br)
+            for name, st in sorted(plan.before.items()):
+                port = ports.get(name)
+                ifaces = list(port.interfaces) if port is not None else []
+                if st is None:
+                    if port is not None and EXT_DCM in port.external_ids:
+                        port.verify("external_ids")
+                        br.delvalue("ports", port)
+                        port.delete()
+                        for i in ifaces:
+                            i.delete()
+                elif port is None:
+                    iface = txn.insert(self.db.idl.tables["Interface"])
+                    iface.name = st.iface_name
+                    iface.type = st.iface_type
+                    iface.options = st.options
+                    iface.ofport_request = st.ofport_request
+                    port = txn.insert(self.db.idl.tables["Port"])
+                    port.name = name
+                    port.interfaces = [iface]
+                    port.external_ids = st.port_ids
+                    br.addvalue("ports", port)
+                elif len(ifaces) == 1:
+                    iface = ifaces[0]
+                    port.verify("external_ids")
+                    for col in ("type", "options", "ofport_request"):
+                        iface.verify(col)
+                    if dict(port.external_ids) != st.port_ids:
+                        port.external_ids = st.port_ids
+                    if iface.type != st.iface_type:
+                        iface.type = st.iface_type
+                    if dict(iface.options) != st.options:
+                        iface.options = st.options
+                    if list(iface.ofport_request) != st.ofport_request:
+                        iface.ofport_request = st.ofport_request
+
+        if plan.empty():
+            return
+        cfg = self.db.transact(build, comment + " (rollback)")
+        self.db.wait_applied(cfg)
+        if self.of.written:
+            # The flows of the restored DCMs.  (If nothing was sent, the
+            # flows are still those of before.)
+            self.sync()
+        # An adopted ring is a hand-made one again: as it was.
+        if any(not flood_before.get(n, True) for n in plan.adopt):
+            now = self.of.no_flood()
+            for n in plan.adopt:
+                if flood_before.get(n) is False and now.get(n):
+                    self.of.set_no_flood(n, False)
+
+    def failures(self, plan: Plan) -> List[str]:
+        """Rings that ovs-vswitchd refused (error column, no ofport, or a
+        config_error in status after a resize)."""
+        br = self.db.bridge(self.spec.bridge)
+        by_name = {r.port.name: r for r in self.db.rings(br)}
+        errs = []
+        changed = [d for d in plan.create] + [d for _, d in plan.update]
+        for d in changed:
+            r = by_name.get(d.ring)
+            if r is None:
+                errs.append("%s: ring %s vanished" % (d.name, d.ring))
+                continue
+            err = _opt(r.iface.error)
+            of = _opt(r.iface.ofport)
+            if err:
+                errs.append(err if err.startswith(d.ring + ":")
+                            else "%s: %s" % (d.ring, err))
+            elif of is None or of <= 0:
+                errs.append("%s: ring %s got no OpenFlow port" % (d.name,
+                                                                  d.ring))
+        if errs:
+            return errs
+        # A ring in use keeps its old ring when a resize fails, and says
+        # so in status:config_error (refreshed about once a second).
+        resized = [d for r, d in plan.update
+                   if r.dcm is None or (r.dcm.ring_size, r.dcm.numa_id)
+                   != (d.ring_size, d.numa_id)]
+        if not resized:
+            return []
+
+        def verdict(d: Dcm) -> Optional[bool]:
+            """True: in place; False: refused; None: not known yet."""
+            st = by_name[d.ring].iface.status
+            err = st.get("config_error")
+            if err and err != plan.old_errors.get(d.ring):
+                return False
+            if (not err and st.get("ring_size") == str(d.ring_size)
+                    and (d.numa_id is None
+                         or st.get("numa_id") == str(d.numa_id))):
+                return True
+            return None
+
+        deadline = time.monotonic() + 3
+        while (any(verdict(d) is None for d in resized)
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+            self.db._run_until(lambda: True, "refresh")
+            by_name = {r.port.name: r for r in self.db.rings(br)}
+        for d in resized:
+            v = verdict(d)
+            err = by_name[d.ring].iface.status.get("config_error")
+            if v is False or (v is None and err):
+                errs.append(err if err.startswith(d.ring + ":")
+                            else "%s: %s" % (d.ring, err))
+        return errs
+
+    # -------------------------------------------------------------- flows
+    def floodable(self, rings: Sequence[str]) -> List[str]:
+        """Those of 'rings' that are on the switch and floodable."""
+        config = self.of.no_flood()
+        return sorted(n for n in rings if config.get(n) is False)
+
+    def sync(self) -> Tuple[int, int, int, List[str]]:
+        """Makes the OpenFlow side follow the DCMs recorded in OVSDB (not a
+        list in memory: another ovs-daqctl may have added a DCM meanwhile):
+        each DCM's daqring no-flood (a flooded copy would come out of the
+        ring a second time), then the flows, in one bundle.  The flows are
+        read before the database is, so that the flows of a DCM that
+        another ovs-daqctl has just added are not taken for stale ones;
+        and if the database changed while this ran, it runs again, so that
+        the last of several concurrent ovs-daqctl leaves the flows of all
+        their DCMs.  Returns (DCMs whose flows changed, flows deleted,
+        flows added, rings set no-flood)."""
+        n = n_del = n_add = 0
+        fixed: List[str] = []
+        for _ in range(10):
+            installed = self.of.installed()
+            cfg = self.db.catch_up()
+            dcms = self.current()
+            flood = self.floodable([d.ring for d in dcms])
+            if flood:
+                self.of.set_no_flood_all(flood)
+            fixed += [r for r in flood if r not in fixed]
+            lines, counts = self.flow_changes(dcms, False, installed)
+            if lines:
+                t0 = time.monotonic()
+                self.of.bundle(lines)
+                self.t_bundle += time.monotonic() - t0
+                n, n_del, n_add = (n + counts[0], n_del + counts[1],
+                                   n_add + counts[2])
+            if not (lines or flood) or self.db.next_cfg() == cfg:
+                break
+        return n, n_del, n_add, fixed
+
+    def flow_changes(self, dcms: List[Dcm], dry_run: bool,
+                     installed: Optional[Dict[int, Set[Flow]]] = None
+                     ) -> Tuple[List[str], Tuple[int, int, int]]:
+        """The bundle that gives 'dcms' their flows: for each DCM whose
+        flows differ, "delete cookie=C/-1" and its adds; for each of our
+        cookies that no DCM has, its delete.  With 'dry_run', rings not
+        created yet count as adds."""
+        br = self.db.bridge(self.spec.bridge)
+        ofports: Dict[str, int] = {}
+        for p in br.ports:
+            for i in p.interfaces:
+                o = _opt(i.ofport)
+                if o is not None and o > 0:
+                    ofports[p.name] = o
+        if installed is None:
+            installed = self.of.installed()
+        lines: List[str] = []
+        n_changed = n_del = n_add = 0
+        wanted: Set[int] = set()
+        for d in dcms:
+            if d.ring not in ofports or d.egress not in ofports:
+                if dry_run:
+                    n_changed += 1
+                    n_add += len(dcm_flows(d, d.ring, d.egress))
+                continue
+            c = d.cookie()
+            wanted.add(c)
+            flows = dcm_flows(d, ofport_text(ofports[d.ring]),
+                              ofport_text(ofports[d.egress]))
+            want = {(p, frozenset(m), a) for p, m, a in flows}
+            have = installed.get(c, set())
+            if want == have:
+                continue
+            n_changed += 1
+            if have:
+                lines.append("delete cookie=%#x/-1" % c)
+                n_del += len(have)
+            for f in flows:
+                lines.append("add " + flow_text(c, f))
+                n_add += 1
+        for c, have in sorted(installed.items()):
+            if c not in wanted:
+                lines.append("delete cookie=%#x/-1" % c)
+                n_del += len(have)
+                n_changed += 1
+        return lines, (n_changed, n_del, n_add)
+
+    # -------------------------------------------------------------- apply
+    def apply(self, want: Callable[[List[Dcm]], List[Dcm]], comment: str,
+              dry_run: bool, verbose: bool) -> bool:
+        """Makes the switch's DCMs want(its current DCMs).  Returns True if
+        something changed (would change, with 'dry_run')."""
+        dcms = want(self.current())
+        plan = self.plan(dcms)
+        label = self.spec.label()
+        res = self.result
+        res["dry_run"] = dry_run
+        res["notes"] = _grouped(self.spec.rate_notes)
+        for note in res["notes"]:
+            self.say("%s: %s" % (self.spec.name, note))
+        if dry_run:
+            self._report_plan(plan, verbose, "would ")
+            _, (n, n_del, n_add) = self.flow_changes(dcms, True)
+            flood = self.floodable([d.ring for d in dcms])
+            res.update(plan.summary())
+            res.update(no_flood=flood, flows={"dcms": n, "deleted": n_del,
+                                              "added": n_add})
+            if flood:
+                self.say("%s: would set no-flood on %d daqrings%s"
+                         % (label, len(flood), _names(flood, verbose)))
+            if n:
+                self.say("%s: would change the flows of %d DCMs (%d "
+                         "deleted, %d added)" % (label, n, n_del, n_add))
+            res["changed"] = not plan.empty() or bool(n) or bool(flood)
+            if not res["changed"]:
+                self.say("%s: no changes" % label)
+            return res["changed"]
+        flood_before: Dict[str, bool] = {}
+        if plan.adopt:
+            # What a rollback gives back to a hand-made daqring.
+            flood_before = self.of.no_flood()
+        if not plan.empty():
+            plan, t_db = self.commit(want, comment)
+            res.update(plan.summary())
+            res.update(t_commit=round(self.t_commit, 6),
+                       t_applied=round(t_db, 6))
+            res["changed"] = not plan.empty()
+            errs = self.failures(plan)
+            if errs:
+                res["refused"] = errs
+                self._rollback(plan, comment, flood_before,
+                               "switch %s refused the change"
+                               % self.spec.name,
+                               "switch %s refused the change, rolled back"
+                               % self.spec.name, errs)
+            self._report_plan(plan, verbose, "")
+            self.say("%s: one OVSDB transaction: %d created, %d updated, %d "
+                     "removed (committed in %.3f s, applied by ovs-vswitchd "
+                     "in %.3f s)" % (label, len(plan.create),
+                                     len(plan.update), len(plan.delete),
+                                     self.t_commit, t_db))
+        try:
+            n, n_del, n_add, flood = self.sync()
+        except DaqctlError as e:
+            if not plan.empty():
+                self._rollback(plan, comment, flood_before, str(e),
+                               "%s; daqrings rolled back" % e, [])
+            raise
+        res.update(no_flood=flood, flows={"dcms": n, "deleted": n_del,
+                                          "added": n_add})
+        if flood:
+            self.say("%s: set no-flood on %d daqrings%s"
+                     % (label, len(flood), _names(flood, verbose)))
+        if n:
+            self.say("%s: one OpenFlow bundle: flows of %d DCMs changed "
+                     "(%d deleted, %d added) in %.3f s"
+                     % (label, n, n_del, n_add, self.t_bundle))
+        res["changed"] = res["changed"] or bool(n) or bool(flood)
+        if not res["changed"]:
+            self.say("%s: no changes" % label)
+        return res["changed"]
+
+    def _rollback(self, plan: Plan, comment: str,
+                  flood_before: Dict[str, bool], failed: str,
+                  rolled_back: str, details: List[str]) -> None:
+        """Restores what 'plan' changed and raises: EXIT_FAILED if the
+        switch is as it was, EXIT_ROLLBACK_FAILED if it is not."""
+        more = "".join("\n  " + d for d in details)
+        try:
+            self.restore(plan, comment, flood_before)
+        except DaqctlError as e:
+            self.result["rollback"] = "failed"
+            raise DaqctlError(
+                "%s%s\nROLLBACK FAILED: %s\nswitch %s is in neither its "
+                "old nor its new state: look at 'ovs-daqctl show' and "
+                "'ovs-daqctl flows', then run the command again (or apply "
+                "the previous map)" % (failed, ":" + more if more else "",
+                                       e, self.spec.name),
+                EXIT_ROLLBACK_FAILED)
+        self.result["rollback"] = "done"
+        raise DaqctlError(rolled_back + (":" + more if more else ""))
+
+    def _report_plan(self, plan: Plan, verbose: bool, prefix: str) -> None:
+        lines = []
+        for d in plan.create:
+            lines.append("%screate %s: ring %s of %d, %s, %s -> %s"
+                         % (prefix, d.name, d.ring, d.ring_size,
+                            d.shaping_text(), d.match_summary(), d.egress))
+        for r, d in plan.update:
+            what = ("adopt" if r.dcm is None else "update")
+            lines.append("%s%s %s: %s" % (prefix, what, d.name,
+                                          describe_update(r.dcm, d)))
+        for r in plan.delete:
+            lines.append("%sremove %s (ring %s)" % (
+                prefix, r.dcm.name if r.dcm else "?", r.port.name))
+        if verbose or len(lines) <= 20:
+            for ln in lines:
+                self.say("%s: %s" % (self.spec.name, ln))
+        elif lines:
+            self.say("%s: %s%d changes (-v lists them)"
+                     % (self.spec.name, prefix, len(lines)))
+
+
+def describe_update(old: Optional[Dcm], new: Dcm) -> str:
+    if old is None:
+        return "existing daqring %s, %s" % (new.ring, new.shaping_text())
+    diffs = []
+    for attr, label in (("ring_size", "ring-size"), ("max_burst",
+                                                     "max-burst"),
+                        ("poll_interval", "poll-interval"),
+                        ("max_rate", "max-rate"),
+                        ("frame_overhead", "frame-overhead"),
+                        ("numa_id", "numa-id"), ("egress", "egress"),
+                        ("ofport", "ofport"), ("rate", "rate"),
+                        ("ring", "ring")):
+        a, b = getattr(old, attr), getattr(new, attr)
+        if a != b:
+            diffs.append("%s %s -> %s" % (label, a, b))
+    if old.match_text() != new.match_text():
+        diffs.append("match %s -> %s" % (old.match_summary(),
+                                         new.match_summary()))
+    return ", ".join(diffs) or "marks"
+
+
+def _names(names: List[str], verbose: bool) -> str:
+    """': a, b, c' (at most 20 names unless 'verbose')."""
+    if len(names) > 20 and not verbose:
+        return " (-v lists them)"
+    return ": " + ", ".join(names)
+
+
+def _grouped(notes: List[str]) -> List[str]:
+    counts: Dict[str, int] = {}
+    for n in notes:
+        counts[n] = counts.get(n, 0) + 1
+    return [n if c == 1 else "%s (%d DCMs)" % (n, c)
+            for n, c in counts.items()]
