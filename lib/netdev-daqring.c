@@ -57,6 +57,7 @@ COVERAGE_DEFINE(daqring_mixed_batch);
 COVERAGE_DEFINE(daqring_idle_poll);
 COVERAGE_DEFINE(daqring_loop_drop);
 COVERAGE_DEFINE(daqring_wait_poll);
+COVERAGE_DEFINE(daqring_egress_drop);
 
 static struct vlog_rate_limit loop_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 
@@ -168,6 +169,9 @@ struct netdev_daqring {
         atomic_uint64_t high_watermark; /* Highest occupancy seen. */
         atomic_uint32_t stash_count;    /* Copy of 'stash_n - stash_pos'
                                          * for other threads. */
+        atomic_uint64_t egress_drops;   /* Packets dequeued that the
+                                         * datapath could not send to the
+                                         * egress port (options:egress). */
 
         /* Packets held outside the ring and delivered before the packets in
          * the ring: the oldest packets after a resize below the backlog, and
@@ -213,6 +217,15 @@ struct netdev_daqring {
     /* Why the last options were rejected while the previous configuration
      * stayed in force, or NULL. */
     char *config_error OVS_GUARDED;
+
+    /* "egress" in force: the port to which the datapath sends what the ring
+     * delivers, without a flow lookup, or NULL.  See "Egress binding" in
+     * netdev.h. */
+    char *egress OVS_GUARDED;
+
+    /* Why the datapath could not bind the ring to 'egress' (its packets are
+     * then dropped and counted in 'egress_drops'), or NULL if it did. */
+    char *egress_error OVS_GUARDED;
 
     /* Whether the "status" column last reported a mempool warning. */
     bool published_mempool_warning OVS_GUARDED;
@@ -562,6 +575,7 @@ netdev_daqring_construct(struct netdev *netdev)
     atomic_init(&dev->rx_bytes, 0);
     atomic_init(&dev->high_watermark, 0);
     atomic_init(&dev->stash_count, 0);
+    atomic_init(&dev->egress_drops, 0);
     dev->rss_basis = hash_string(netdev_get_name(netdev), 0);
     dev->doorbell = netdev_rxq_doorbell_alloc();
     if (dev->doorbell < 0) {
@@ -591,6 +605,8 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->pending_requested_numa_id = NETDEV_NUMA_UNSPEC;
     smap_init(&dev->last_args);
     dev->config_error = NULL;
+    dev->egress = NULL;
+    dev->egress_error = NULL;
     eth_addr_random(&dev->hwaddr);
     dev->mtu = ETH_PAYLOAD_MAX;
     dev->flags = NETDEV_UP;
@@ -640,6 +656,8 @@ netdev_daqring_destruct(struct netdev *netdev)
     dev->ring = NULL;
     smap_destroy(&dev->last_args);
     free(dev->config_error);
+    free(dev->egress);
+    free(dev->egress_error);
     ovsrcu_postpone(free, ovsrcu_get_protected(struct daqring_shaper *,
                                                &dev->shaper));
     ovs_mutex_unlock(&dev->mutex);
@@ -673,6 +691,9 @@ netdev_daqring_get_config(const struct netdev *netdev, struct smap *args)
     }
     if (dev->cfg.numa_id != NETDEV_NUMA_UNSPEC) {
         smap_add_format(args, "numa-id", "%d", dev->cfg.numa_id);
+    }
+    if (dev->egress) {
+        smap_add(args, "egress", dev->egress);
     }
     ovs_mutex_unlock(&dev->mutex);
 
@@ -788,11 +809,51 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
             && strcmp(node->key, "poll-interval")
             && strcmp(node->key, "max-rate")
             && strcmp(node->key, "frame-overhead")
-            && strcmp(node->key, "numa-id")) {
+            && strcmp(node->key, "numa-id")
+            && strcmp(node->key, "egress")) {
             VLOG_WARN("%s: ignoring unknown option \"%s\"", name, node->key);
         }
     }
 
+    return true;
+}
+
+/* Checks option "egress" of 'args' for the daqring named 'name': returns
+ * true if it is absent or may name an egress port, otherwise false with an
+ * error message in '*errp'.  Whether the port exists in the daqring's
+ * datapath is for the datapath to say, when its ports change (see
+ * netdev_daqring_set_egress_error()): it may be added later. */
+static bool
+netdev_daqring_check_egress(const char *name, const struct smap *args,
+                            char **errp)
+{
+    const char *egress = smap_get(args, "egress");
+    struct netdev *other;
+    bool is_daqring;
+
+    if (!egress) {
+        return true;
+    }
+    if (!egress[0]) {
+        *errp = xasprintf("%s: invalid egress \"\" (expected the name of "
+                          "the Interface to send to; remove the option for "
+                          "two-rule steering)", name);
+        return false;
+    }
+    if (!strcmp(egress, name)) {
+        *errp = xasprintf("%s: invalid egress \"%s\": a daqring cannot be "
+                          "its own egress", name, egress);
+        return false;
+    }
+    other = netdev_from_name(egress);
+    is_daqring = other && netdev_get_class(other) == &netdev_daqring_class;
+    netdev_close(other);
+    if (is_daqring) {
+        *errp = xasprintf("%s: invalid egress \"%s\": it is a daqring, and "
+                          "a daqring's egress must be a port that transmits",
+                          name, egress);
+        return false;
+    }
     return true;
 }
 
@@ -814,11 +875,16 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
     const char *name = netdev_get_name(netdev);
+    const char *egress = smap_get(args, "egress");
     struct daqring_config cfg;
     int numa_id = NETDEV_NUMA_UNSPEC;
     struct rte_ring *ring;
+    char *egress_error = NULL;
     char *error = NULL;
     int retval = 0;
+
+    /* Before taking 'dev->mutex': it looks up other netdevs. */
+    netdev_daqring_check_egress(name, args, &egress_error);
 
     ovs_mutex_lock(&dev->mutex);
     if (dev->ring && smap_equal(args, &dev->last_args)) {
@@ -836,6 +902,11 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
     smap_clone(&dev->last_args, args);
 
     if (!netdev_daqring_parse_args(name, args, &cfg, &error)) {
+        goto error;
+    }
+    if (egress_error) {
+        error = egress_error;
+        egress_error = NULL;
         goto error;
     }
 
@@ -892,6 +963,16 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         netdev_rxq_doorbell_ring(dev->doorbell);
     }
     dev->cfg = cfg;
+    if (!nullable_string_is_equal(egress, dev->egress)) {
+        /* dpif-netdev resolves the name when it reconfigures the port. */
+        free(dev->egress);
+        dev->egress = nullable_xstrdup(egress);
+        free(dev->egress_error);
+        dev->egress_error = (egress
+                             ? xstrdup("not resolved by the datapath yet")
+                             : NULL);
+        netdev_request_reconfigure(netdev);
+    }
     if (dev->config_error) {
         free(dev->config_error);
         dev->config_error = NULL;
@@ -916,7 +997,60 @@ error:
 
 out:
     ovs_mutex_unlock(&dev->mutex);
+    free(egress_error);
     return retval;
+}
+
+/* Egress binding (see "Egress binding" in netdev.h). */
+
+static char *
+netdev_daqring_get_egress(const struct netdev *netdev)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    char *egress;
+
+    ovs_mutex_lock(&dev->mutex);
+    egress = nullable_xstrdup(dev->egress);
+    ovs_mutex_unlock(&dev->mutex);
+
+    return egress;
+}
+
+static void
+netdev_daqring_set_egress_error(struct netdev *netdev, const char *error)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    const char *name = netdev_get_name(netdev);
+
+    ovs_mutex_lock(&dev->mutex);
+    if (!nullable_string_is_equal(error, dev->egress_error)) {
+        if (error) {
+            VLOG_WARN("%s: %s; the packets that the ring delivers are "
+                      "dropped and counted (egress_drops) until it "
+                      "resolves", name, error);
+        } else if (dev->egress) {
+            VLOG_INFO("%s: bound to egress port %s", name, dev->egress);
+        }
+        free(dev->egress_error);
+        dev->egress_error = nullable_xstrdup(error);
+        netdev_change_seq_changed(netdev);
+    }
+    ovs_mutex_unlock(&dev->mutex);
+}
+
+/* Called by the thread that polls the daqring. */
+static void
+netdev_daqring_egress_dropped(struct netdev *netdev, uint64_t n)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    static struct vlog_rate_limit rl = VLOG_RATE_LIMIT_INIT(1, 5);
+    uint64_t orig;
+
+    COVERAGE_ADD(daqring_egress_drop, n);
+    atomic_add_relaxed(&dev->egress_drops, n, &orig);
+    VLOG_WARN_RL(&rl, "%s: dropped %"PRIu64" packets that the datapath "
+                 "could not send to the egress port", netdev_get_name(netdev),
+                 n);
 }
 
 static int
@@ -1158,15 +1292,17 @@ netdev_daqring_get_custom_stats(const struct netdev *netdev,
                                 struct netdev_custom_stats *custom_stats)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
-    uint64_t values[4];
+    uint64_t values[5];
     static const char *const names[] = {
         "ring_full_drops", "occupancy", "high_watermark", "loop_drops",
+        "egress_drops",
     };
 
     atomic_read_relaxed(&dev->ring_full_drops, &values[0]);
     values[1] = netdev_daqring_occupancy(dev);
     atomic_read_relaxed(&dev->high_watermark, &values[2]);
     atomic_read_relaxed(&dev->loop_drops, &values[3]);
+    atomic_read_relaxed(&dev->egress_drops, &values[4]);
 
     custom_stats->size = ARRAY_SIZE(names);
     custom_stats->counters = xcalloc(ARRAY_SIZE(names),
@@ -1219,6 +1355,11 @@ netdev_daqring_get_status(const struct netdev *netdev, struct smap *args)
     }
     if (dev->config_error) {
         smap_add(args, "config_error", dev->config_error);
+    }
+    if (dev->egress) {
+        smap_add(args, "egress", dev->egress);
+        smap_add(args, "egress_state",
+                 dev->egress_error ? dev->egress_error : "bound");
     }
     ovs_mutex_unlock(&dev->mutex);
 
@@ -1773,13 +1914,13 @@ netdev_daqring_unixctl_show(struct unixctl_conn *conn, int argc,
         width = MAX(width, strlen(netdev_get_name(&dev->up)));
     }
     ds_put_format(&reply, "%-*s %8s %8s %8s %12s %12s %10s %5s %8s %10s "
-                  "%4s\n", width, "port", "size", "occup", "high-wm",
+                  "%4s %10s %s\n", width, "port", "size", "occup", "high-wm",
                   "enqueued", "dequeued", "full-drops", "burst", "interval",
-                  "rate", "numa");
+                  "rate", "numa", "egr-drops", "egress");
 
     LIST_FOR_EACH (dev, list_node, &daqring_list) {
         const char *name = netdev_get_name(&dev->up);
-        uint64_t tx, rx, drops, hwm;
+        uint64_t tx, rx, drops, hwm, egress_drops;
         struct ds rate = DS_EMPTY_INITIALIZER;
 
         if (argc > 1 && strcmp(name, argv[1])) {
@@ -1789,15 +1930,22 @@ netdev_daqring_unixctl_show(struct unixctl_conn *conn, int argc,
         atomic_read_relaxed(&dev->rx_packets, &rx);
         atomic_read_relaxed(&dev->ring_full_drops, &drops);
         atomic_read_relaxed(&dev->high_watermark, &hwm);
+        atomic_read_relaxed(&dev->egress_drops, &egress_drops);
 
+        /* "egress": the bound egress port, with "!" if the datapath could
+         * not bind it (see the status column), or "-" for two-rule
+         * steering. */
         ovs_mutex_lock(&dev->mutex);
         netdev_daqring_format_rate(&rate, &dev->cfg, false);
         ds_put_format(&reply, "%-*s %8"PRIu32" %8"PRIu64" %8"PRIu64
                       " %12"PRIu64" %12"PRIu64" %10"PRIu64" %5"PRIu32
-                      " %8"PRIu32" %10s %4d\n", width, name, dev->ring_size,
-                      netdev_daqring_occupancy(dev), hwm, tx, rx, drops,
-                      dev->cfg.max_burst, dev->cfg.poll_interval,
-                      ds_cstr(&rate), dev->ring_numa_id);
+                      " %8"PRIu32" %10s %4d %10"PRIu64" %s%s\n", width,
+                      name, dev->ring_size, netdev_daqring_occupancy(dev),
+                      hwm, tx, rx, drops, dev->cfg.max_burst,
+                      dev->cfg.poll_interval, ds_cstr(&rate),
+                      dev->ring_numa_id, egress_drops,
+                      dev->egress ? dev->egress : "-",
+                      dev->egress && dev->egress_error ? "!" : "");
         ovs_mutex_unlock(&dev->mutex);
         ds_destroy(&rate);
     }
@@ -1868,6 +2016,9 @@ static const struct netdev_class netdev_daqring_class = {
     .rxq_dealloc = netdev_daqring_rxq_dealloc,
     .rxq_recv = netdev_daqring_rxq_recv,
     .rxq_doorbell = netdev_daqring_rxq_doorbell,
+    .get_egress = netdev_daqring_get_egress,
+    .set_egress_error = netdev_daqring_set_egress_error,
+    .egress_dropped = netdev_daqring_egress_dropped,
 };
 
 void

@@ -653,6 +653,9 @@ def test_end_to_end_hop(tmp_path: Any) -> None:
     d = res["hop"]["sizes"]["64"]
     assert d["direct"]["passes"]["median"] == pytest.approx(1.0, abs=0.01)
     assert d["daqring"]["passes"]["median"] == pytest.approx(2.0, abs=0.01)
+    # The egress-bound ring: same two receptions, one rule.
+    assert d["bound"]["passes"]["median"] == pytest.approx(2.0, abs=0.01)
+    assert d["ratio_bound"]["median"] > 0
     assert d["direct"]["cycles"]["median"] > 0
     assert d["ratio"]["median"] > 1.0
     assert "## Hop cost" in (tmp_path / "summary.md").read_text()

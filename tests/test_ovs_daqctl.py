@@ -200,6 +200,8 @@ BAD_MAPS = [
      "not a valid port name"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, colour: red}\n", 2,
      "unknown DCM key 'colour'"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, steering: one}\n", 2,
+     "steering 'one': two-rule or bound"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, tuples: ['*:*->10.0.0.1:80'],\n"
      "     egress: p1}\n", 2, "either 'ip' or 'tuples'"),
     ("dcms:\n  - {name: a, tuples: ['10.0.0.1->10.0.0.2'], egress: p1}\n",
@@ -729,6 +731,48 @@ def test_add_del_dcm(sw: Switch) -> None:
     p = sw.daqctl("del-dcm", "dcm9", check=2)
     assert "no DCM dcm9" in p.stderr
     sw.daqctl("del-dcm", "--if-exists", "dcm9")
+
+
+def test_bound_steering(sw: Switch) -> None:
+    """--steering bound: the ring is bound to its egress port
+    (options:egress) and the DCM has one flow; packets still reach the
+    egress port, and the DCM can go back to two rules."""
+    args = ["add-dcm", "dcm13", "--ip", "10.0.0.13", "--egress", "p3",
+            "--ring-size", "1000"]
+    sw.daqctl(*args, "--steering", "bound")
+    assert "no changes" in sw.daqctl(*args, "--steering", "bound").stdout
+    r = sw.rings()["dcm13"]
+    assert r["options"]["egress"] == "p3"
+    mine = {f for f in sw.flows() if f.startswith("cookie=%#x,"
+                                                  % cookie("dcm13"))}
+    two = expected_flows(sw, "br0", [("dcm13", "10.0.0.13", "p3")])
+    assert mine == {f for f in two if "priority=100" in f}
+    deadline = time.monotonic() + 10
+    while "bound" not in sw.vsctl("get", "Interface", "dcm13",
+                                  "status:egress_state"):
+        assert time.monotonic() < deadline, "dcm13 is not bound"
+        time.sleep(0.1)
+    # Packets to the DCM go through the ring (dequeued: rx_packets) and
+    # leave it without a rule.
+
+    def stat(port: str, key: str) -> int:
+        return int(sw.vsctl("get", "Interface", port, "statistics:" + key))
+
+    pkt = _udp_packet("10.0.1.1", "10.0.0.13")
+    for _ in range(3):
+        sw.ofctl("packet-out", "br0",
+                 "in_port=controller packet=%s actions=table" % pkt)
+    assert sw.flow_packets("br0", "nw_dst=10.0.0.13 ") == 3
+    deadline = time.monotonic() + 15      # stats-update-interval is 5 s
+    while stat("dcm13", "rx_packets") < 3:
+        assert time.monotonic() < deadline, "packets did not leave the ring"
+        time.sleep(0.2)
+    assert stat("dcm13", "egress_drops") == 0
+    # ovs-daqctl reads the mode back from the switch: two-rule again.
+    sw.daqctl(*args)
+    assert "egress" not in sw.rings()["dcm13"]["options"]
+    assert two <= sw.flows()
+    sw.daqctl("del-dcm", "dcm13")
 
 
 def test_show(sw: Switch) -> None:

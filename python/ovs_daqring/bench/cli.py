@@ -224,23 +224,38 @@ class Bench(Parts):
         self.reset_flows(sw, self.fl(self.SRC, self.SINK))
 
     def set_mode(self, sw: Switch, mode: str, burst: int = 32) -> None:
-        """direct: src -> sink, no daqring; daqring: src -> ring -> sink."""
+        """direct: src -> sink, no daqring; daqring: src -> ring -> sink
+        with two rules; bound: src -> ring with one rule, the ring bound to
+        the sink (options:egress=sink)."""
         if mode == "direct":
             sw.flows(self.fl(self.SRC, self.SINK))
             if "ring" in sw.ofports:
                 sw.del_ports(["ring"])
         else:
-            if "ring" not in sw.ofports:
-                sw.add_ports([("ring", self.RING, [
-                    "type=daqring", "options:ring-size=4096",
+            opts = ["type=daqring", "options:ring-size=4096",
                     "options:max-burst=%d" % burst,
-                    "options:poll-interval=0"])])
-            sw.flows(self.fl(self.RING, self.SINK),
-                     self.fl(self.SRC, self.RING))
+                    "options:poll-interval=0"]
+            if mode == "bound":
+                opts.append("options:egress=sink")
+            if "ring" in sw.ofports:
+                if mode == "bound":
+                    sw.vsctl("set", "Interface", "ring",
+                             "options:egress=sink")
+                else:
+                    sw.vsctl("remove", "Interface", "ring", "options",
+                             "egress")
+            else:
+                sw.add_ports([("ring", self.RING, opts)])
+            if mode == "bound":
+                sw.ofctl("del-flows", sw.mgmt, "in_port=%d" % self.RING)
+                sw.flows(self.fl(self.SRC, self.RING))
+            else:
+                sw.flows(self.fl(self.RING, self.SINK),
+                         self.fl(self.SRC, self.RING))
         self.settle()
 
     def mode_window(self, sw: Switch, mode: str) -> Dict[str, Any]:
-        ins = ["src"] + (["ring"] if mode == "daqring" else [])
+        ins = ["src"] + (["ring"] if mode in ("daqring", "bound") else [])
         return self.fwd_window(sw, ins, ["sink"])
 
     # ---------------------------------------------------------- driver

@@ -63,10 +63,11 @@ class Parts:
 
     def hop_block(self, sw: Switch, size: int, lookup: str,
                   profiles: Dict[str, Any]) -> Dict[str, Any]:
-        ws: Dict[str, List[Dict[str, Any]]] = {"direct": [], "daqring": []}
+        modes = ["direct", "daqring", "bound"]
+        ws: Dict[str, List[Dict[str, Any]]] = {m: [] for m in modes}
         for r in range(self.repeats):
-            order = (["direct", "daqring"] if r % 2 == 0
-                     else ["daqring", "direct"])
+            # Rotate, so that no mode always follows the same one.
+            order = modes[r % 3:] + modes[:r % 3]
             for mode in order:
                 self.set_mode(sw, mode)
                 w = self.mode_window(sw, mode)
@@ -88,6 +89,13 @@ class Parts:
             [w["cycles"] for w in ws["direct"]]))
         d["ratio_tsc"] = summarize(ratios(
             [w["cycles_tsc"] for w in ws["daqring"]],
+            [w["cycles_tsc"] for w in ws["direct"]]))
+        d["bound"] = self.collect(ws["bound"])
+        d["ratio_bound"] = summarize(ratios(
+            [w["cycles"] for w in ws["bound"]],
+            [w["cycles"] for w in ws["direct"]]))
+        d["ratio_bound_tsc"] = summarize(ratios(
+            [w["cycles_tsc"] for w in ws["bound"]],
             [w["cycles_tsc"] for w in ws["direct"]]))
         d["shares"] = [w["pmd_share"] for m in ws.values() for w in m]
         return d

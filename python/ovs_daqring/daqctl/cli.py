@@ -41,8 +41,8 @@ except ImportError as _e:               # pragma: no cover
 
 from .. import VERSION
 from .model import (DaqctlError, Dcm, EXIT_BAD_INPUT, EXIT_DIFFERS, EXIT_OK,
-                    FRAME_BITS, MapError, PROG, Problem, SwitchSpec,
-                    format_rate, parse_rate, shaping_for_rate)
+                    FRAME_BITS, MapError, PROG, Problem, STEERING_MODES,
+                    SwitchSpec, format_rate, parse_rate, shaping_for_rate)
 from .dcmmap import MapReader, _int_value, build_dcm, default_db, validate_dcms
 from .ovsdb import Ovsdb, _opt
 from .openflow import ssl_args, OpenFlow, dcm_flows, flow_text, of_target
@@ -122,7 +122,7 @@ def cmd_add_dcm(args: argparse.Namespace) -> int:
     if args.tuple:
         values["tuples"] = args.tuple
     for k in ("ring", "ring_size", "max_burst", "poll_interval", "rate",
-              "frame_overhead", "numa_id", "ofport"):
+              "frame_overhead", "numa_id", "ofport", "steering"):
         v = getattr(args, k)
         if v is not None:
             values[k] = v
@@ -544,6 +544,11 @@ See ovs-daqctl(8) and utilities/dcm-map.example.yaml.""")
                    help="port towards the DCM")
     d.add_argument("--ring", metavar="PORT",
                    help="daqring port name (default NAME)")
+    d.add_argument("--steering", choices=STEERING_MODES,
+                   help="two-rule (default): a rule into the ring and one "
+                   "from it to the egress port; bound: the ring is bound "
+                   "to the egress port (options:egress), one rule, one "
+                   "datapath pass")
     d.add_argument("--ring-size", metavar="N", help="ring capacity in "
                    "packets (1..1048576, default 4096)")
     d.add_argument("--max-burst", metavar="B", help="1..32 (default 32)")

@@ -35,7 +35,8 @@ from .model import (CSV_COLUMNS, DCM_KEYS, DEFAULT_KEYS, Dcm,
                     MAX_RATE_MAX, MAX_RATE_MIN, MapError, NAME_RE, OFPORT_MAX,
                     POLL_INTERVAL_MAX, Problem, RESERVED_PORT_NAMES,
                     RING_SIZE_DEFAULT, RING_SIZE_MAX, RING_SIZE_MIN,
-                    SWITCH_KEYS, SwitchSpec, TOP_KEYS, format_rate, parse_rate)
+                    STEERING_DEFAULT, STEERING_MODES, SWITCH_KEYS,
+                    SwitchSpec, TOP_KEYS, format_rate, parse_rate)
 
 
 # ================================================================ map parsing
@@ -430,6 +431,13 @@ def parse_tuple(v: Any) -> FourTuple:
                      port(dport, "tuple destination port"))
 
 
+def _steering(v: Any) -> str:
+    s = str(v).strip().lower()
+    if s not in STEERING_MODES:
+        raise ValueError("steering %r: %s" % (v, " or ".join(STEERING_MODES)))
+    return s
+
+
 def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
               at: Any, problems: List[Problem], tolerance: float,
               rate_notes: List[str]) -> Optional[Dcm]:
@@ -493,6 +501,7 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
                POLL_INTERVAL_MAX)
     numa = get("numa_id", _int_value, "numa-id", 0, 1023)
     ofport = get("ofport", _int_value, "ofport", 1, OFPORT_MAX)
+    steering = get("steering", _steering)
     overhead = get("frame_overhead", _int_value, "frame-overhead", 0,
                    FRAME_OVERHEAD_MAX)
     rate_text: Optional[str] = None
@@ -526,7 +535,8 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
                max_burst=MAX_BURST_DEFAULT if max_burst is None else max_burst,
                poll_interval=0 if poll is None else poll, numa_id=numa,
                max_rate=max_rate, frame_overhead=overhead,
-               ofport=ofport, rate=rate_text, where=at(line))
+               ofport=ofport, rate=rate_text,
+               steering=steering or STEERING_DEFAULT, where=at(line))
 
 
 def validate_dcms(dcms: List[Dcm], where: str) -> List[Problem]:

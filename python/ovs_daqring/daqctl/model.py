@@ -55,13 +55,19 @@ EXT_RATE = "daqctl-rate"
 # Map keys ('-' and '_' are interchangeable in maps).
 SHAPING_KEYS = ("ring_size", "max_burst", "poll_interval", "rate",
                 "frame_overhead", "numa_id")
-DEFAULT_KEYS = ("egress",) + SHAPING_KEYS
+DEFAULT_KEYS = ("egress", "steering") + SHAPING_KEYS
 DCM_KEYS = ("name", "ring", "ip", "tuples", "ofport") + DEFAULT_KEYS
 SWITCH_KEYS = ("name", "db", "of", "bridge", "defaults", "dcms")
 TOP_KEYS = ("db", "of", "bridge", "defaults", "dcms", "switches")
 CSV_COLUMNS = ("name", "ring", "ip", "tuples", "egress", "ring_size",
                "max_burst", "poll_interval", "rate", "numa_id", "ofport",
-               "frame_overhead")
+               "frame_overhead", "steering")
+
+# Steering modes: "two-rule" (a rule into the ring and one from the ring to
+# the egress port) or "bound" (options:egress: the switch sends what the
+# ring delivers straight to the egress port; one rule per DCM).
+STEERING_MODES = ("two-rule", "bound")
+STEERING_DEFAULT = "two-rule"
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 RESERVED_PORT_NAMES = {"ALL", "ANY", "CONTROLLER", "FLOOD", "IN_PORT",
@@ -147,6 +153,7 @@ class Dcm:
     numa_id: Optional[int] = None
     ofport: Optional[int] = None          # ofport_request of the ring
     rate: Optional[str] = None            # as requested, for reports
+    steering: str = STEERING_DEFAULT      # "two-rule" or "bound"
     where: str = ""                       # file:line, for messages
 
     def match_text(self) -> str:
@@ -164,6 +171,8 @@ class Dcm:
             opts["frame-overhead"] = str(self.frame_overhead)
         if self.numa_id is not None:
             opts["numa-id"] = str(self.numa_id)
+        if self.steering == "bound":
+            opts["egress"] = self.egress
         return opts
 
     def external_ids(self) -> Dict[str, str]:

@@ -164,8 +164,9 @@ def dcm_flows(d: Dcm, ring: str, egress: str) -> List[FlowSpec]:
                       "output:%s" % ring))
     for t in d.tuples:
         flows.append((PRIO_TO_RING, t.match(), "output:%s" % ring))
-    flows.append((PRIO_FROM_RING, ["in_port=%s" % ring],
-                  "output:%s" % egress))
+    if d.steering != "bound":
+        flows.append((PRIO_FROM_RING, ["in_port=%s" % ring],
+                      "output:%s" % egress))
     return flows
 
 

@@ -287,4 +287,6 @@ def dcm_from_row(port: Any, iface: Any) -> Dcm:
                                else None),
                numa_id=int(numa) if numa and numa.isdigit() else None,
                ofport=_opt(iface.ofport_request),
-               rate=ext.get(EXT_RATE), where="switch")
+               rate=ext.get(EXT_RATE),
+               steering="bound" if opts.get("egress") else "two-rule",
+               where="switch")
