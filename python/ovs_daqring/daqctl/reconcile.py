@@ -206,7 +206,8 @@ class Reconciler:
                 opts = {k: v for k, v in r.iface.options.items()
                         if k not in ("ring-size", "max-burst",
                                      "poll-interval", "max-rate",
-                                     "frame-overhead", "numa-id")}
+                                     "frame-overhead", "numa-id",
+                                     "egress")}
                 opts.update(d.options())
                 if opts != dict(r.iface.options):
                     r.iface.options = opts
