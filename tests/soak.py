@@ -68,7 +68,7 @@ MAX_SECONDS = 600
 ROS = 12
 FRAGMENT = 32 * 1024
 LINK_BPS = 200_000_000
-EVENT_GAP_MS = 100        # quiet gaps between events, for snapshots
+EVENT_GAP_MS = 150        # quiet gaps between events, for snapshots
 WARMUP_FRACTION = 0.1
 RSS_GROWTH_MAX = 0.05
 # Mbufs a PMD and the main thread may keep in their mempool caches.
@@ -210,26 +210,24 @@ class Switch:
                 out[name] = int(m.group(1))
         return out
 
-    def snapshot(self) -> Dict[str, Any]:
-        return {"time": time.time(), "ports": self.ports(),
-                "rings": self.rings(), "coverage": self.coverage_drops(),
-                "mempools": self.mempool_in_use(), "rss_kb": self.rss_kb()}
-
-    def quiet_snapshot(self, deadline: float) -> Optional[Dict[str, Any]]:
-        """A snapshot taken while nothing moved: the port counters and the
-        rings read the same before and after it, and the rings are
-        empty.  None if there was no such moment before 'deadline'."""
+    def snapshot(self, deadline: float) -> Optional[Dict[str, Any]]:
+        """Counters read while nothing moved: the port counters read the
+        same before and after the rings and the coverage counters, and
+        the rings are empty.  The mempools and the RSS are read right
+        after.  None if there was no such moment before 'deadline'."""
         while time.monotonic() < deadline:
             try:
                 a = self.ports()
-                s = self.snapshot()
+                rings = self.rings()
+                cov = self.coverage_drops()
                 b = self.ports()
             except SoakError:
                 time.sleep(0.1)
                 continue
-            if (a == s["ports"] == b
-                    and all(r["occup"] == 0 for r in s["rings"].values())):
-                return s
+            if a == b and all(r["occup"] == 0 for r in rings.values()):
+                return {"time": time.time(), "ports": a, "rings": rings,
+                        "coverage": cov, "mempools": self.mempool_in_use(),
+                        "rss_kb": self.rss_kb()}
             time.sleep(0.01)
         return None
 
@@ -425,6 +423,7 @@ def soak(args: argparse.Namespace) -> Dict[str, Any]:
         start: Optional[Dict[str, Any]] = None
         end: Optional[Dict[str, Any]] = None
         last_enq, last_change = -1, time.monotonic()
+        t_traffic = 0.0
         next_sample = 0.0
         while proc.poll() is None:
             now = time.monotonic()
@@ -440,10 +439,12 @@ def soak(args: argparse.Namespace) -> Dict[str, Any]:
                 continue
             enq = rings[ring]["enqueued"]
             if enq != last_enq:
+                if enq and not t_traffic:
+                    t_traffic = now
                 last_enq, last_change = enq, now
                 end = None
-            if start is None and now - t_start >= warmup:
-                start = sw.quiet_snapshot(now + 30)
+            if start is None and t_traffic and now - t_traffic >= warmup:
+                start = sw.snapshot(now + 30)
                 if start is None:
                     raise SoakError("no quiet moment after warm-up")
                 log("start snapshot: RSS %d kB, mempools in use %s"
@@ -461,7 +462,7 @@ def soak(args: argparse.Namespace) -> Dict[str, Any]:
             if now - last_change >= QUIET_S and start is not None:
                 if end is None:
                     churn.undo()
-                    end = sw.quiet_snapshot(now + 3)
+                    end = sw.snapshot(now + 3)
                     if end is not None:
                         log("end snapshot (traffic stopped)")
                 time.sleep(0.2)
