@@ -27,8 +27,9 @@ ovs-daqctl; never their Python internals):
             other ring sizes and rates, plus or minus other DCMs)
 
 and samples ovs-vswitchd's RSS and the DPDK mempools' in-use counts
-(netdev-dpdk/get-mempool-info).  It fails unless, between a quiet moment
-after warm-up and the quiet moment after the last event:
+(size - common_pool_count - total_cache_count of each mempool that
+netdev-dpdk/get-mempool-info dumps).  It fails unless, between a quiet
+moment after warm-up and the quiet moment after the last event:
 
   - every packet the switch received left it or was dropped where a
     counter says so (port rx = port tx + daqring backlog change + daqring
@@ -161,13 +162,12 @@ class Switch:
             if m:
                 cur = out.setdefault(m.group(1), {})
                 continue
-            m = re.match(r"\s*(RX|TX) packets:(\d+) errors:(\d+) "
-                         r"dropped:(\d+)", line)
+            m = re.match(r"\s*(RX|TX) packets:", line)
             if m and cur is not None:
+                # "?" where a netdev does not have the counter.
                 d = m.group(1).lower()
-                cur[d + "_packets"] = int(m.group(2))
-                cur[d + "_errors"] = int(m.group(3))
-                cur[d + "_dropped"] = int(m.group(4))
+                for k, v in re.findall(r"(\w+):(\d+)", line):
+                    cur[d + "_" + k] = int(v)
         return out
 
     def rings(self) -> Dict[str, Dict[str, int]]:
@@ -196,19 +196,25 @@ class Switch:
         return out
 
     def mempool_in_use(self) -> Dict[str, int]:
-        """in_use_count of every DPDK mempool (rte_mempool_dump output of
-        netdev-dpdk/get-mempool-info, the same on OVS 3.1 and 3.5)."""
+        """Mbufs in use per DPDK mempool: size - common_pool_count -
+        total_cache_count of rte_mempool_dump's output, which
+        netdev-dpdk/get-mempool-info prints for every mempool (the same
+        on DPDK 22.11 and 24.11)."""
         text = self.appctl("netdev-dpdk/get-mempool-info")
-        out: Dict[str, int] = {}
-        name = ""
+        pools: Dict[str, Dict[str, int]] = {}
+        cur: Dict[str, int] = {}
         for line in text.splitlines():
             m = re.match(r"mempool <([^>]+)>", line)
             if m:
-                name = m.group(1)
-            m = re.match(r"\s*in_use_count=(\d+)", line)
-            if m and name:
-                out[name] = int(m.group(1))
-        return out
+                cur = pools.setdefault(m.group(1), {})
+                continue
+            m = re.match(r"\s*(size|common_pool_count|total_cache_count)"
+                         r"=(\d+)$", line)
+            if m:
+                cur[m.group(1)] = int(m.group(2))
+        return {name: p["size"] - p.get("common_pool_count", 0)
+                - p.get("total_cache_count", 0)
+                for name, p in pools.items() if "size" in p}
 
     def snapshot(self, deadline: float) -> Optional[Dict[str, Any]]:
         """Counters read while nothing moved: the port counters read the
