@@ -52,6 +52,7 @@ help:
 	@echo "  make demo        incast demo: stock vs daqring (root)"
 	@echo "  make check       our tests, OVS regressions, pytest (root)"
 	@echo "  make check-ovs   OVS's full testsuite (an hour or more)"
+	@echo "  make check-soak  incast soak with churn (SOAK_SECONDS, max 600; root)"
 	@echo "  make checkpatch  OVS checkpatch over our C files and patches"
 	@echo "  make man         the manual pages (Documentation/ref/)"
 	@echo "  make install     OVS, the Python tools and the manual pages"
