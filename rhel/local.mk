@@ -117,7 +117,7 @@ $(RPM_SPEC): FORCE
 	     rhel/$(RPM_NAME).spec.in > $(RPM_SPEC).tmp
 	@$(PYTHON3) rhel/news2changelog.py NEWS "$(RPM_CHANGELOG_WHO)" \
 	    "$$(git log -1 --format=%cd --date=short 2>/dev/null || date +%F)" \
-	    >> $(RPM_SPEC).tmp
+	    $(RPM_VERSION)-$(DAQ_RELEASE) >> $(RPM_SPEC).tmp
 	@if grep -n '@[A-Z_0-9]*@' $(RPM_SPEC).tmp; then \
 	    echo "rpm: unsubstituted variables in the spec" >&2; exit 1; fi
 	@if cmp -s $(RPM_SPEC).tmp $(RPM_SPEC); then rm -f $(RPM_SPEC).tmp; \
