@@ -55,7 +55,8 @@ $(RPM_STAMP): $(RPM_SOURCES) $(RPM_SPEC)
 	@if [ -n "$(RPM_NODEPS)" ]; then \
 	    echo "rpm: Debian host: rpmbuild --nodeps (BuildRequires are RPM names; 'make deps' installs the Debian packages)"; \
 	    for t in sphinx-build:python3-sphinx autoreconf:autoconf \
-	             pkg-config:pkg-config patch:patch; do \
+	             pkg-config:pkg-config patch:patch find-debuginfo:debugedit \
+	             eu-strip:elfutils cpio:cpio; do \
 	        command -v $${t%%:*} >/dev/null || { \
 	            echo "rpm: $${t%%:*} not found (Debian package $${t#*:})" >&2; \
 	            exit 1; }; \
