@@ -360,6 +360,7 @@ def unpack_rpm(path: str, dest: str):
             else:
                 with open(target, "wb") as f:
                     f.write(body)
+                os.chmod(target, mode & 0o7777)
         pos = (start + size + 3) & ~3
 
 
@@ -470,8 +471,8 @@ def requires_problems(reqs: List[str], caps: List[str],
             continue
         if r in caps or r in ours:
             continue
-        name, _, rest = r.partition(" ")
-        if rest and name in names:
+        name = r.partition(" ")[0]
+        if name in names:
             continue  # "ovs-daqring = V-R" and the like: our own
         problems.append(r)
     return problems
@@ -531,6 +532,33 @@ def test_python_is_noarch_for_el9_python39():
     assert "python(abi) = 3.9" in deps("python3-" + NAME, "-R")
 
 
+# Modules that do not import with EL9's base Python, each only for its
+# reason: ovstest's RPC (ovs-vlan-test) needs python3-twisted,
+# which EL9 has only in EPEL (rpm.rst); the ovs.flow library is the
+# optional "flow" extra of the OVS Python package (netaddr, pyparsing),
+# used by no program of the RPMs; two modules are for Windows only.
+EXPECTED_IMPORT_ERRORS = {
+    "ovstest.tcp": "'twisted'", "ovstest.udp": "'twisted'",
+    "ovstest.rpcserver": "'twisted'",
+    "ovs.flow": "requires netaddr",
+    "ovs.winutils": "only on Windows", "ovs.fcntl_win": "'msvcrt'",
+}
+TWISTED_TOOLS = {"ovs-vlan-test"}
+
+
+def unexpected_import_errors(failed: Dict[str, str]) -> Dict[str, str]:
+    """FAILED (module -> error) without the EXPECTED_IMPORT_ERRORS."""
+    bad = {}
+    for mod, error in failed.items():
+        for prefix, why in EXPECTED_IMPORT_ERRORS.items():
+            if (mod == prefix or mod.startswith(prefix + ".")) \
+                    and why in error:
+                break
+        else:
+            bad[mod] = error
+    return bad
+
+
 def test_python_code_runs_with_python39(payload):
     """Every Python file of the RPMs compiles with Python 3.9 (EL9's
     python3), and the modules and tools import and start with it."""
@@ -548,16 +576,16 @@ def test_python_code_runs_with_python39(payload):
                 continue
             with open(path, "rb") as f:
                 head = f.read(64)
-            if n.endswith(".py") or re.match(rb"#!\S*python3", head):
+            if n.endswith(".py") or re.match(rb"#! ?\S*python3", head):
                 sources.append(path)
     assert len(sources) > 20, sources
-    code = ("import py_compile, sys\n"
+    code = ("import sys\n"
             "bad = []\n"
             "for p in sys.argv[1:]:\n"
             "    try:\n"
-            "        py_compile.compile(p, cfile='/dev/null', doraise=True)\n"
-            "    except py_compile.PyCompileError as e:\n"
-            "        bad.append(str(e))\n"
+            "        compile(open(p, 'rb').read(), p, 'exec')\n"
+            "    except SyntaxError as e:\n"
+            "        bad.append('%s: %s' % (p, e))\n"
             "print('\\n'.join(bad))\n"
             "sys.exit(1 if bad else 0)\n")
     run([PYTHON39, "-c", code] + sources)
@@ -593,21 +621,30 @@ def test_python_code_runs_with_python39(payload):
     # EL9 lacks too (e.g. ovs.flowviz: click, rich, graphviz modules).
     modules = [m for m in modules if not m.startswith(
         ("ovs.flowviz",))]
-    run([PYTHON39, "-c", "import importlib, sys\n"
-         "for m in sys.argv[1:]:\n    importlib.import_module(m)\n"]
-        + modules, env=env)
+    out = run([PYTHON39, "-c", "import importlib, sys\n"
+               "for m in sys.argv[1:]:\n"
+               "    try:\n"
+               "        importlib.import_module(m)\n"
+               "    except Exception as e:\n"
+               "        print('%s: %r' % (m, e))\n"] + modules, env=env)
+    failed = dict(line.split(": ", 1) for line in out.splitlines())
+    assert "ovs.db.idl" not in failed, failed
+    assert not unexpected_import_errors(failed), failed
     # Every Python program of the RPMs starts with Python 3.9.
     tools = []
     for d in ("usr/bin", "usr/sbin"):
         for path in sorted(glob.glob(os.path.join(payload, d, "*"))):
             with open(path, "rb") as f:
-                if re.match(rb"#!\S*python3", f.read(64)):
+                if re.match(rb"#! ?\S*python3", f.read(64)):
                     tools.append(path)
     names = [os.path.basename(t) for t in tools]
     assert "daq-incast" in names and "ovs-tcpdump" in names, names
     for tool in tools:
         p = subprocess.run([PYTHON39, tool, "--help"], env=env, text=True,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if os.path.basename(tool) in TWISTED_TOOLS:
+            assert "No module named 'twisted'" in p.stdout, (tool, p.stdout)
+            continue
         assert p.returncode == 0 and "usage" in p.stdout.lower(), (
             tool, p.stdout)
 
@@ -637,20 +674,45 @@ def test_selinux_module_sources(payload):
     assert "@begin_dpdk@" not in text and "@end_dpdk@" not in text, text
 
 
-def test_unit_files_verify(payload):
-    """systemd-analyze verify on our units, from the unpacked RPMs."""
+def test_unit_files_verify(payload, tmp_path):
+    """systemd-analyze verify on our units (with the ovs-vswitchd drop-in),
+    in a root made of the unpacked RPMs, EL9's merged /usr, the host's
+    systemd targets and the few commands the units run that EL9's
+    coreutils has (rhel/el9-provides.txt)."""
     if shutil.which("systemd-analyze") is None:
         pytest.fail("systemd-analyze is missing (Debian package systemd)")
-    unitdir = os.path.join(payload, "usr/lib/systemd/system")
+    vroot = str(tmp_path / "verify")
+    shutil.copytree(payload, vroot, symlinks=True)
+    for d in ("bin", "sbin", "lib", "lib64"):
+        os.makedirs(os.path.join(vroot, "usr", d), exist_ok=True)
+        os.symlink("usr/" + d, os.path.join(vroot, d))
+    unitdir = os.path.join(vroot, "usr/lib/systemd/system")
     units = sorted(glob.glob(os.path.join(unitdir, "*.service")))
     assert len(units) >= 5, units
+    for target in glob.glob("/lib/systemd/system/*.target"):
+        dest = os.path.join(unitdir, os.path.basename(target))
+        if not os.path.exists(dest):
+            shutil.copy(target, dest)
+    caps = el9_provides(build=False)
+    for unit in units:
+        for line in open(unit):
+            m = re.match(r"^Exec\w+=[-@:+!]*(/\S+)", line)
+            if not m or os.path.lexists(vroot + m.group(1)):
+                continue
+            cmd = m.group(1)
+            # Not ours: must be an EL9 file, taken from the host here.
+            assert cmd in caps, "%s runs %s, not in %s" % (
+                os.path.basename(unit), cmd, EL9_PROVIDES)
+            host = shutil.which(os.path.basename(cmd))
+            dest = os.path.join(vroot, "usr/bin", os.path.basename(cmd))
+            if host and not os.path.exists(dest):
+                shutil.copy(host, dest)
     p = subprocess.run(["systemd-analyze", "verify", "--man=no",
-                        "--root=" + payload]
-                       + [os.path.relpath(u, payload).join(["/", ""])
-                          for u in units],
+                        "--root=" + vroot]
+                       + ["/" + os.path.relpath(u, vroot) for u in units],
                        env=ENV, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True)
-    assert p.returncode == 0, p.stdout
+    assert p.returncode == 0 and not p.stdout.strip(), p.stdout
 
 
 # ---------------------------------------------------------------- installed
