@@ -45,6 +45,30 @@ dnl of server-switch nodes; see Documentation/internals/ovs-pin.rst.
 m4_define([daq_pin35_dpdk_drivers],
           [bus_vdev bus_pci mempool_ring net_null net_ring net_pcap dnl
 net_af_packet net_tap net_vhost net_ixgbe net_i40e net_ice net_bnxt])
+dnl The DPDK drivers linked into the EL9 RPM ("make rpm", which always builds
+dnl base 3.5): the vdev and PCI buses, the NICs of server-switch nodes and
+dnl the software ports, without net_pcap (Debian's libpcap.so.0.8 is
+dnl libpcap.so.1 on EL9) and without drivers of other base libraries; mlx5
+dnl needs libibverbs.so.1 and libmlx5.so.1, which EL9's rdma-core package
+dnl libibverbs ships.  See Documentation/intro/install/rpm.rst.
+m4_define([daq_rpm_dpdk_drivers],
+          [bus_vdev bus_pci mempool_ring net_null net_ring net_af_packet dnl
+net_ixgbe net_i40e net_ice net_bnxt net_mlx5])
+
+dnl DAQ_RPM_PINS
+dnl
+dnl "make rpm" builds the EL9 RPMs from base 3.5 whatever base this tree is
+dnl configured with: its pins go to config.mk as DAQ_RPM_*.
+AC_DEFUN([DAQ_RPM_PINS], [
+  AC_SUBST([DAQ_RPM_BASE_VERSION], [daq_pin35_ovs_version])
+  AC_SUBST([DAQ_RPM_OVS_DEB_PACKAGE], [daq_pin35_deb_package])
+  AC_SUBST([DAQ_RPM_OVS_DEB_VERSION], [daq_pin35_deb_version])
+  AC_SUBST([DAQ_RPM_OVS_SHA256], [daq_pin35_sha256])
+  AC_SUBST([DAQ_RPM_DPDK_DEB_PACKAGE], [daq_pin35_dpdk_deb_package])
+  AC_SUBST([DAQ_RPM_DPDK_DEB_VERSION], [daq_pin35_dpdk_deb_version])
+  AC_SUBST([DAQ_RPM_DPDK_SHA256], [daq_pin35_dpdk_sha256])
+  AC_SUBST([DAQ_RPM_DPDK_DRIVERS], ["m4_normalize(daq_rpm_dpdk_drivers)"])
+])
 
 dnl DAQ_CHECK_OVS
 dnl

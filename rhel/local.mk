@@ -1,13 +1,19 @@
 # RPM packaging (Documentation/intro/install/rpm.rst).
 #
-# "make rpm" builds binary and source RPMs with rpmbuild in $(RPM_TOPDIR):
+# "make rpm" builds binary and source RPMs for EL9 with rpmbuild in
+# $(RPM_TOPDIR), always from base 3.5 (Open vSwitch 3.5.0, DPDK 24.11 linked
+# statically), whatever base this tree is configured with:
 #   SOURCES/ovs-daqring-VERSION-RELEASE.tar.gz    Source0: this tree (its
 #       tracked files and untracked ones that are not ignored, as they are
 #       in the work tree), made reproducibly;
-#   SOURCES/openvswitch-source-DEBVERSION.tar.gz  Source1: the pinned OVS
-#       base, checked by sha256 here and again in the spec's %prep;
-#   SPECS/ovs-daqring.spec   from rhel/ovs-daqring.spec.in: version, pin,
-#       tools present, test areas and a %changelog made from NEWS.
+#   SOURCES/openvswitch-source_DEBVERSION_all.deb Source1: the pinned OVS
+#       base (Debian 13), checked by sha256 here and again in %prep;
+#   SOURCES/libdpdk-dev_DEBVERSION_amd64.deb      Source2: the pinned DPDK
+#       (Debian 13's static archives), likewise;
+#   SPECS/ovs-daqring.spec   from rhel/ovs-daqring.spec.in: version, pins,
+#       DPDK drivers, tools present, test areas and a %changelog from NEWS.
+# "make srpm" makes only the source RPM (rpmbuild -bs), which rebuilds on
+# EL9 with mock (Documentation/intro/install/rpm.rst).
 # Each is rewritten only when its content changes, so a second "make rpm"
 # with nothing changed does not rebuild.  "make check-rpm" builds if needed
 # and runs tests/test_rpm.py on the result.
@@ -21,9 +27,12 @@ RPM_TOPDIR ?= $(CURDIR)/rpmbuild
 RPMBUILD ?= rpmbuild
 RPMBUILD_FLAGS ?=
 RPM_NAME = ovs-daqring
-RPM_TARNAME = $(RPM_NAME)-$(DAQ_BASE_VERSION)-$(DAQ_RELEASE)
+RPM_VERSION = $(DAQ_RPM_BASE_VERSION)
+RPM_TARNAME = $(RPM_NAME)-$(RPM_VERSION)-$(DAQ_RELEASE)
 RPM_SOURCE0 = $(RPM_TOPDIR)/SOURCES/$(RPM_TARNAME).tar.gz
-RPM_SOURCE1 = $(RPM_TOPDIR)/SOURCES/openvswitch-source-$(DAQ_PIN_DEB_VERSION).tar.gz
+RPM_SOURCE1 = $(RPM_TOPDIR)/SOURCES/$(DAQ_RPM_OVS_DEB_PACKAGE)_$(DAQ_RPM_OVS_DEB_VERSION)_all.deb
+RPM_SOURCE2 = $(RPM_TOPDIR)/SOURCES/$(DAQ_RPM_DPDK_DEB_PACKAGE)_$(DAQ_RPM_DPDK_DEB_VERSION)_amd64.deb
+RPM_SOURCES = $(RPM_SOURCE0) $(RPM_SOURCE1) $(RPM_SOURCE2)
 RPM_SPEC = $(RPM_TOPDIR)/SPECS/$(RPM_NAME).spec
 RPM_STAMP = $(RPM_TOPDIR)/.rpm-built
 RPM_NODEPS = $(if $(wildcard /etc/debian_version),--nodeps)
@@ -31,18 +40,23 @@ RPM_NODEPS = $(if $(wildcard /etc/debian_version),--nodeps)
 RPM_CHANGELOG_WHO ?= $(or $(shell git log -1 --format='%an <%ae>' 2>/dev/null),ovs-daqring maintainers <ovs-daqring@localhost>)
 
 rpm: $(RPM_STAMP)
-	@ls -l $(RPM_TOPDIR)/RPMS/*/$(RPM_NAME)*-$(DAQ_BASE_VERSION)-$(DAQ_RELEASE)*.rpm \
-	    $(RPM_TOPDIR)/RPMS/*/python3-$(RPM_NAME)-$(DAQ_BASE_VERSION)-$(DAQ_RELEASE)*.rpm \
-	    $(RPM_TOPDIR)/SRPMS/$(RPM_NAME)-$(DAQ_BASE_VERSION)-$(DAQ_RELEASE)*.src.rpm
+	@ls -l $(RPM_TOPDIR)/RPMS/*/$(RPM_NAME)*-$(RPM_VERSION)-$(DAQ_RELEASE)*.rpm \
+	    $(RPM_TOPDIR)/RPMS/*/python3-$(RPM_NAME)-$(RPM_VERSION)-$(DAQ_RELEASE)*.rpm \
+	    $(RPM_TOPDIR)/SRPMS/$(RPM_NAME)-$(RPM_VERSION)-$(DAQ_RELEASE)*.src.rpm
 
-$(RPM_STAMP): $(RPM_SOURCE0) $(RPM_SOURCE1) $(RPM_SPEC)
+srpm: $(RPM_SOURCES) $(RPM_SPEC)
+	$(RPMBUILD) -bs $(RPM_NODEPS) --define "_topdir $(RPM_TOPDIR)" \
+	    $(RPMBUILD_FLAGS) $(RPM_SPEC)
+
+$(RPM_STAMP): $(RPM_SOURCES) $(RPM_SPEC)
 	@command -v $(RPMBUILD) >/dev/null || { \
 	    echo "rpm: $(RPMBUILD) not found (Debian package rpm; run 'make deps')" >&2; \
 	    exit 1; }
 	@if [ -n "$(RPM_NODEPS)" ]; then \
 	    echo "rpm: Debian host: rpmbuild --nodeps (BuildRequires are RPM names; 'make deps' installs the Debian packages)"; \
 	    for t in sphinx-build:python3-sphinx autoreconf:autoconf \
-	             pkg-config:pkg-config patch:patch; do \
+	             pkg-config:pkg-config patch:patch find-debuginfo:debugedit \
+	             eu-strip:elfutils cpio:cpio; do \
 	        command -v $${t%%:*} >/dev/null || { \
 	            echo "rpm: $${t%%:*} not found (Debian package $${t#*:})" >&2; \
 	            exit 1; }; \
@@ -72,48 +86,58 @@ $(RPM_SOURCE0): FORCE
 	@if cmp -s $(RPM_SOURCE0).tmp $(RPM_SOURCE0); then rm -f $(RPM_SOURCE0).tmp; \
 	 else mv $(RPM_SOURCE0).tmp $(RPM_SOURCE0); echo "rpm: wrote $(RPM_SOURCE0)"; fi
 
-# Source1: the pinned base, only from the pinned Debian tarball.
-$(RPM_SOURCE1): $(OVS_TARBALL) config.mk
-	@test "$(OVS_BASE_KIND)" = tarball || { \
-	    echo "rpm: RPMs are built from the pinned base only, but this tree is configured with --with-ovs-source ($(OVS_SOURCE)); re-run ./configure without it" >&2; \
-	    exit 1; }
-	@sum=$$(sha256sum $(OVS_TARBALL) | cut -d' ' -f1); \
-	if [ "$$sum" != "$(DAQ_PIN_SHA256)" ]; then \
-	    echo "rpm: $(OVS_TARBALL) has sha256 $$sum, expected $(DAQ_PIN_SHA256) (Debian $(DAQ_PIN_DEB_PACKAGE) $(DAQ_PIN_DEB_VERSION))" >&2; \
-	    exit 1; fi
+# Source1 and Source2: base 3.5's pinned Debian 13 packages, fetched into
+# the machine's cache by build-aux/fetch-deb (which checks the sha256).
+$(RPM_SOURCE1): config.mk
 	@mkdir -p $(@D)
-	cp $(OVS_TARBALL) $@.tmp
+	deb=$$(build-aux/fetch-deb $(DAQ_RPM_OVS_DEB_PACKAGE) \
+	    $(DAQ_RPM_OVS_DEB_VERSION) $(DAQ_RPM_OVS_SHA256)) && cp "$$deb" $@.tmp
+	mv $@.tmp $@
+
+$(RPM_SOURCE2): config.mk
+	@mkdir -p $(@D)
+	deb=$$(build-aux/fetch-deb $(DAQ_RPM_DPDK_DEB_PACKAGE) \
+	    $(DAQ_RPM_DPDK_DEB_VERSION) $(DAQ_RPM_DPDK_SHA256)) && cp "$$deb" $@.tmp
 	mv $@.tmp $@
 
 # The spec, rewritten only if its content changed.
 $(RPM_SPEC): FORCE
 	@mkdir -p $(RPM_TOPDIR)/SPECS
-	@sed -e 's|@DAQ_BASE_VERSION@|$(DAQ_BASE_VERSION)|g' \
+	@sed -e 's|@DAQ_BASE_VERSION@|$(RPM_VERSION)|g' \
 	     -e 's|@DAQ_RELEASE@|$(DAQ_RELEASE)|g' \
-	     -e 's|@DAQ_PIN_DEB_PACKAGE@|$(DAQ_PIN_DEB_PACKAGE)|g' \
-	     -e 's|@DAQ_PIN_DEB_VERSION@|$(DAQ_PIN_DEB_VERSION)|g' \
-	     -e 's|@DAQ_PIN_SHA256@|$(DAQ_PIN_SHA256)|g' \
+	     -e 's|@DAQ_PIN_DEB_PACKAGE@|$(DAQ_RPM_OVS_DEB_PACKAGE)|g' \
+	     -e 's|@DAQ_PIN_DEB_VERSION@|$(DAQ_RPM_OVS_DEB_VERSION)|g' \
+	     -e 's|@DAQ_PIN_SHA256@|$(DAQ_RPM_OVS_SHA256)|g' \
+	     -e 's|@DAQ_DPDK_DEB_PACKAGE@|$(DAQ_RPM_DPDK_DEB_PACKAGE)|g' \
+	     -e 's|@DAQ_DPDK_DEB_VERSION@|$(DAQ_RPM_DPDK_DEB_VERSION)|g' \
+	     -e 's|@DAQ_DPDK_SHA256@|$(DAQ_RPM_DPDK_SHA256)|g' \
+	     -e 's|@DAQ_DPDK_DRIVERS@|$(DAQ_RPM_DPDK_DRIVERS)|g' \
 	     -e 's|@DAQ_HAVE_DAQ_INCAST@|$(if $(wildcard utilities/daq-incast),1,0)|g' \
 	     -e 's|@DAQ_HAVE_DAQCTL@|$(if $(wildcard utilities/ovs-daqctl),1,0)|g' \
 	     -e "s#@OVS_REGRESSION_AREAS@#$(OVS_REGRESSION_AREAS)#g" \
 	     rhel/$(RPM_NAME).spec.in > $(RPM_SPEC).tmp
 	@$(PYTHON3) rhel/news2changelog.py NEWS "$(RPM_CHANGELOG_WHO)" \
 	    "$$(git log -1 --format=%cd --date=short 2>/dev/null || date +%F)" \
-	    >> $(RPM_SPEC).tmp
+	    $(RPM_VERSION)-$(DAQ_RELEASE) >> $(RPM_SPEC).tmp
 	@if grep -n '@[A-Z_0-9]*@' $(RPM_SPEC).tmp; then \
 	    echo "rpm: unsubstituted variables in the spec" >&2; exit 1; fi
 	@if cmp -s $(RPM_SPEC).tmp $(RPM_SPEC); then rm -f $(RPM_SPEC).tmp; \
 	 else mv $(RPM_SPEC).tmp $(RPM_SPEC); echo "rpm: wrote $(RPM_SPEC)"; fi
 
+# The Python tools are checked with a Python 3.9 like EL9's /usr/bin/python3:
+# this machine's pyenv one (DAQ_PYTHON39 overrides); without it the check
+# fails, it is not skipped.
+DAQ_PYTHON39 ?= /root/.pyenv/versions/3.9.18/bin/python3.9
 check-rpm: rpm
-	DAQ_RPM_DIR=$(RPM_TOPDIR) $(PYTHON3) -m pytest -v -rs tests/test_rpm.py
+	DAQ_RPM_DIR=$(RPM_TOPDIR) DAQ_PYTHON39=$(DAQ_PYTHON39) \
+	    $(PYTHON3) -m pytest -v -rs tests/test_rpm.py
 
 # Just the sources and the spec (rpmbuild -bs or a build elsewhere).
-rpm-sources: $(RPM_SOURCE0) $(RPM_SOURCE1) $(RPM_SPEC)
+rpm-sources: $(RPM_SOURCES) $(RPM_SPEC)
 
 rpm-clean:
 	rm -rf $(RPM_TOPDIR)
 
 FORCE:
 
-PHONY += rpm rpm-sources check-rpm rpm-clean
+PHONY += rpm srpm rpm-sources check-rpm rpm-clean

@@ -6,7 +6,7 @@
 # a copy of the License at http://www.apache.org/licenses/LICENSE-2.0
 """Print an RPM %changelog body made from NEWS.
 
-Usage: news2changelog.py NEWS "NAME <EMAIL>" FALLBACK-DATE
+Usage: news2changelog.py NEWS "NAME <EMAIL>" FALLBACK-DATE [VERSION]
 
 Every release section of NEWS ("v3.1.0-daq1 - 21 Nov 2026", underlined
 with dashes, then "- item" lines) becomes one entry, newest first as in
@@ -15,6 +15,11 @@ Sections without a release line ("Post-v3.1.0-daq1", work in progress)
 are left out.  A release whose date is not set yet ("xx xxx 2026") gets
 FALLBACK-DATE (YYYY-MM-DD; "make rpm" passes the date of the last
 commit).
+
+VERSION is the version-release of the package being built.  The RPMs are
+built on base 3.5 (3.5.0-daq1) while NEWS's releases are on 3.1.0: when no
+release section has VERSION, an entry for it dated FALLBACK-DATE comes
+first, naming the newest release it carries.
 """
 
 import datetime
@@ -71,14 +76,24 @@ def entry(body):
 
 
 def main(argv):
-    if len(argv) != 4:
+    if len(argv) not in (4, 5):
         sys.exit(__doc__.strip().splitlines()[2])
-    news, who, fallback = argv[1:]
+    news, who, fallback = argv[1:4]
     fallback = datetime.date.fromisoformat(fallback)
     with open(news, encoding='utf-8') as f:
         lines = f.read().splitlines()
+    sections = list(releases(lines))
     first = True
-    for version, date, body in releases(lines):
+    if len(argv) == 5 and sections and \
+            argv[4] not in [v for v, _, _ in sections]:
+        base = argv[4].split('-', 1)[0]
+        print('* %s %s - %s' % (fallback.strftime('%a %b %d %Y'), who,
+                                argv[4]))
+        print('- ovs-daqring %s and the changes since (NEWS) on the Open'
+              % sections[0][0])
+        print('  vSwitch %s base, with DPDK linked in, for EL9.' % base)
+        first = False
+    for version, date, body in sections:
         if not first:
             print()
         first = False
