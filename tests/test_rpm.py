@@ -211,6 +211,34 @@ def test_subpackage_files():
     assert "/usr/bin/ovs-tcpdump" in test
 
 
+# Programs of upstream Open vSwitch that upstream ships without a manual
+# page (its own spec packages them the same way).
+NO_MAN_PAGE = {
+    "ovs-docker": "upstream has no page for it",
+}
+
+
+def test_every_program_has_a_manual_page():
+    """Every program in /usr/bin and /usr/sbin of every binary RPM has a
+    manual page in one of them (ours: ovs-daqctl(8), daq-incast(1),
+    daq-bench(1), ovs-daqring-setup(8))."""
+    programs, pages = {}, set()
+    for pkg in [n for n in RPMS if n != "src" and "debug" not in n]:
+        for f in man_suffixless(qp(pkg, "-l")):
+            if re.match(r"/usr/s?bin/[^/]+$", f):
+                programs[os.path.basename(f)] = pkg
+            m = re.match(r"/usr/share/man/man[1-8]/(.+)\.[1-8]$", f)
+            if m:
+                pages.add(m.group(1))
+    for ours in ("ovs-daqctl", "daq-incast", "daq-bench",
+                 "ovs-daqring-setup"):
+        assert ours in programs, "%s is not packaged" % ours
+    missing = sorted("%s (%s)" % (prog, pkg)
+                     for prog, pkg in programs.items()
+                     if prog not in pages and prog not in NO_MAN_PAGE)
+    assert not missing, "programs without a manual page: %s" % missing
+
+
 def extract_from_srpm(member: str) -> bytes:
     """The contents of one file of the source RPM (rpm2cpio, then the
     "newc" cpio format read here: cpio itself may not be installed)."""
