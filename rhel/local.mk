@@ -112,8 +112,6 @@ $(RPM_SPEC): FORCE
 	     -e 's|@DAQ_DPDK_DEB_VERSION@|$(DAQ_RPM_DPDK_DEB_VERSION)|g' \
 	     -e 's|@DAQ_DPDK_SHA256@|$(DAQ_RPM_DPDK_SHA256)|g' \
 	     -e 's|@DAQ_DPDK_DRIVERS@|$(DAQ_RPM_DPDK_DRIVERS)|g' \
-	     -e 's|@DAQ_HAVE_DAQ_INCAST@|$(if $(wildcard utilities/daq-incast),1,0)|g' \
-	     -e 's|@DAQ_HAVE_DAQCTL@|$(if $(wildcard utilities/ovs-daqctl),1,0)|g' \
 	     -e "s#@OVS_REGRESSION_AREAS@#$(OVS_REGRESSION_AREAS)#g" \
 	     rhel/$(RPM_NAME).spec.in > $(RPM_SPEC).tmp
 	@$(PYTHON3) rhel/news2changelog.py NEWS "$(RPM_CHANGELOG_WHO)" \
