@@ -733,6 +733,17 @@ def test_add_del_dcm(sw: Switch) -> None:
     sw.daqctl("del-dcm", "--if-exists", "dcm9")
 
 
+def show_steering(sw: Switch, dcm: str) -> Tuple[str, str, Optional[str]]:
+    """DCM 'dcm''s steering as "show" prints it (STEERING column), and
+    "steering" and "egress_state" of "show -f json"."""
+    lines = sw.daqctl("show").stdout.splitlines()
+    head = lines[1].split()
+    cells = next(ln for ln in lines if ln.startswith(dcm + " ")).split()
+    row = {r["dcm"]: r for r in json.loads(
+        sw.daqctl("show", "-f", "json").stdout)["dcms"]}[dcm]
+    return cells[head.index("STEERING")], row["steering"], row["egress_state"]
+
+
 def test_bound_steering(sw: Switch) -> None:
     """--steering bound: the ring is bound to its egress port
     (options:egress) and the DCM has one flow; packets still reach the
@@ -768,10 +779,12 @@ def test_bound_steering(sw: Switch) -> None:
         assert time.monotonic() < deadline, "packets did not leave the ring"
         time.sleep(0.2)
     assert stat("dcm13", "egress_drops") == 0
+    assert show_steering(sw, "dcm13") == ("bound", "bound", "bound")
     # ovs-daqctl reads the mode back from the switch: two-rule again.
     sw.daqctl(*args)
     assert "egress" not in sw.rings()["dcm13"]["options"]
     assert two <= sw.flows()
+    assert show_steering(sw, "dcm13") == ("two-rule", "two-rule", None)
     sw.daqctl("del-dcm", "dcm13")
 
 
@@ -780,14 +793,16 @@ def test_show(sw: Switch) -> None:
     lines = p.stdout.splitlines()
     assert lines[0].startswith("bridge br0 (unix:") and "5 DCMs" in lines[0]
     assert lines[1].split() == ["DCM", "RING", "OFPORT", "MATCH", "EGRESS",
-                                "SIZE", "OCCUP", "HIGH-WM", "DROPS",
-                                "SHAPING"]
+                                "STEERING", "SIZE", "OCCUP", "HIGH-WM",
+                                "DROPS", "SHAPING"]
     dcm3 = next(ln for ln in lines if ln.startswith("dcm3 "))
     assert "max-rate 300.00 Mbit/s, burst 32" in dcm3
     print("\n" + p.stdout)
     js = json.loads(sw.daqctl("show", "-f", "json").stdout)
     row = {r["dcm"]: r for r in js["dcms"]}["dcm2"]
     assert row["ring_size"] == 4096 and row["egress"] == "p2"
+    assert row["steering"] == "two-rule" and row["egress_state"] is None
+    assert dcm3.split()[5] == "two-rule"
     for key in ("occupancy", "high_watermark", "tx_dropped",
                 "ring_full_drops", "shaping_rate", "poll_interval",
                 "max_rate"):

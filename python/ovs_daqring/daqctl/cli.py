@@ -194,6 +194,11 @@ def show_rows(db: Ovsdb, bridge: str) -> List[Dict[str, Any]]:
         stats = r.iface.statistics
         d = r.dcm
         egress = d.egress if d else ""
+        bound_to = r.iface.options.get("egress")
+        if d:
+            steering: Optional[str] = d.steering
+        else:
+            steering = "bound" if bound_to else None
         row: Dict[str, Any] = {
             "dcm": d.name if d else None,
             "ring": r.port.name,
@@ -201,6 +206,11 @@ def show_rows(db: Ovsdb, bridge: str) -> List[Dict[str, Any]]:
             "match": d.match_summary() if d else "",
             "egress": egress,
             "egress_ok": egress in ports if d else None,
+            # "two-rule" or "bound" (options:egress); for a bound ring,
+            # what ovs-vswitchd made of it: "bound" or why it could not.
+            "steering": steering,
+            "egress_state": (st.get("egress_state") or None) if bound_to
+            else None,
             "ring_size": _int_or_none(st.get("ring_size")),
             "occupancy": stats.get("occupancy"),
             "high_watermark": stats.get("high_watermark"),
@@ -254,8 +264,8 @@ def print_show(sw: Dict[str, Any], out: Any) -> None:
               % (sw["bridge"], sw["db"], managed, len(rows)))
     if not rows:
         return
-    head = ["DCM", "RING", "OFPORT", "MATCH", "EGRESS", "SIZE", "OCCUP",
-            "HIGH-WM", "DROPS", "SHAPING"]
+    head = ["DCM", "RING", "OFPORT", "MATCH", "EGRESS", "STEERING", "SIZE",
+            "OCCUP", "HIGH-WM", "DROPS", "SHAPING"]
     table = [head]
     notes = []
 
@@ -284,15 +294,21 @@ def print_show(sw: Dict[str, Any], out: Any) -> None:
             egress += "(!)"
             notes.append("%s: egress %s is no longer on the bridge"
                          % (r["dcm"], r["egress"]))
+        steering = n(r["steering"])
+        if r["steering"] == "bound" and r["egress_state"] != "bound":
+            steering += "(!)"
+            notes.append("%s: not bound to its egress port, its packets are "
+                         "dropped (egress_drops): %s"
+                         % (r["ring"], r["egress_state"] or "not known yet"))
         table.append([r["dcm"] or "(unmanaged)", r["ring"], n(r["ofport"]),
-                      r["match"] or "-", egress, n(r["ring_size"]),
+                      r["match"] or "-", egress, steering, n(r["ring_size"]),
                       n(r["occupancy"]), n(r["high_watermark"]), n(drops),
                       shaping])
         for key in ("error", "config_error", "mempool_warning"):
             if r[key]:
                 notes.append("%s: %s: %s" % (r["ring"], key, r[key]))
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    right = {2, 5, 6, 7, 8}
+    right = {2, 6, 7, 8, 9}
     for row in table:
         cells = [c.rjust(w) if i in right else c.ljust(w)
                  for i, (c, w) in enumerate(zip(row, widths))]
