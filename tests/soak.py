@@ -65,6 +65,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
+# This tree's package (python/), as utilities/ovs-daqctl finds it.
+sys.path.insert(0, os.path.join(TOP, "python"))
+
+from ovs_daqring.process import RunError, run  # noqa: E402
+from ovs_daqring.sandbox import Sandbox, tree_binaries  # noqa: E402
+
 MAX_SECONDS = 600
 ROS = 12
 FRAGMENT = 32 * 1024
@@ -78,8 +84,9 @@ CHURN_PERIOD_S = 1.0
 QUIET_S = 2.0
 
 
-class SoakError(Exception):
-    pass
+class SoakError(RunError):
+    """The soak failed; RunError (a command that failed or timed out,
+    ovs_daqring.process.run) is the other error it expects."""
 
 
 def log(msg: str) -> None:
@@ -87,41 +94,27 @@ def log(msg: str) -> None:
     sys.stderr.flush()
 
 
-def run(cmd: List[str], timeout: float = 60, check: bool = True) -> str:
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=timeout, universal_newlines=True)
-    if check and p.returncode:
-        raise SoakError("%s: exit %d: %s" % (" ".join(cmd), p.returncode,
-                                             p.stderr.strip()))
-    return p.stdout
-
-
-class Switch:
-    """The switch daq-incast started, through the tools' command lines."""
+class Switch(Sandbox):
+    """The switch daq-incast started (a Sandbox in WORKDIR), through the
+    tools' command lines.  Its daemons are daq-incast's: this object never
+    starts or stops them."""
 
     def __init__(self, build: str, workdir: str) -> None:
-        self.build = build
-        self.dir = workdir
-        self.db = "unix:" + os.path.join(workdir, "db.sock")
-        self.ctl = os.path.join(workdir, "ovs-vswitchd.ctl")
-        self.vsctl_bin = os.path.join(build, "utilities", "ovs-vsctl")
-        self.appctl_bin = os.path.join(build, "utilities", "ovs-appctl")
-        self.ofctl_bin = os.path.join(build, "utilities", "ovs-ofctl")
-        self.pid = 0
+        super().__init__(tree_binaries(build), workdir, label="soak")
+        # ovs-vswitchd's pid, found by find_pid().
+        self.vswitchd_pid = 0
 
-    def vsctl(self, *args: str) -> str:
-        return run([self.vsctl_bin, "--db=" + self.db, "--timeout=30"]
-                   + list(args))
+    def vsctl(self, *args: str, timeout: float = 30) -> str:
+        return super().vsctl(*args, timeout=timeout)
 
-    def appctl(self, *args: str) -> str:
-        return run([self.appctl_bin, "-t", self.ctl, "--timeout=30"]
-                   + list(args))
+    def appctl(self, *args: str, timeout: float = 30) -> str:
+        return super().appctl(*args, timeout=timeout)
 
     def daqctl(self, *args: str) -> str:
         return run(["/usr/bin/python3",
                     os.path.join(TOP, "utilities", "ovs-daqctl"),
                     "--db", self.db, "--bridge", "br0",
-                    "--ofctl", self.ofctl_bin, "--timeout", "60"]
+                    "--ofctl", self.bin.ofctl, "--timeout", "60"]
                    + list(args), timeout=120)
 
     def pin_macs(self) -> int:
@@ -147,6 +140,8 @@ class Switch:
         return n
 
     def find_pid(self) -> int:
+        """ovs-vswitchd's pid (0 if it is not running): daq-incast
+        started it, so it is found by its --unixctl argument."""
         want = ("--unixctl=" + self.ctl).encode()
         for d in glob.glob("/proc/[0-9]*"):
             try:
@@ -157,15 +152,15 @@ class Switch:
             except OSError:
                 continue
             if want in args and comm.startswith("ovs-vswitchd"):
-                self.pid = int(os.path.basename(d))
-        return self.pid
+                self.vswitchd_pid = int(os.path.basename(d))
+        return self.vswitchd_pid
 
     def rss_kb(self) -> int:
-        with open("/proc/%d/status" % self.pid) as f:
+        with open("/proc/%d/status" % self.vswitchd_pid) as f:
             for line in f:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
-        raise SoakError("no VmRSS for pid %d" % self.pid)
+        raise SoakError("no VmRSS for pid %d" % self.vswitchd_pid)
 
     # ------------------------------------------------------------ readings
     def ports(self) -> Dict[str, Dict[str, int]]:
@@ -249,7 +244,7 @@ class Switch:
                 rings = self.rings()
                 cov = self.coverage_drops()
                 b = self.ports()
-            except SoakError:
+            except RunError:
                 time.sleep(0.1)
                 continue
             if a == b and all(r["occup"] == 0 for r in rings.values()):
@@ -327,7 +322,7 @@ class Churn:
         try:
             fn()
             self.counts[kind] = self.counts.get(kind, 0) + 1
-        except (SoakError, subprocess.TimeoutExpired) as e:
+        except RunError as e:
             self.failures.append("%s: %s" % (kind, e))
 
     def resize(self) -> None:
@@ -451,7 +446,8 @@ def soak(args: argparse.Namespace) -> Dict[str, Any]:
         sw, ring, egress, base_map = wait_for_rings(args, tmp, proc)
         result["ring"] = ring
         result["static_macs"] = sw.pin_macs()
-        log("switch pid %d, ring %s, egress %s" % (sw.pid, ring, egress))
+        log("switch pid %d, ring %s, egress %s"
+            % (sw.vswitchd_pid, ring, egress))
         churn = Churn(sw, ring, egress, base_map, tmp)
         samples: List[Dict[str, Any]] = []
         start: Optional[Dict[str, Any]] = None
@@ -465,7 +461,7 @@ def soak(args: argparse.Namespace) -> Dict[str, Any]:
                 raise SoakError("daq-incast ran over %d s" % cap)
             try:
                 rings = sw.rings()
-            except SoakError:
+            except RunError:
                 time.sleep(0.2)        # the switch is going away
                 continue
             if ring not in rings:
@@ -490,7 +486,7 @@ def soak(args: argparse.Namespace) -> Dict[str, Any]:
                                     "mempools": sw.mempool_in_use(),
                                     "occupancy": sum(
                                         r["occup"] for r in rings.values())})
-                except (SoakError, OSError):
+                except (RunError, OSError):
                     pass
                 next_sample = now + 5
             if now - last_change >= QUIET_S and start is not None:
@@ -552,7 +548,7 @@ def wait_for_rings(args: argparse.Namespace, tmp: str,
                 rings = sw.rings()
                 with open(path) as f:
                     base_map = json.load(f)
-            except (SoakError, ValueError):
+            except (RunError, ValueError):
                 continue
             dcm = base_map["dcms"][0]
             if dcm["name"] in rings and sw.find_pid():
@@ -698,7 +694,7 @@ def main() -> int:
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     try:
         result = soak(args)
-    except (SoakError, subprocess.TimeoutExpired) as e:
+    except (RunError, subprocess.TimeoutExpired) as e:
         result = {"seconds_budget": args.seconds, "failures": [str(e)]}
     with open(args.json, "w") as f:
         json.dump(result, f, indent=1)
