@@ -10,11 +10,23 @@ added (not back to an absolute value), so runs that overlap on one machine
 do not take each other's pages away.  Where hugepages cannot be had, DPDK runs
 with --no-huge, which needs --legacy-mem (ovs-vswitchd otherwise adds
 --in-memory, which DPDK refuses together with --no-huge) and so a file
-prefix of its own, whose runtime directory is removed afterwards."""
+prefix of its own, whose runtime directory is removed afterwards.
 
+This module is the one implementation: the shell parts of the build use
+its command line (see main()), e.g. the system tests' DAQ_HUGEPAGES
+macro and build-aux/run-checks:
+
+  eval "$(python3 -m ovs_daqring.hugepages reserve MB MOUNT_DIR)"
+  ... $huge_reason is empty when hugepages can be used ...
+  python3 -m ovs_daqring.hugepages give-back $huge_added $huge_mount"""
+
+import argparse
 import os
+import shlex
 import shutil
-from typing import List, Optional, Tuple
+import sys
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
 
 from .process import Cleanup, RunError, run
 
@@ -67,45 +79,95 @@ def _give_back(added: int) -> None:
     _write_int(NR_HUGEPAGES, max(0, _read_int(NR_HUGEPAGES) - added))
 
 
+def _is_hugetlbfs_mount(path: str) -> bool:
+    real = os.path.realpath(path)
+    try:
+        with open("/proc/mounts") as f:
+            return any(len(f_) > 2 and f_[2] == "hugetlbfs"
+                       and os.path.realpath(f_[1]) == real
+                       for f_ in (line.split() for line in f))
+    except OSError:
+        return False
+
+
+@dataclass
+class Reservation:
+    """What _reserve() did, to be undone by give_back()."""
+    reason: Optional[str]       # Why hugepages cannot be used, or None.
+    added: int = 0              # Pages added to nr_hugepages.
+    mount: Optional[str] = None     # A hugetlbfs mounted for the run.
+    free_mb: int = 0            # Free hugepage memory afterwards.
+
+
+def _reserve(want_mb: int, mount_dir: str) -> Reservation:
+    r = Reservation(None)
+    free, size_kb = _meminfo()
+    want = -(-want_mb * 1024 // size_kb)
+    if free < want:
+        if os.geteuid() != 0:
+            r.reason = ("%d MB of hugepages free, %d MB needed, and only "
+                        "root can reserve more"
+                        % (free * size_kb // 1024, want_mb))
+            return r
+        try:
+            total = _read_int(NR_HUGEPAGES)
+            _write_int(NR_HUGEPAGES, total + want - free)
+            r.added = max(0, _read_int(NR_HUGEPAGES) - total)
+        except (OSError, ValueError) as e:
+            r.reason = "cannot reserve hugepages: %s" % e
+            return r
+        free, size_kb = _meminfo()
+        r.free_mb = free * size_kb // 1024
+        if free < want:
+            r.reason = ("the kernel gave only %d of %d hugepages (memory "
+                        "too fragmented?)" % (free, want))
+            return r
+    r.free_mb = free * size_kb // 1024
+    # A hugetlbfs of our own even if one is mounted: another run's mount
+    # may go away while this one still starts DPDK processes.  (Unless
+    # MOUNT_DIR is one already: a second reservation of the same run.)
+    if os.geteuid() == 0 and not _is_hugetlbfs_mount(mount_dir):
+        os.makedirs(mount_dir, exist_ok=True)
+        try:
+            run(["mount", "-t", "hugetlbfs", "none", mount_dir])
+            r.mount = mount_dir
+        except RunError as e:
+            if not hugetlbfs_mounted():
+                r.reason = ("no hugetlbfs mount and mounting one failed: %s"
+                            % e)
+    elif not hugetlbfs_mounted():
+        r.reason = "no hugetlbfs is mounted, and only root can mount one"
+    return r
+
+
+def give_back(added: int, mount: Optional[str]) -> None:
+    """Undo a reservation: unmount MOUNT (if any) and remove its
+    directory if empty, then lower nr_hugepages by ADDED."""
+    try:
+        if mount:
+            run(["umount", mount])
+            try:
+                os.rmdir(mount)
+            except OSError:
+                pass
+    finally:
+        if added > 0:
+            _give_back(added)
+
+
 def reserve(want_mb: int, mount_dir: str, cleanup: Cleanup
             ) -> Optional[str]:
     """Make `want_mb` MB of hugepages free and a hugetlbfs mounted, as
     root, pushing the undo of whatever was done onto `cleanup`.  Returns
     None when hugepages can be used, else why not (for a note)."""
-    free, size_kb = _meminfo()
-    want = -(-want_mb * 1024 // size_kb)
-    if free < want:
-        if os.geteuid() != 0:
-            return ("%d MB of hugepages free, %d MB needed, and only root "
-                    "can reserve more" % (free * size_kb // 1024, want_mb))
-        try:
-            total = _read_int(NR_HUGEPAGES)
-            _write_int(NR_HUGEPAGES, total + want - free)
-            added = _read_int(NR_HUGEPAGES) - total
-        except (OSError, ValueError) as e:
-            return "cannot reserve hugepages: %s" % e
-        if added > 0:
-            cleanup.push("give back %d hugepages" % added,
-                         lambda: _give_back(added))
-        free, size_kb = _meminfo()
-        if free < want:
-            return ("the kernel gave only %d of %d hugepages (memory too "
-                    "fragmented?)" % (free, want))
-    # A hugetlbfs of our own even if one is mounted: another run's mount
-    # may go away while this one still starts DPDK processes.
-    if os.geteuid() == 0:
-        os.makedirs(mount_dir, exist_ok=True)
-        try:
-            run(["mount", "-t", "hugetlbfs", "none", mount_dir])
-        except RunError as e:
-            if not hugetlbfs_mounted():
-                return "no hugetlbfs mount and mounting one failed: %s" % e
-            return None
-        cleanup.push("unmount " + mount_dir,
-                     lambda: run(["umount", mount_dir]))
-    elif not hugetlbfs_mounted():
-        return "no hugetlbfs is mounted, and only root can mount one"
-    return None
+    r = _reserve(want_mb, mount_dir)
+    if r.added > 0:
+        cleanup.push("give back %d hugepages" % r.added,
+                     lambda: _give_back(r.added))
+    if r.mount:
+        mount = r.mount
+        cleanup.push("unmount " + mount, lambda: run(["umount", mount]))
+    return r.reason
 
 
 def dpdk_memory_config(use_hugepages: bool, socket_mem: str,
@@ -124,3 +186,43 @@ def dpdk_memory_config(use_hugepages: bool, socket_mem: str,
                 "--in-memory --file-prefix=%s" % file_prefix)
     return ([], "--no-huge --legacy-mem -m %d --file-prefix=%s"
             % (no_huge_mb, file_prefix))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The command line for shell scripts (see the module's doc).
+
+    reserve MB MOUNT_DIR [--prefix P]: prints shell assignments
+        P_reason (empty when hugepages can be used), P_added, P_mount
+        (the directory if a hugetlbfs was mounted there, else empty) and
+        P_free_mb; P is "huge" by default.  Exit status 0 either way.
+    give-back ADDED [MOUNT]: undoes what reserve printed."""
+    p = argparse.ArgumentParser(
+        prog="python3 -m ovs_daqring.hugepages",
+        description="Reserve DPDK hugepages for a run and give them back.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("reserve")
+    r.add_argument("mb", type=int)
+    r.add_argument("mount_dir")
+    r.add_argument("--prefix", default="huge")
+    g = sub.add_parser("give-back")
+    g.add_argument("added", type=int)
+    g.add_argument("mount", nargs="?", default="")
+    args = p.parse_args(argv)
+    if args.cmd == "reserve":
+        res = _reserve(args.mb, os.path.abspath(args.mount_dir))
+        for key, value in (("reason", res.reason or ""),
+                           ("added", str(res.added)),
+                           ("mount", res.mount or ""),
+                           ("free_mb", str(res.free_mb))):
+            print("%s_%s=%s" % (args.prefix, key, shlex.quote(value)))
+        return 0
+    try:
+        give_back(args.added, args.mount or None)
+    except (OSError, ValueError, RunError) as e:
+        sys.stderr.write("hugepages: give-back: %s\n" % e)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
