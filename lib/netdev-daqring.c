@@ -1745,7 +1745,11 @@ netdev_daqring_dequeue(struct rte_ring *ring, const struct daqring_shaper *s,
  *
  * Byte shaping ('max-rate') is a token bucket, see struct daqring_shaper:
  * at most 'max-burst' packets per poll, as long as the bucket holds
- * tokens. */
+ * tokens.  Each packet's cost is computed once, when it is taken.
+ *
+ * The packets are prepared to enter the datapath again (see
+ * netdev_daqring_reenter()), unless the datapath sends them straight to
+ * the egress port of an egress binding ('rxq->egress_bound'). */
 static int
 netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
                         int *qfill)
@@ -1842,23 +1846,37 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     batch->count = n;
     source = batch->packets[0]->source;
     for (size_t i = 0; i < n; i++) {
-        mixed |= batch->packets[i]->source != source;
+        const struct dp_packet *packet = batch->packets[i];
+
+        mixed |= packet->source != source;
+        bytes += dp_packet_size(packet);
     }
     if (OVS_UNLIKELY(mixed)) {
         netdev_daqring_split_batch(dev, batch, from_stash);
+        for (size_t i = batch->count; i < n; i++) {
+            const struct dp_packet *packet = batch->packets[i];
+
+            /* Put back: not received now, and not charged. */
+            bytes -= dp_packet_size(packet);
+            if (s->rate) {
+                budget += netdev_daqring_frame_cost(s, packet);
+            }
+        }
         n = batch->count;
     }
-    for (size_t i = 0; i < n; i++) {
-        struct dp_packet *packet = batch->packets[i];
-
-        bytes += dp_packet_size(packet);
-        netdev_daqring_reenter(dev, packet);
-    }
     if (s->rate) {
-        /* Charge what leaves, which netdev_daqring_split_batch() may have
-         * made less than what netdev_daqring_take() counted. */
+        /* Charge what leaves: netdev_daqring_take() took the cost of each
+         * packet from 'budget' (a copy of the bucket level), and the packets
+         * that netdev_daqring_split_batch() put back got theirs back. */
+        rx->tokens = budget;
+    }
+    if (!rxq->egress_bound) {
+        /* The packets enter the datapath's flow tables again.  A bound
+         * daqring's packets go straight to its egress port, which is not a
+         * daqring, and never meet the tables or a daqring again: the
+         * preparation would be wasted on them. */
         for (size_t i = 0; i < n; i++) {
-            rx->tokens -= netdev_daqring_frame_cost(s, batch->packets[i]);
+            netdev_daqring_reenter(dev, batch->packets[i]);
         }
     }
 
