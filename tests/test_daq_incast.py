@@ -474,6 +474,22 @@ def test_plan() -> None:
     assert topology.ros_ip(250) == "10.77.2.1"
 
 
+def test_dcm_port_rx_rings_hold_a_request_burst() -> None:
+    """A DCM port's framecnt models its output buffer; DPDK gives the RX
+    ring the same size, so the port gets queue pairs whose RX rings hold
+    as much as a default port's (512 frames), at most 16 pairs."""
+    for frames, qpairs in ((32, 16), (40, 13), (64, 8), (2, 16), (512, 1),
+                           (0, 1)):
+        plan = topology.make_plan(4194303, 120, 1, 4, dcm_frames=frames)
+        dcm = plan.dcms[0]
+        assert dcm.qpairs == qpairs, frames
+        assert ("qpairs=%d" % qpairs in dcm.devargs()) == (qpairs > 1)
+        assert frames * qpairs >= min(topology.RX_FRAMES,
+                                      frames * topology.MAX_QPAIRS)
+        assert all(h.qpairs == 1 and "qpairs" not in h.devargs()
+                   for h in plan.ros_hosts)
+
+
 def test_tbf_command() -> None:
     cmd = topology.tbf_command("ns", "v0", 200_000_000, 16384, 49152, 24)
     assert cmd[:6] == ["tc", "-n", "ns", "qdisc", "replace", "dev"]

@@ -269,8 +269,23 @@ class Runner:
                   for v, st in after["qdisc"].items()}
         links = {v: counter_delta(before["links"].get(v, {}), st)
                  for v, st in after["links"].items()}
+        # Frames the host sent that its switch port never read: the
+        # kernel dropped them because the af_packet socket's RX ring was
+        # full (no counter shows it).  Counted as switch drops.
+        socket = {}
+        for h in self.plan.hosts:
+            sent = links.get(h.port_name, {}).get("rx_packets")
+            read = counter_delta(before["ports"].get(h.port_name, {}),
+                                 after["ports"].get(h.port_name, {})
+                                 ).get("rx_packets")
+            if sent is not None and read is not None and sent > read:
+                socket[h.port_name] = sent - read
+        total += sum(socket.values())
+        for name, n in socket.items():
+            ports.setdefault(name, {})["af_packet_rx_ring_drops"] = n
         return {"switch_total": total, "daqring": ring_drops,
                 "qdisc": sum(q["drops"] for q in qdiscs.values()),
+                "af_packet_rx": sum(socket.values()),
                 "ports": ports, "qdiscs": qdiscs, "hosts": links}
 
     def _tcp(self, before: Snapshot, after: Snapshot) -> Dict[str, Any]:

@@ -77,6 +77,9 @@ class Switch(Sandbox):
                      "Interface", h.port_name, "type=dpdk",
                      "options:dpdk-devargs=%s" % h.devargs(),
                      "ofport_request=%d" % h.ofport]
+            if h.qpairs > 1:
+                # Every socket of the fanout group must be polled.
+                args.append("options:n_rxq=%d" % h.qpairs)
         self.vsctl(*args, timeout=120)
         self._check_ports([h.port_name for h in hosts])
 
