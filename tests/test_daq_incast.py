@@ -110,10 +110,11 @@ def test_defaults_are_the_demo_scenario() -> None:
     assert c.ros_per_host == 1 and c.ethdev_ports == 31
     assert c.pmd_cpus == [1] and c.agent_cpus == [0]
     assert c.ring_size == 2048            # 2 x 30 x 23 packets, power of 2
-    # Byte shaping at 99% of the link, frames counted like the link's tbf.
-    assert c.max_rate_bps == 198_000_000 and c.poll_interval_us == 0
+    # Byte shaping at the link's rate, frames counted like the link's tbf.
+    assert c.max_rate_bps == 200_000_000 and c.poll_interval_us == 0
     assert c.max_burst == 5               # as packet shaping would burst
-    assert c.daqring_rate_bps < c.link_rate_bps
+    assert c.daqring_rate_bps == c.link_rate_bps
+    assert c.ring_rate_fraction == 1.0
     assert c.credits >= 1
     assert c.binaries.vswitchd.endswith("ovs/vswitchd/ovs-vswitchd")
 
@@ -219,7 +220,12 @@ def test_daqring_shaping() -> None:
 def test_daqring_byte_shaping() -> None:
     c = cfg("--max-burst", "8")
     assert (c.max_rate_bps, c.max_burst, c.poll_interval_us) == \
-        (198_000_000, 8, 0)
+        (200_000_000, 8, 0)
+    c = cfg("--ring-rate-fraction", "0.99")
+    assert c.max_rate_bps == 198_000_000
+    # Packet shaping keeps its margin below the link's full-frame rate.
+    assert cfg("--shaper", "packets").ring_rate_fraction == 0.99
+    assert cfg("--poll-interval", "500").ring_rate_fraction == 0.99
     c = cfg("--max-rate", "150mbit", "--link-rate", "1gbit")
     assert c.max_rate_bps == 150_000_000 and c.daqring_rate_bps == 150e6
     c = cfg("--link-rate", "1gbit", "--ring-rate-fraction", "1")
@@ -233,7 +239,7 @@ def test_daqring_byte_shaping() -> None:
     # The run's parameters and the map given to ovs-daqctl.
     (mode, params, _), = runner.mode_runs(cfg("--modes", "daqring"))
     assert (params["max_rate_bps"], params["frame_overhead"],
-            params["rate_bps"]) == (198_000_000, 24, 198_000_000)
+            params["rate_bps"]) == (200_000_000, 24, 200_000_000)
     runs = runner.mode_runs(cfg("--modes", "daqring",
                                 "--sweep", "poll-interval=250,500"))
     assert [r[1]["max_rate_bps"] for r in runs] == [0, 0]
