@@ -115,6 +115,7 @@ def test_defaults_are_the_demo_scenario() -> None:
     assert c.max_burst == 5               # as packet shaping would burst
     assert c.daqring_rate_bps == c.link_rate_bps
     assert c.ring_rate_fraction == 1.0
+    assert c.tcp_nodelay                  # the one non-default TCP setting
     assert c.credits >= 1
     assert c.binaries.vswitchd.endswith("ovs/vswitchd/ovs-vswitchd")
 
@@ -693,3 +694,13 @@ def test_end_to_end_stock(tmp_path: Any) -> None:
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True,
                         text=True).stdout
     assert "daq-incast.dqi%d." % p.pid not in ps
+
+
+def test_tcp_nodelay_option() -> None:
+    """--tcp-nodelay off runs with Linux's TCP defaults only."""
+    c = cfg("--tcp-nodelay", "off")
+    assert not c.tcp_nodelay
+    assert "TCP: Linux defaults\n" in runner.describe(
+        c, topology.make_plan(4194303, 30, 1, 1)) + "\n"
+    assert "TCP: Linux defaults + TCP_NODELAY" in runner.describe(
+        cfg(), topology.make_plan(4194303, 30, 1, 1))

@@ -156,6 +156,7 @@ class Config:
     credits: int
     credits_auto: bool
     seed: int
+    tcp_nodelay: bool
     link_rate_bps: int
     link_burst: int
     link_limit: int
@@ -309,6 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="credits mode: outstanding fragment requests per "
                    "DCM (default: the fragments that fit the port buffer, "
                    ">= 1)")
+    g.add_argument("--tcp-nodelay", choices=("on", "off"), default="on",
+                   help="set TCP_NODELAY on every connection, the only "
+                   "TCP setting daq-incast changes from Linux's defaults "
+                   "(default: %(default)s; off: Nagle's algorithm holds "
+                   "a fragment's last partial segment until the previous "
+                   "ones are acknowledged)")
     g.add_argument("--seed", type=int, default=1, metavar="N",
                    help="seed for fragment sizes (default: %(default)s)")
     g = p.add_argument_group("Access-Link Options")
@@ -665,7 +672,8 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         ros=ns.ros, dcms=ns.dcms, ros_per_host=k, fragment_size=fragment,
         fragment_dist=ns.fragment_dist, events=ns.events,
         event_gap_ms=ns.event_gap, credits=credits,
-        credits_auto=credits_auto, seed=ns.seed, link_rate_bps=rate,
+        credits_auto=credits_auto, seed=ns.seed,
+        tcp_nodelay=ns.tcp_nodelay == "on", link_rate_bps=rate,
         link_burst=burst, link_limit=limit, link_overhead=ns.link_overhead,
         port_frames=ns.port_frames,
         mtu=mtu, modes=modes, ring_size=ring, max_burst=max_burst,

@@ -223,7 +223,8 @@ class Runner:
                    "exponential": cfg.fragment_size * 4}[cfg.fragment_dist]
         cpus = ",".join(map(str, cfg.agent_cpus))
         procs = [self._agent(h.ns, ["ros", ",".join(h.ips), str(ROS_PORT),
-                                    str(biggest), cpus], h.ns)
+                                    str(biggest), cpus,
+                                    "1" if cfg.tcp_nodelay else "0"], h.ns)
                  for h in self.plan.ros_hosts]
         self.progress.show("starting %d ROS agents" % len(procs))
         try:
@@ -316,6 +317,7 @@ class Runner:
                     "fragment_dist": cfg.fragment_dist,
                     "events": cfg.events, "event_gap_ms": cfg.event_gap_ms,
                     "event_deadline_s": cfg.event_deadline_s,
+                    "nodelay": cfg.tcp_nodelay,
                     "cpus": ",".join(map(str, cfg.agent_cpus))}
             procs.append(self._agent(d.ns, ["dcm", json.dumps(spec)], d.ns))
         try:
@@ -504,9 +506,11 @@ def describe(cfg: Config, plan: Plan) -> str:
            100 * eff, 1e3 * ideal_collection_time(
                cfg.link_rate_bps, cfg.ros, cfg.fragment_size, cfg.mss,
                cfg.link_overhead)),
-        "modes: %s; %d events per DCM and mode; credits %d%s"
+        "modes: %s; %d events per DCM and mode; credits %d%s; "
+        "TCP: Linux defaults%s"
         % (", ".join(cfg.modes), cfg.events, cfg.credits,
-           " (auto)" if cfg.credits_auto else ""),
+           " (auto)" if cfg.credits_auto else "",
+           " + TCP_NODELAY" if cfg.tcp_nodelay else ""),
     ]
     if "daqring" in cfg.modes:
         if cfg.max_rate_bps:
