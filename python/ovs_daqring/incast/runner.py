@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import VERSION
 from .config import (SWEEP_PARAMS, Config, ConfigError, build_parser,
@@ -147,6 +147,7 @@ class Runner:
         except ModeUnavailable as e:
             raise RunError("ports failed: %s\n%s"
                            % (e, self.switch.log_tail()))
+        self.switch.pin_macs(self.plan.hosts)
         self.cleanup.push("stop agents", self._stop_agents)
         self._start_ros()
 
@@ -282,11 +283,22 @@ class Runner:
             if sent is not None and read is not None and sent > read:
                 socket[h.port_name] = sent - read
         total += sum(socket.values())
+
+        # Frames the ROS ports sent per frame the DCM ports received: the
+        # DCMs' requests and ACKs go to one ROS each, so 1 unless the
+        # bridge floods them.
+        def delta(names: Set[str], key: str) -> int:
+            return sum(counter_delta(before["ports"].get(n, {}),
+                                     after["ports"].get(n, {})).get(key, 0)
+                       for n in names)
+        dcm_rx = delta(dcm_ports, "rx_packets")
+        ros_tx = delta(hosts - dcm_ports, "tx_packets")
         for name, n in socket.items():
             ports.setdefault(name, {})["af_packet_rx_ring_drops"] = n
         return {"switch_total": total, "daqring": ring_drops,
                 "qdisc": sum(q["drops"] for q in qdiscs.values()),
                 "af_packet_rx": sum(socket.values()),
+                "ros_tx_per_dcm_rx": ros_tx / dcm_rx if dcm_rx else 0.0,
                 "ports": ports, "qdiscs": qdiscs, "hosts": links}
 
     def _tcp(self, before: Snapshot, after: Snapshot) -> Dict[str, Any]:
