@@ -110,10 +110,12 @@ def test_defaults_are_the_demo_scenario() -> None:
     assert c.ros_per_host == 1 and c.ethdev_ports == 31
     assert c.pmd_cpus == [1] and c.agent_cpus == [0]
     assert c.ring_size == 2048            # 2 x 30 x 23 packets, power of 2
-    # Byte shaping at 99% of the link, frames counted like the link's tbf.
-    assert c.max_rate_bps == 198_000_000 and c.poll_interval_us == 0
+    # Byte shaping at the link's rate, frames counted like the link's tbf.
+    assert c.max_rate_bps == 200_000_000 and c.poll_interval_us == 0
     assert c.max_burst == 5               # as packet shaping would burst
-    assert c.daqring_rate_bps < c.link_rate_bps
+    assert c.daqring_rate_bps == c.link_rate_bps
+    assert c.ring_rate_fraction == 1.0
+    assert c.tcp_nodelay                  # the one non-default TCP setting
     assert c.credits >= 1
     assert c.binaries.vswitchd.endswith("ovs/vswitchd/ovs-vswitchd")
 
@@ -219,7 +221,12 @@ def test_daqring_shaping() -> None:
 def test_daqring_byte_shaping() -> None:
     c = cfg("--max-burst", "8")
     assert (c.max_rate_bps, c.max_burst, c.poll_interval_us) == \
-        (198_000_000, 8, 0)
+        (200_000_000, 8, 0)
+    c = cfg("--ring-rate-fraction", "0.99")
+    assert c.max_rate_bps == 198_000_000
+    # Packet shaping keeps its margin below the link's full-frame rate.
+    assert cfg("--shaper", "packets").ring_rate_fraction == 0.99
+    assert cfg("--poll-interval", "500").ring_rate_fraction == 0.99
     c = cfg("--max-rate", "150mbit", "--link-rate", "1gbit")
     assert c.max_rate_bps == 150_000_000 and c.daqring_rate_bps == 150e6
     c = cfg("--link-rate", "1gbit", "--ring-rate-fraction", "1")
@@ -233,7 +240,7 @@ def test_daqring_byte_shaping() -> None:
     # The run's parameters and the map given to ovs-daqctl.
     (mode, params, _), = runner.mode_runs(cfg("--modes", "daqring"))
     assert (params["max_rate_bps"], params["frame_overhead"],
-            params["rate_bps"]) == (198_000_000, 24, 198_000_000)
+            params["rate_bps"]) == (200_000_000, 24, 200_000_000)
     runs = runner.mode_runs(cfg("--modes", "daqring",
                                 "--sweep", "poll-interval=250,500"))
     assert [r[1]["max_rate_bps"] for r in runs] == [0, 0]
@@ -474,6 +481,22 @@ def test_plan() -> None:
     assert topology.ros_ip(250) == "10.77.2.1"
 
 
+def test_dcm_port_rx_rings_hold_a_request_burst() -> None:
+    """A DCM port's framecnt models its output buffer; DPDK gives the RX
+    ring the same size, so the port gets queue pairs whose RX rings hold
+    as much as a default port's (512 frames), at most 16 pairs."""
+    for frames, qpairs in ((32, 16), (40, 13), (64, 8), (2, 16), (512, 1),
+                           (0, 1)):
+        plan = topology.make_plan(4194303, 120, 1, 4, dcm_frames=frames)
+        dcm = plan.dcms[0]
+        assert dcm.qpairs == qpairs, frames
+        assert ("qpairs=%d" % qpairs in dcm.devargs()) == (qpairs > 1)
+        assert frames * qpairs >= min(topology.RX_FRAMES,
+                                      frames * topology.MAX_QPAIRS)
+        assert all(h.qpairs == 1 and "qpairs" not in h.devargs()
+                   for h in plan.ros_hosts)
+
+
 def test_tbf_command() -> None:
     cmd = topology.tbf_command("ns", "v0", 200_000_000, 16384, 49152, 24)
     assert cmd[:6] == ["tc", "-n", "ns", "qdisc", "replace", "dev"]
@@ -671,3 +694,13 @@ def test_end_to_end_stock(tmp_path: Any) -> None:
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True,
                         text=True).stdout
     assert "daq-incast.dqi%d." % p.pid not in ps
+
+
+def test_tcp_nodelay_option() -> None:
+    """--tcp-nodelay off runs with Linux's TCP defaults only."""
+    c = cfg("--tcp-nodelay", "off")
+    assert not c.tcp_nodelay
+    assert "TCP: Linux defaults\n" in runner.describe(
+        c, topology.make_plan(4194303, 30, 1, 1)) + "\n"
+    assert "TCP: Linux defaults + TCP_NODELAY" in runner.describe(
+        cfg(), topology.make_plan(4194303, 30, 1, 1))

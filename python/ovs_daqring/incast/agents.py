@@ -54,7 +54,8 @@ class RosConn:
         self.writing = False           # registered for EVENT_WRITE
 
 
-def ros_main(ips: List[str], port: int, max_size: int) -> int:
+def ros_main(ips: List[str], port: int, max_size: int,
+             nodelay: bool = True) -> int:
     """Serve fragments on ip:port for every ROS address of this host."""
     payload = memoryview(bytes(max_size))
     sel = selectors.DefaultSelector()
@@ -101,7 +102,9 @@ def ros_main(ips: List[str], port: int, max_size: int) -> int:
             if key.data is None:
                 conn, _ = key.fileobj.accept()          # type: ignore
                 conn.setblocking(False)
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if nodelay:
+                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY,
+                                    1)
                 sel.register(conn, selectors.EVENT_READ, RosConn(conn))
                 continue
             if key.data == "stdin":
@@ -150,7 +153,8 @@ def dcm_main(cfg: Dict[str, Any]) -> int:
         s.bind((cfg["ip"], 0))
         s.settimeout(10)
         s.connect((ip, cfg["port"]))
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if cfg.get("nodelay", True):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.setblocking(False)
         socks.append(s)
     sel = selectors.DefaultSelector()
@@ -214,12 +218,13 @@ def main(argv: List[str]) -> int:
     try:
         if argv[:1] == ["ros"]:
             pin(argv[4] if len(argv) > 4 else "")
-            return ros_main(argv[1].split(","), int(argv[2]), int(argv[3]))
+            return ros_main(argv[1].split(","), int(argv[2]), int(argv[3]),
+                            argv[5:6] != ["0"])
         if argv[:1] == ["dcm"]:
             cfg = json.loads(argv[1])
             pin(cfg.get("cpus", ""))
             return dcm_main(cfg)
-        say("ERROR usage: agents.py ros IPS PORT MAXSIZE [CPUS] | "
+        say("ERROR usage: agents.py ros IPS PORT MAXSIZE [CPUS [NODELAY]] | "
             "agents.py dcm JSON")
         return 2
     except (OSError, ValueError, TimeoutError) as e:

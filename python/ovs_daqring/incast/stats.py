@@ -207,6 +207,7 @@ def format_table(modes: Sequence[Mapping[str, Any]],
     if ideal_bps:
         lines.append("ideal goodput: %.1f Mbit/s" % (ideal_bps / 1e6))
     lines.append("RTOs: events >= the TCP timeout; sw-drop: rx+tx dropped "
-                 "on the hosts' switch ports; ring-dr: daqring full; qdisc: "
-                 "tbf drops (refusals af_packet retries)")
+                 "on the hosts' switch ports, including frames their "
+                 "af_packet RX rings had no room for; ring-dr: daqring "
+                 "full; qdisc: tbf drops (refusals af_packet retries)")
     return "\n".join(lines)

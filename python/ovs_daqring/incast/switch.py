@@ -77,8 +77,23 @@ class Switch(Sandbox):
                      "Interface", h.port_name, "type=dpdk",
                      "options:dpdk-devargs=%s" % h.devargs(),
                      "ofport_request=%d" % h.ofport]
+            if h.qpairs > 1:
+                # Every socket of the fanout group must be polled.
+                args.append("options:n_rxq=%d" % h.qpairs)
         self.vsctl(*args, timeout=120)
         self._check_ports([h.port_name for h in hosts])
+
+    def pin_macs(self, hosts: List[Host]) -> None:
+        """Static MAC entries (fdb/add) for every host's port.  A switch
+        learns a host's address from what the host sends through NORMAL,
+        ARP above all; here ARP entries are static and, in daqring mode,
+        the ROS send only into the daqring flows, so the bridge never
+        learned them (a daqring-only run: fdb/show listed the DCM alone)
+        and flooded every request and ACK of the DCM to all ROS ports,
+        one sendto() per port on the PMD.  tests/soak.py pins them for the
+        same reason."""
+        for h in hosts:
+            self.appctl("fdb/add", self.bridge, h.port_name, "0", h.mac)
 
     def _check_ports(self, names: List[str]) -> None:
         deadline = time.monotonic() + 30
