@@ -116,6 +116,7 @@ def test_defaults_are_the_demo_scenario() -> None:
     assert c.daqring_rate_bps == c.link_rate_bps
     assert c.ring_rate_fraction == 1.0
     assert c.tcp_nodelay                  # the one non-default TCP setting
+    assert c.pus == 1                     # one event at a time per DCM
     assert c.credits >= 1
     assert c.binaries.vswitchd.endswith("ovs/vswitchd/ovs-vswitchd")
 
@@ -379,6 +380,27 @@ def test_goodput() -> None:
         stats.goodput([1], [0.0])
 
 
+def test_busy_time_and_goodput_over_it() -> None:
+    # Disjoint intervals (one event at a time): the sum of the times.
+    assert stats.busy_time([(0, 1), (2, 3.5)]) == pytest.approx(2.5)
+    # Overlapping and nested ones (events in flight) count once.
+    assert stats.busy_time([(0, 2), (1, 3), (1.5, 2.5), (5, 6)]) == \
+        pytest.approx(4)
+    assert stats.busy_time([]) == 0
+    with pytest.raises(ValueError):
+        stats.busy_time([(2, 1)])
+    # Three 1 MB events of 30 ms each, in flight together over 50 ms:
+    # the link moved 3 MB in 50 ms, not in 90 ms.
+    b, t = [1_000_000] * 3, [0.03] * 3
+    assert stats.goodput(b, t) == pytest.approx(3e6 * 8 / 0.09)
+    assert stats.goodput(b, t, busy=0.05) == pytest.approx(3e6 * 8 / 0.05)
+    m = stats.summarize_mode(t, b, 480e6, 0.2, busy=0.05,
+                             first_byte=[1e-4, 2e-4, 3e-4])
+    assert m["ideal_ratio"] == pytest.approx(1.0)
+    assert m["busy_s"] == 0.05
+    assert m["first_byte_s"]["p50"] == pytest.approx(2e-4)
+
+
 def test_ideal_goodput() -> None:
     mss = 1448
     # Whole segments: MSS / (MSS + 66 header bytes + 24 Ethernet overhead)
@@ -563,6 +585,114 @@ def test_agents_on_loopback() -> None:
         assert ros.stdin is not None
         ros.stdin.close()
         ros.wait(10)
+
+
+def load_agents() -> Any:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("incast_agents",
+                                                  runner.AGENTS)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)          # type: ignore
+    return mod
+
+
+def test_collector_credits_bound_all_pus_together() -> None:
+    """Three PUs' events over two ROS connections with 3 credits: at most
+    3 fragment requests are outstanding over all PUs, a completed
+    fragment frees a credit for the next request (in order), and bytes
+    are attributed to events in request order per connection."""
+    import socket
+    agents = load_agents()
+    pairs = [socket.socketpair() for _ in range(2)]
+    dcm = [a for a, _ in pairs]
+    ros = [b for _, b in pairs]
+    for sck in dcm + ros:
+        sck.setblocking(False)
+    col = agents.Collector(dcm, ["r0", "r1"], 3, 5)
+
+    def requests(i: int) -> List[Any]:
+        try:
+            data = ros[i].recv(4096)
+        except BlockingIOError:
+            return []
+        return [agents.REQ.unpack_from(data, k)
+                for k in range(0, len(data), agents.REQ.size)]
+
+    evs = [agents.Event(k, k, [100 + k, 200 + k], k) for k in range(3)]
+    for ev in evs:
+        col.start(ev)
+    assert requests(0) == [(0, 100), (1, 101)]
+    assert requests(1) == [(0, 200)]
+    assert col.outstanding == 3 and len(col.waiting) == 3
+    # ROS 0 answers event 0's fragment: event 1's request to ROS 1 goes.
+    ros[0].send(bytes(100))
+    assert col.poll() == []
+    assert col.outstanding == 3
+    assert requests(1) == [(1, 201)]
+    assert evs[0].first and not evs[1].first
+    # ROS 1 answers event 0: event 0 is complete, event 2's first request
+    # goes to ROS 0.
+    ros[1].send(bytes(200))
+    assert col.poll() == [evs[0]]
+    assert requests(0) == [(2, 102)]
+    # Without credits (window = ROS x PUs) every request goes at once.
+    col2 = agents.Collector(dcm, ["r0", "r1"], 6, 5)
+    for k in range(3):
+        col2.start(agents.Event(10 + k, k, [1, 1], k))
+    assert col2.outstanding == 6 and not col2.waiting
+    for sck in dcm + ros:
+        sck.close()
+
+
+def test_agents_pus_on_loopback() -> None:
+    """Three processing units: three events in flight at once (their
+    intervals overlap), each collected completely, with its first-byte
+    time."""
+    agents = runner.AGENTS
+    port = 20000 + (os.getpid() + 7) % 20000
+    ros = subprocess.Popen([sys.executable, agents, "ros",
+                            "127.0.0.1,127.0.0.2", str(port), "65536"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True)
+    try:
+        assert ros.stdout is not None
+        assert ros.stdout.readline().strip() == "READY"
+        spec = {"ip": "127.0.0.1", "ros": ["127.0.0.1", "127.0.0.2"],
+                "port": port, "credits": 0, "seed": 1, "pus": 3,
+                "fragment_size": 65536, "fragment_dist": "fixed",
+                "events": 9, "event_gap_ms": 0, "event_deadline_s": 10}
+        p = subprocess.run([sys.executable, agents, "dcm", json.dumps(spec)],
+                           input="GO\n", capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        done = json.loads(p.stdout.splitlines()[-1][5:])
+        assert done["bytes"] == [2 * 65536] * 9
+        assert sorted(set(done["pu"])) == [0, 1, 2]
+        start, times = done["start_ns"], done["times_ns"]
+        # The first three events start together, before the first ends.
+        assert max(start[:3]) < start[0] + times[0]
+        first = done["first_byte_ns"]
+        assert all(0 < f <= t for f, t in zip(first, times))
+        busy = stats.busy_time([(s, s + t) for s, t in zip(start, times)])
+        assert busy < sum(times)
+    finally:
+        assert ros.stdin is not None
+        ros.stdin.close()
+        ros.wait(10)
+
+
+def test_pus_option() -> None:
+    c = cfg("--pus", "24")
+    assert c.pus == 24
+    # The automatic ring holds two events per PU, up to MAX_AUTO_RING.
+    assert c.ring_size == 65536           # 2 x 24 x 30 x 23 -> 2^16
+    assert cfg("--pus", "24", "--ros", "120", "--ros-per-host", "4",
+               "--fragment-size", "128KiB").ring_size == \
+        config.MAX_AUTO_RING
+    for bad in ("0", "-1", str(config.MAX_PUS + 1)):
+        with pytest.raises(ConfigError):
+            cfg("--pus", bad)
 
 
 # ------------------------------------------------------------- hugepages

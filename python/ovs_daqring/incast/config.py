@@ -31,6 +31,13 @@ MAX_TOTAL_RATE_BPS = 5_000_000_000
 MIN_RATE_BPS = 1_000_000
 MAX_FRAGMENT = 16 * 1024 * 1024
 MAX_EVENTS = 100_000
+# Processing units per DCM node (events in flight): the ATLAS HLT nodes
+# of the thesis' test bed ran 24 each.
+MAX_PUS = 64
+# The automatic ring size grows with the events in flight but stops here
+# (half of Open vSwitch's largest shared mempool, 262144 mbufs): beyond
+# one event the ROS' TCP windows, not the requests, bound what arrives.
+MAX_AUTO_RING = 131072
 MIN_LINK_BUFFER = 1600          # a full frame must fit in tbf burst/limit
 DAQRING_FRAME = 1518            # frame size in the daqring rate formula
 # Default --ring-rate-fraction.  Byte shaping counts every frame with the
@@ -152,6 +159,7 @@ class Config:
     fragment_size: int
     fragment_dist: str
     events: int
+    pus: int
     event_gap_ms: float
     credits: int
     credits_auto: bool
@@ -222,15 +230,17 @@ def frames_per_fragment(fragment_size: int, mss: int) -> int:
     return max(1, -(-fragment_size // mss))
 
 
-def auto_ring_size(ros: int, fragment_size: int, mss: int) -> int:
-    """Two events' worth of full-size packets per DCM, rounded up to a power
-    of 2.  One event is the least that absorbs the burst (thesis Fig. 5.8),
-    but TCP does not always send full-size segments: a ROS whose window
-    the queueing delay cut sends shorter ones (seen: 32 frames per 32 KiB
-    fragment instead of 23, with 30 ROS), and retransmitted or probe
-    segments come on top."""
-    need = 2 * ros * frames_per_fragment(fragment_size, mss)
-    return max(64, 1 << (need - 1).bit_length())
+def auto_ring_size(ros: int, fragment_size: int, mss: int,
+                   pus: int = 1) -> int:
+    """Two events' worth of full-size packets per DCM and event in flight
+    (`pus`), rounded up to a power of 2, at most MAX_AUTO_RING.  One event
+    is the least that absorbs the burst (thesis Fig. 5.8), but TCP does
+    not always send full-size segments: a ROS whose window the queueing
+    delay cut sends shorter ones (seen: 32 frames per 32 KiB fragment
+    instead of 23, with 30 ROS), and retransmitted or probe segments come
+    on top."""
+    need = 2 * pus * ros * frames_per_fragment(fragment_size, mss)
+    return min(MAX_AUTO_RING, max(64, 1 << (need - 1).bit_length()))
 
 
 def auto_credits(fragment_size: int, mss: int, port_frames: int, mtu: int,
@@ -304,12 +314,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--events", type=int, default=50, metavar="N",
                    help="events collected per DCM and mode (default: "
                    "%(default)s)")
+    g.add_argument("--pus", type=int, default=1, metavar="N",
+                   help="processing units per DCM, each collecting its own "
+                   "event from every ROS: N events in flight (default: "
+                   "%(default)s, one event at a time; the ATLAS HLT nodes "
+                   "of the thesis ran 24)")
     g.add_argument("--event-gap", type=float, default=0.0, metavar="MS",
-                   help="pause between events of a DCM (default: 0)")
+                   help="pause of a processing unit between its events, "
+                   "e.g. its processing time (default: 0)")
     g.add_argument("--credits", type=int, default=0, metavar="N",
                    help="credits mode: outstanding fragment requests per "
-                   "DCM (default: the fragments that fit the port buffer, "
-                   ">= 1)")
+                   "DCM, all its processing units together (default: the "
+                   "fragments that fit the port buffer, >= 1)")
     g.add_argument("--tcp-nodelay", choices=("on", "off"), default="on",
                    help="set TCP_NODELAY on every connection, the only "
                    "TCP setting daq-incast changes from Linux's defaults "
@@ -473,6 +489,9 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     positive("--ros", ns.ros)
     positive("--dcms", ns.dcms)
     positive("--events", ns.events)
+    positive("--pus", ns.pus)
+    if ns.pus > MAX_PUS:
+        raise ConfigError("--pus %d is more than %d" % (ns.pus, MAX_PUS))
     if ns.events > MAX_EVENTS:
         raise ConfigError("--events %d is more than %d"
                           % (ns.events, MAX_EVENTS))
@@ -570,7 +589,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                                          mtu, ns.link_overhead)
     if ns.ring_size < 0:
         raise ConfigError("--ring-size must be positive")
-    ring = ns.ring_size or auto_ring_size(ns.ros, fragment, mss)
+    ring = ns.ring_size or auto_ring_size(ns.ros, fragment, mss, ns.pus)
     byte_shaping = ns.shaper == "bytes" and ns.poll_interval < 0
     if ns.ring_rate_fraction is None:
         ns.ring_rate_fraction = (BYTES_RATE_FRACTION if byte_shaping
@@ -670,7 +689,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
 
     return Config(
         ros=ns.ros, dcms=ns.dcms, ros_per_host=k, fragment_size=fragment,
-        fragment_dist=ns.fragment_dist, events=ns.events,
+        fragment_dist=ns.fragment_dist, events=ns.events, pus=ns.pus,
         event_gap_ms=ns.event_gap, credits=credits,
         credits_auto=credits_auto, seed=ns.seed,
         tcp_nodelay=ns.tcp_nodelay == "on", link_rate_bps=rate,
