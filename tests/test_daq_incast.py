@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from typing import Any, Dict, List, Optional
 
 import pytest
@@ -680,6 +681,40 @@ def test_agents_pus_on_loopback() -> None:
         assert ros.stdin is not None
         ros.stdin.close()
         ros.wait(10)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root")
+def test_hog_takes_its_share_of_a_cpu() -> None:
+    """agents.py hog (--pmd-preempt 2/10) takes 20% of its CPU, in real
+    time (it preempts normal threads, e.g. a PMD), until stdin closes."""
+    import resource
+    cpu = max(os.sched_getaffinity(0))
+    p = subprocess.Popen([sys.executable, runner.AGENTS, "hog", str(cpu),
+                          "2000", "10000"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdin is not None
+    assert p.stdout.readline().strip() == "READY"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    time.sleep(1.0)
+    p.stdin.close()
+    assert p.wait(5) == 0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = (after.ru_utime + after.ru_stime
+            - before.ru_utime - before.ru_stime)
+    # 1 s of 2 ms per 10 ms, plus the start-up of the interpreter.
+    assert 0.15 < used < 0.45, used
+
+
+def test_pmd_preempt_option() -> None:
+    assert cfg().preempt_us == (0, 0)
+    assert cfg("--pmd-preempt", "1/20").preempt_us == (1000, 20000)
+    assert cfg("--pmd-preempt", "0.5/10").preempt_us == (500, 10000)
+    for bad in ("1", "x/2", "2/1", "0/5", "6/10", "1/20000"):
+        with pytest.raises(ConfigError):
+            cfg("--pmd-preempt", bad)
+    with pytest.raises(ConfigError):
+        cfg("--pmd-preempt", "1/20", "--pmd-cpu-mask", "0x3",
+            h=host(cpus=[0, 1, 2]))
 
 
 def test_pus_option() -> None:

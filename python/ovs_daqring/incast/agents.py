@@ -23,6 +23,9 @@ Agent -> orchestrator, on stdout, one line each:
   ERROR <text>             fatal, the agent exits 1
 Orchestrator -> DCM on stdin: GO (start the events).  A ROS exits when its
 stdin closes.
+
+`agents.py hog CPU BUSY_US PERIOD_US` (not in a namespace) preempts the
+PMD thread on CPU for BUSY_US of every PERIOD_US (--pmd-preempt).
 """
 
 import heapq
@@ -305,8 +308,32 @@ def dcm_main(cfg: Dict[str, Any]) -> int:
     return 0
 
 
+def hog_main(cpu: int, busy_us: int, period_us: int) -> int:
+    """Take `busy_us` of every `period_us` from `cpu` at real-time
+    priority (SCHED_FIFO 1, above any normal thread): the PMD thread that
+    shares the CPU is preempted for exactly that long, the way a busy
+    neighbour preempts it, but reproducibly.  Runs until stdin closes."""
+    os.sched_setaffinity(0, {cpu})
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    say("READY")
+    sel = selectors.DefaultSelector()
+    sel.register(sys.stdin, selectors.EVENT_READ)
+    busy, period = busy_us * 1000, period_us * 1000
+    nxt = time.perf_counter_ns()
+    while True:
+        end = nxt + busy
+        while time.perf_counter_ns() < end:
+            pass
+        nxt += period
+        wait = (nxt - time.perf_counter_ns()) / 1e9
+        if sel.select(max(0.0, wait)) and not sys.stdin.readline():
+            return 0
+
+
 def main(argv: List[str]) -> int:
     try:
+        if argv[:1] == ["hog"]:
+            return hog_main(int(argv[1]), int(argv[2]), int(argv[3]))
         if argv[:1] == ["ros"]:
             pin(argv[4] if len(argv) > 4 else "")
             return ros_main(argv[1].split(","), int(argv[2]), int(argv[3]),
@@ -316,7 +343,7 @@ def main(argv: List[str]) -> int:
             pin(cfg.get("cpus", ""))
             return dcm_main(cfg)
         say("ERROR usage: agents.py ros IPS PORT MAXSIZE [CPUS [NODELAY]] | "
-            "agents.py dcm JSON")
+            "agents.py dcm JSON | agents.py hog CPU BUSY_US PERIOD_US")
         return 2
     except (OSError, ValueError, TimeoutError) as e:
         say("ERROR %s: %s" % (type(e).__name__, e))

@@ -125,6 +125,25 @@ def parse_sweep(text: str) -> Tuple[str, List[int]]:
     return name, out
 
 
+def parse_preempt(text: str) -> Tuple[int, int]:
+    """"1/20" (ms) -> (1000, 20000) microseconds; "" -> (0, 0)."""
+    if not text.strip():
+        return 0, 0
+    busy, sep, period = text.partition("/")
+    try:
+        b, p = float(busy), float(period)
+    except ValueError:
+        raise ConfigError("bad --pmd-preempt %r: expected BUSY/PERIOD in "
+                          "ms, e.g. 1/20" % text)
+    if not sep or not 0 < b < p or p > 10_000 or b < 0.01:
+        raise ConfigError("bad --pmd-preempt %r: need 0.01 <= BUSY < "
+                          "PERIOD <= 10000 (ms)" % text)
+    if b / p > 0.5:
+        raise ConfigError("--pmd-preempt %r takes more than half of the "
+                          "PMD's core" % text)
+    return int(round(b * 1000)), int(round(p * 1000))
+
+
 # ---------------------------------------------------------------- binaries
 def _system_tool(name: str) -> str:
     for d in ("/usr/bin", "/usr/sbin"):
@@ -185,6 +204,7 @@ class Config:
     hugepages_mode: str
     pmd_cpus: List[int]
     agent_cpus: List[int]
+    preempt_us: Tuple[int, int]     # busy, period; (0, 0) = none
     timeout_s: float
     event_deadline_s: float
     rto_threshold_s: float
@@ -408,6 +428,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pmd-cpu-mask", default="0x2", metavar="MASK",
                    help="PMD cores (default: %(default)s); agents run on "
                    "the other cores")
+    g.add_argument("--pmd-preempt", default="", metavar="BUSY/PERIOD",
+                   help="while events are collected, a real-time thread on "
+                   "the PMD's core takes BUSY of every PERIOD ms (e.g. "
+                   "1/20: the PMD keeps 95%% of its core), to measure how "
+                   "a mode rides out a PMD that shares its core "
+                   "(default: none)")
     g = p.add_argument_group("Output Options")
     g.add_argument("--json", metavar="PATH", help="write results as JSON")
     g.add_argument("--plot-dir", metavar="DIR",
@@ -641,7 +667,10 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                     ("--socket-mem", ns.socket_mem)):
         positive(name, v)
 
+    preempt = parse_preempt(ns.pmd_preempt)
     pmd_cpus = parse_cpu_mask(ns.pmd_cpu_mask)
+    if preempt[0] and len(pmd_cpus) != 1:
+        raise ConfigError("--pmd-preempt needs exactly one PMD core")
     bad = [c for c in pmd_cpus if c not in host.cpus]
     if bad:
         raise ConfigError("--pmd-cpu-mask %s names CPUs %s that this "
@@ -701,7 +730,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         sweep_param=sweep_param, sweep_values=sweep_values,
         binaries=binaries, socket_mem_mb=ns.socket_mem,
         use_hugepages=use_huge, hugepages_mode=ns.hugepages,
-        pmd_cpus=pmd_cpus, agent_cpus=agent_cpus,
+        pmd_cpus=pmd_cpus, agent_cpus=agent_cpus, preempt_us=preempt,
         timeout_s=ns.timeout, event_deadline_s=ns.event_deadline,
         rto_threshold_s=ns.rto_threshold / 1000.0, json_path=ns.json,
         plot_dir=ns.plot_dir, log_dir=ns.log_dir, progress=not ns.quiet,

@@ -332,8 +332,11 @@ class Runner:
                     "nodelay": cfg.tcp_nodelay,
                     "cpus": ",".join(map(str, cfg.agent_cpus))}
             procs.append(self._agent(d.ns, ["dcm", json.dumps(spec)], d.ns))
+        hog = None
         try:
             self._read_lines(procs, "READY", 60)
+            if cfg.preempt_us[0]:
+                hog = self._hog()
             for p in procs:
                 assert p.stdin
                 p.stdin.write(b"GO\n")
@@ -341,9 +344,23 @@ class Runner:
             return self._events(label, procs)
         finally:
             self.last_traffic = time.monotonic()
-            for p in procs:
+            for p in procs + ([hog] if hog else []):
                 stop_process(p, grace=3)
                 self.procs.remove(p)
+
+    def _hog(self) -> "subprocess.Popen[bytes]":
+        """The --pmd-preempt thread on the PMD's core (root namespace)."""
+        busy, period = self.cfg.preempt_us
+        with open(os.path.join(self.workdir, "agent-hog.log"), "ab") as err:
+            p = subprocess.Popen(
+                [sys.executable, AGENTS, "hog", str(self.cfg.pmd_cpus[0]),
+                 str(busy), str(period)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                start_new_session=True, preexec_fn=die_with_parent)
+        self.procs.append(p)
+        self.agent_ns[p.pid] = "(root namespace)"
+        self._read_lines([p], "READY", 10)
+        return p
 
     def _events(self, label: str, procs: List["subprocess.Popen[bytes]"]
                 ) -> Dict[str, Any]:
@@ -552,6 +569,11 @@ def describe(cfg: Config, plan: Plan) -> str:
                 "%s (max-burst x 1518 x 8 / poll-interval)"
                 % (cfg.ring_size, cfg.max_burst, cfg.poll_interval_us,
                    format_rate(cfg.daqring_rate_bps)))
+    if cfg.preempt_us[0]:
+        lines.append("PMD preempted: %g ms of every %g ms by a real-time "
+                     "thread on core %d (--pmd-preempt)"
+                     % (cfg.preempt_us[0] / 1e3, cfg.preempt_us[1] / 1e3,
+                        cfg.pmd_cpus[0]))
     lines.append("switch: %s" % cfg.binaries.origin)
     lines += ["note: " + n for n in cfg.notes]
     return "\n".join(lines)
