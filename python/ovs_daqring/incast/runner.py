@@ -337,11 +337,18 @@ class Runner:
             self._read_lines(procs, "READY", 60)
             if cfg.preempt_us[0]:
                 hog = self._hog()
+            assert self.switch
+            sched0 = self.switch.pmd_schedstat()
             for p in procs:
                 assert p.stdin
                 p.stdin.write(b"GO\n")
                 p.stdin.flush()
-            return self._events(label, procs)
+            got = self._events(label, procs)
+            sched1 = self.switch.pmd_schedstat()
+            # What the PMD got while events were collected (not while
+            # the agents connected and warmed up).
+            got["sched"] = (sched1[0] - sched0[0], sched1[1] - sched0[1])
+            return got
         finally:
             self.last_traffic = time.monotonic()
             for p in procs + ([hog] if hog else []):
@@ -443,9 +450,7 @@ class Runner:
                 return result
         try:
             before = self._snapshot()
-            sched0 = self.switch.pmd_schedstat()
             got = self._collect(label, params.get("credits", 0))
-            sched1 = self.switch.pmd_schedstat()
             after = self._snapshot()
             if mode == "daqring":
                 result["daqring_status"] = self.switch.status(
@@ -464,7 +469,7 @@ class Runner:
                                      first_byte=got["first_byte"]))
         result["tcp"] = self._tcp(before, after)
         result["drops"] = self._drops(before, after)
-        run_ns, wait_ns = (sched1[0] - sched0[0], sched1[1] - sched0[1])
+        run_ns, wait_ns = got["sched"]
         result["pmd_cpu_share"] = (run_ns / (run_ns + wait_ns)
                                    if run_ns + wait_ns else 0.0)
         result["samples_s"] = times
