@@ -649,7 +649,7 @@ def test_collector_credits_bound_all_pus_together() -> None:
 def test_agents_pus_on_loopback() -> None:
     """Three processing units: three events in flight at once (their
     intervals overlap), each collected completely, with its first-byte
-    time."""
+    time and the ROS agents' stamps."""
     agents = runner.AGENTS
     port = 20000 + (os.getpid() + 7) % 20000
     ros = subprocess.Popen([sys.executable, agents, "ros",
@@ -675,6 +675,10 @@ def test_agents_pus_on_loopback() -> None:
         assert max(start[:3]) < start[0] + times[0]
         first = done["first_byte_ns"]
         assert all(0 < f <= t for f, t in zip(first, times))
+        # The ROS' stamps split the wait for the first byte: request read
+        # by the first ROS, its first send, the first byte read.
+        assert all(0 < r <= s <= f for r, s, f in zip(
+            done["ros_read_ns"], done["ros_sent_ns"], first))
         busy = stats.busy_time([(s, s + t) for s, t in zip(start, times)])
         assert busy < sum(times)
     finally:

@@ -41,6 +41,12 @@ from collections import deque
 from typing import Any, Deque, Dict, List, Tuple
 
 REQ = struct.Struct("!II")
+# A ROS writes, in the first bytes of every fragment of at least
+# STAMP.size bytes, when it read the request and when it started to
+# send (CLOCK_MONOTONIC ns, which every namespace shares): the DCM splits
+# its wait for an event's first byte into request path, ROS agent and
+# the way back.
+STAMP = struct.Struct("!QQ")
 WARMUP_SIZE = 64
 
 
@@ -60,7 +66,7 @@ class RosConn:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.inbuf = b""
-        self.queue: List[int] = []     # sizes still to send
+        self.queue: List[Tuple[int, int]] = []  # (size, time read) to send
         self.off = 0                   # bytes of queue[0] already sent
         self.writing = False           # registered for EVENT_WRITE
 
@@ -87,9 +93,14 @@ def ros_main(ips: List[str], port: int, max_size: int,
 
     def pump(c: RosConn) -> None:
         while c.queue:
-            size = c.queue[0]
+            size, t_req = c.queue[0]
             try:
-                n = c.sock.send(payload[:min(size - c.off, max_size)])
+                if c.off == 0 and size >= STAMP.size:
+                    stamp = STAMP.pack(t_req, time.perf_counter_ns())
+                    n = c.sock.sendmsg([stamp, payload[STAMP.size:
+                                                       min(size, max_size)]])
+                else:
+                    n = c.sock.send(payload[:min(size - c.off, max_size)])
             except BlockingIOError:
                 n = 0
             except OSError:            # the DCM went away (mode aborted)
@@ -132,10 +143,11 @@ def ros_main(ips: List[str], port: int, max_size: int,
                     close(c)
                     continue
                 c.inbuf += data
+                now = time.perf_counter_ns()
                 while len(c.inbuf) >= REQ.size:
                     _, size = REQ.unpack_from(c.inbuf)
                     c.inbuf = c.inbuf[REQ.size:]
-                    c.queue.append(size)
+                    c.queue.append((size, now))
             if c.queue:
                 pump(c)
 
@@ -154,7 +166,8 @@ def fragment_sizes(cfg: Dict[str, Any], rng: random.Random) -> List[int]:
 
 class Event:
     """One event a processing unit collects."""
-    __slots__ = ("number", "pu", "sizes", "left", "t0", "first", "last")
+    __slots__ = ("number", "pu", "sizes", "left", "t0", "first", "last",
+                 "ros_read", "ros_sent")
 
     def __init__(self, number: int, pu: int, sizes: List[int],
                  t0: int) -> None:
@@ -165,6 +178,8 @@ class Event:
         self.t0 = t0                    # the PU asked for the event
         self.first = 0                  # first byte of it arrived
         self.last = 0                   # its last byte arrived
+        self.ros_read = 0               # first ROS read its request
+        self.ros_sent = 0               # first ROS started to send
 
 
 class Collector:
@@ -187,7 +202,7 @@ class Collector:
         self.view = memoryview(self.buf)
         n = len(socks)
         # Per connection, the requests sent and not yet answered, oldest
-        # first: [event, bytes still to come].
+        # first: [event, bytes still to come, fragment size].
         self.sent: List[Deque[List[Any]]] = [deque() for _ in range(n)]
         self.waiting: Deque[Any] = deque()    # (event, ROS) without credit
         self.outstanding = 0
@@ -202,7 +217,7 @@ class Collector:
     def _send(self) -> None:
         while self.waiting and self.outstanding < self.window:
             ev, i = self.waiting.popleft()
-            self.sent[i].append([ev, ev.sizes[i]])
+            self.sent[i].append([ev, ev.sizes[i], ev.sizes[i]])
             self.outstanding += 1
             self.socks[i].send(REQ.pack(ev.number & 0xffffffff,
                                         ev.sizes[i]))
@@ -230,6 +245,15 @@ class Collector:
             ev = head[0]
             if not ev.first:
                 ev.first = now
+            if head[1] == head[2] and got >= STAMP.size:
+                read, sent = STAMP.unpack_from(self.buf)
+                # A ROS without stamps sends zeros; a stamp split by a
+                # short send is out of order.
+                if ev.t0 <= read <= sent <= now:
+                    if not ev.ros_read or read < ev.ros_read:
+                        ev.ros_read = read
+                    if not ev.ros_sent or sent < ev.ros_sent:
+                        ev.ros_sent = sent
             head[1] -= got
             if head[1]:
                 continue
@@ -303,6 +327,9 @@ def dcm_main(cfg: Dict[str, Any]) -> int:
         "times_ns": [e.last - e.t0 for e in finished],
         "bytes": [sum(e.sizes) for e in finished],
         "first_byte_ns": [e.first - e.t0 for e in finished],
+        # 0 where no fragment carried a stamp.
+        "ros_read_ns": [max(0, e.ros_read - e.t0) for e in finished],
+        "ros_sent_ns": [max(0, e.ros_sent - e.t0) for e in finished],
         "start_ns": [e.t0 - t_go for e in finished],
         "pu": [e.pu for e in finished]}))
     return 0

@@ -19,7 +19,7 @@ from .config import (SWEEP_PARAMS, Config, ConfigError, build_parser,
                      format_rate, validate)
 from .stats import (SCHEMA, busy_time, counter_delta, format_table,
                     ideal_collection_time, ideal_goodput, payload_efficiency,
-                    summarize_mode, validate_results)
+                    summarize_mode, summarize_times, validate_results)
 from ..hosts import probe_host
 from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
                        install_signal_handlers, pid_alive, run,
@@ -419,16 +419,21 @@ class Runner:
         times: List[float] = []
         nbytes: List[int] = []
         first: List[float] = []
+        ros_read: List[float] = []
+        ros_sent: List[float] = []
         busy = 0.0
         for i in sorted(results):
             r = results[i]
             times += [t / 1e9 for t in r["times_ns"]]
             nbytes += r["bytes"]
             first += [t / 1e9 for t in r["first_byte_ns"]]
+            # 0: no fragment of the event carried the ROS' stamps.
+            ros_read += [t / 1e9 for t in r.get("ros_read_ns", []) if t]
+            ros_sent += [t / 1e9 for t in r.get("ros_sent_ns", []) if t]
             busy += busy_time([(s / 1e9, (s + t) / 1e9) for s, t in
                                zip(r["start_ns"], r["times_ns"])])
         return {"times": times, "bytes": nbytes, "first_byte": first,
-                "busy": busy}
+                "ros_read": ros_read, "ros_sent": ros_sent, "busy": busy}
 
     def run_mode(self, mode: str, params: Dict[str, Any], label: str
                  ) -> Dict[str, Any]:
@@ -474,6 +479,13 @@ class Runner:
                                    if run_ns + wait_ns else 0.0)
         result["samples_s"] = times
         result["first_byte_samples_s"] = got["first_byte"]
+        # The request path of an event: from its first request to the
+        # first ROS agent that read it, and to the first ROS agent that
+        # started to send its fragment (the way back to the DCM is
+        # first_byte_s minus the latter).
+        for key in ("ros_read", "ros_sent"):
+            if got[key]:
+                result[key + "_s"] = summarize_times(got[key])
         result["event_bytes"] = nbytes
         result["wall_s"] = time.monotonic() - t0
         return result
