@@ -272,6 +272,23 @@ def auto_credits(fragment_size: int, mss: int, port_frames: int, mtu: int,
     return max(1, port_frames // frames)
 
 
+def auto_byte_burst(port_frames: int) -> int:
+    """max-burst of a byte-shaped daqring: 3/4 of the DCM port's buffer
+    (24 of 32 frames), at most 32.
+
+    A ring paced at the link's rate gains tokens while its PMD thread is
+    preempted and, when the thread runs again, releases up to max-burst
+    frames at once; from then on ring and link run at the same rate, so
+    those frames stay queued in front of the link and the next preemption
+    of up to max-burst frame times (24 x 61.5 us = 1.5 ms at 200 Mbit/s,
+    0.3 ms at 1 Gbit/s) costs no link time.  With 5 frames, the burst
+    packet shaping chooses at 200 Mbit/s, every preemption beyond 0.3 ms
+    idled the link.  The bucket must not reach the port's whole buffer:
+    a quarter stays free for the link's own jitter (its qdisc runs on the
+    busy cores too)."""
+    return max(1, min(32, port_frames * 3 // 4))
+
+
 def max_port_frames(wmem_default: int) -> int:
     """Frames an af_packet TX ring may hold so that a full ring makes the
     DPDK PMD drop rather than block: in-flight frames (about 2.5 KB of
@@ -392,10 +409,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="daqring max-rate with --shaper bytes (default: "
                    "--ring-rate-fraction x --link-rate)")
     g.add_argument("--max-burst", type=int, default=0, metavar="B",
-                   help="daqring max-burst, 1..32 (default: bytes: the "
-                   "largest burst of full frames that fits half the port "
-                   "buffer; packets: chosen with --poll-interval to just "
-                   "under the link rate)")
+                   help="daqring max-burst, 1..32 (default: bytes: 3/4 "
+                   "of --port-frames, the frames the ring keeps in front "
+                   "of the link to ride out a preempted PMD; packets: "
+                   "chosen with --poll-interval to just under the link "
+                   "rate)")
     g.add_argument("--poll-interval", type=int, default=-1, metavar="US",
                    help="daqring poll-interval in microseconds, 0 = "
                    "unshaped; implies --shaper packets (default: chosen "
@@ -635,17 +653,14 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     if byte_shaping:
         # The daqring counts each frame's overhead like the link's tbf
         # (frame-overhead = --link-overhead), so it can run at the link's
-        # rate for any frame size.  Its bucket holds max-burst full frames:
-        # the burst packet shaping would choose (at most half the port's
-        # buffer; 5 frames at 200 Mbit/s), since bursts of half the buffer
-        # after idle time overflowed the port when the host was busy.
+        # rate for any frame size.  Its bucket (max-burst full frames) is
+        # what keeps frames in front of the link when the PMD thread is
+        # preempted: see auto_byte_burst().
         max_rate = (parse_rate(ns.max_rate) if ns.max_rate is not None
                     else int(round(ns.ring_rate_fraction * rate)))
         if not 1000 <= max_rate <= 10**12:
             raise ConfigError("--max-rate must be 1kbit..1000gbit")
-        max_burst = ns.max_burst or auto_shaping(
-            max_rate, ns.link_overhead, mtu, 1.0,
-            ns.port_frames // 2 * (mtu + 14))[0]
+        max_burst = ns.max_burst or auto_byte_burst(ns.port_frames)
         poll = 0
     elif ns.max_burst and ns.poll_interval >= 0:
         max_burst, poll = ns.max_burst, ns.poll_interval
