@@ -113,7 +113,7 @@ def test_defaults_are_the_demo_scenario() -> None:
     assert c.ring_size == 2048            # 2 x 30 x 23 packets, power of 2
     # Byte shaping at the link's rate, frames counted like the link's tbf.
     assert c.max_rate_bps == 200_000_000 and c.poll_interval_us == 0
-    assert c.max_burst == 24              # 3/4 of the port's 32 frames
+    assert c.max_burst == 16              # half the port's 32 frames
     assert c.daqring_rate_bps == c.link_rate_bps
     assert c.ring_rate_fraction == 1.0
     assert c.tcp_nodelay                  # the one non-default TCP setting
@@ -221,13 +221,13 @@ def test_daqring_shaping() -> None:
 
 
 def test_daqring_byte_shaping() -> None:
-    # The bucket: 3/4 of the port buffer, whatever the rate.
+    # The bucket: half the port buffer, whatever the rate.
     for rate in ("100mbit", "200mbit", "1gbit"):
-        assert cfg("--link-rate", rate).max_burst == 24
-    assert cfg("--port-frames", "8").max_burst == 6
+        assert cfg("--link-rate", rate).max_burst == 16
+    assert cfg("--port-frames", "8").max_burst == 4
     assert cfg("--port-frames", "2").max_burst == 1
-    assert config.auto_byte_burst(40) == 30
-    assert config.auto_byte_burst(64) == 32
+    assert config.auto_byte_burst(40) == 20
+    assert config.auto_byte_burst(80) == 32
     c = cfg("--max-burst", "8")
     assert (c.max_rate_bps, c.max_burst, c.poll_interval_us) == \
         (200_000_000, 8, 0)
