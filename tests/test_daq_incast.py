@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from typing import Any, Dict, List, Optional
 
 import pytest
@@ -112,10 +113,11 @@ def test_defaults_are_the_demo_scenario() -> None:
     assert c.ring_size == 2048            # 2 x 30 x 23 packets, power of 2
     # Byte shaping at the link's rate, frames counted like the link's tbf.
     assert c.max_rate_bps == 200_000_000 and c.poll_interval_us == 0
-    assert c.max_burst == 5               # as packet shaping would burst
+    assert c.max_burst == 16              # half the port's 32 frames
     assert c.daqring_rate_bps == c.link_rate_bps
     assert c.ring_rate_fraction == 1.0
     assert c.tcp_nodelay                  # the one non-default TCP setting
+    assert c.pus == 1                     # one event at a time per DCM
     assert c.credits >= 1
     assert c.binaries.vswitchd.endswith("ovs/vswitchd/ovs-vswitchd")
 
@@ -219,6 +221,13 @@ def test_daqring_shaping() -> None:
 
 
 def test_daqring_byte_shaping() -> None:
+    # The bucket: half the port buffer, whatever the rate.
+    for rate in ("100mbit", "200mbit", "1gbit"):
+        assert cfg("--link-rate", rate).max_burst == 16
+    assert cfg("--port-frames", "8").max_burst == 4
+    assert cfg("--port-frames", "2").max_burst == 1
+    assert config.auto_byte_burst(40) == 20
+    assert config.auto_byte_burst(80) == 32
     c = cfg("--max-burst", "8")
     assert (c.max_rate_bps, c.max_burst, c.poll_interval_us) == \
         (200_000_000, 8, 0)
@@ -377,6 +386,27 @@ def test_goodput() -> None:
         stats.goodput([1], [])
     with pytest.raises(ValueError):
         stats.goodput([1], [0.0])
+
+
+def test_busy_time_and_goodput_over_it() -> None:
+    # Disjoint intervals (one event at a time): the sum of the times.
+    assert stats.busy_time([(0, 1), (2, 3.5)]) == pytest.approx(2.5)
+    # Overlapping and nested ones (events in flight) count once.
+    assert stats.busy_time([(0, 2), (1, 3), (1.5, 2.5), (5, 6)]) == \
+        pytest.approx(4)
+    assert stats.busy_time([]) == 0
+    with pytest.raises(ValueError):
+        stats.busy_time([(2, 1)])
+    # Three 1 MB events of 30 ms each, in flight together over 50 ms:
+    # the link moved 3 MB in 50 ms, not in 90 ms.
+    b, t = [1_000_000] * 3, [0.03] * 3
+    assert stats.goodput(b, t) == pytest.approx(3e6 * 8 / 0.09)
+    assert stats.goodput(b, t, busy=0.05) == pytest.approx(3e6 * 8 / 0.05)
+    m = stats.summarize_mode(t, b, 480e6, 0.2, busy=0.05,
+                             first_byte=[1e-4, 2e-4, 3e-4])
+    assert m["ideal_ratio"] == pytest.approx(1.0)
+    assert m["busy_s"] == 0.05
+    assert m["first_byte_s"]["p50"] == pytest.approx(2e-4)
 
 
 def test_ideal_goodput() -> None:
@@ -563,6 +593,156 @@ def test_agents_on_loopback() -> None:
         assert ros.stdin is not None
         ros.stdin.close()
         ros.wait(10)
+
+
+def load_agents() -> Any:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("incast_agents",
+                                                  runner.AGENTS)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)          # type: ignore
+    return mod
+
+
+def test_collector_credits_bound_all_pus_together() -> None:
+    """Three PUs' events over two ROS connections with 3 credits: at most
+    3 fragment requests are outstanding over all PUs, a completed
+    fragment frees a credit for the next request (in order), and bytes
+    are attributed to events in request order per connection."""
+    import socket
+    agents = load_agents()
+    pairs = [socket.socketpair() for _ in range(2)]
+    dcm = [a for a, _ in pairs]
+    ros = [b for _, b in pairs]
+    for sck in dcm + ros:
+        sck.setblocking(False)
+    col = agents.Collector(dcm, ["r0", "r1"], 3, 5)
+
+    def requests(i: int) -> List[Any]:
+        try:
+            data = ros[i].recv(4096)
+        except BlockingIOError:
+            return []
+        return [agents.REQ.unpack_from(data, k)
+                for k in range(0, len(data), agents.REQ.size)]
+
+    evs = [agents.Event(k, k, [100 + k, 200 + k], k) for k in range(3)]
+    for ev in evs:
+        col.start(ev)
+    assert requests(0) == [(0, 100), (1, 101)]
+    assert requests(1) == [(0, 200)]
+    assert col.outstanding == 3 and len(col.waiting) == 3
+    # ROS 0 answers event 0's fragment: event 1's request to ROS 1 goes.
+    ros[0].send(bytes(100))
+    assert col.poll() == []
+    assert col.outstanding == 3
+    assert requests(1) == [(1, 201)]
+    assert evs[0].first and not evs[1].first
+    # ROS 1 answers event 0: event 0 is complete, event 2's first request
+    # goes to ROS 0.
+    ros[1].send(bytes(200))
+    assert col.poll() == [evs[0]]
+    assert requests(0) == [(2, 102)]
+    # Without credits (window = ROS x PUs) every request goes at once.
+    col2 = agents.Collector(dcm, ["r0", "r1"], 6, 5)
+    for k in range(3):
+        col2.start(agents.Event(10 + k, k, [1, 1], k))
+    assert col2.outstanding == 6 and not col2.waiting
+    for sck in dcm + ros:
+        sck.close()
+
+
+def test_agents_pus_on_loopback() -> None:
+    """Three processing units: three events in flight at once (their
+    intervals overlap), each collected completely, with its first-byte
+    time and the ROS agents' stamps."""
+    agents = runner.AGENTS
+    port = 20000 + (os.getpid() + 7) % 20000
+    ros = subprocess.Popen([sys.executable, agents, "ros",
+                            "127.0.0.1,127.0.0.2", str(port), "65536"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True)
+    try:
+        assert ros.stdout is not None
+        assert ros.stdout.readline().strip() == "READY"
+        spec = {"ip": "127.0.0.1", "ros": ["127.0.0.1", "127.0.0.2"],
+                "port": port, "credits": 0, "seed": 1, "pus": 3,
+                "fragment_size": 65536, "fragment_dist": "fixed",
+                "events": 9, "event_gap_ms": 0, "event_deadline_s": 10}
+        p = subprocess.run([sys.executable, agents, "dcm", json.dumps(spec)],
+                           input="GO\n", capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        done = json.loads(p.stdout.splitlines()[-1][5:])
+        assert done["bytes"] == [2 * 65536] * 9
+        assert sorted(set(done["pu"])) == [0, 1, 2]
+        start, times = done["start_ns"], done["times_ns"]
+        # The first three events start together, before the first ends.
+        assert max(start[:3]) < start[0] + times[0]
+        first = done["first_byte_ns"]
+        assert all(0 < f <= t for f, t in zip(first, times))
+        # The ROS' stamps split the wait for the first byte: request read
+        # by the first ROS, its first send, the first byte read.
+        assert all(0 < r <= s <= f for r, s, f in zip(
+            done["ros_read_ns"], done["ros_sent_ns"], first))
+        busy = stats.busy_time([(s, s + t) for s, t in zip(start, times)])
+        assert busy < sum(times)
+    finally:
+        assert ros.stdin is not None
+        ros.stdin.close()
+        ros.wait(10)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root")
+def test_hog_takes_its_share_of_a_cpu() -> None:
+    """agents.py hog (--pmd-preempt 1/10) takes 10% of its CPU, in real
+    time (it preempts normal threads, e.g. a PMD), until stdin closes.
+    (Waiting with epoll, whose timeouts are whole milliseconds, it took
+    3-5%.)"""
+    cpu = max(os.sched_getaffinity(0))
+    p = subprocess.Popen([sys.executable, runner.AGENTS, "hog", str(cpu),
+                          "1000", "10000"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdin is not None
+
+    def cpu_ns() -> int:
+        with open("/proc/%d/schedstat" % p.pid) as f:
+            return int(f.read().split()[0])
+    try:
+        assert p.stdout.readline().strip() == "READY"
+        t0, c0 = time.monotonic(), cpu_ns()
+        time.sleep(2.0)
+        share = (cpu_ns() - c0) / 1e9 / (time.monotonic() - t0)
+    finally:
+        p.stdin.close()
+    assert p.wait(5) == 0
+    assert 0.085 < share < 0.12, share
+
+
+def test_pmd_preempt_option() -> None:
+    assert cfg().preempt_us == (0, 0)
+    assert cfg("--pmd-preempt", "1/20").preempt_us == (1000, 20000)
+    assert cfg("--pmd-preempt", "0.5/10").preempt_us == (500, 10000)
+    for bad in ("1", "x/2", "2/1", "0/5", "6/10", "1/20000"):
+        with pytest.raises(ConfigError):
+            cfg("--pmd-preempt", bad)
+    with pytest.raises(ConfigError):
+        cfg("--pmd-preempt", "1/20", "--pmd-cpu-mask", "0x3",
+            h=host(cpus=[0, 1, 2]))
+
+
+def test_pus_option() -> None:
+    c = cfg("--pus", "24")
+    assert c.pus == 24
+    # The automatic ring holds two events per PU, up to MAX_AUTO_RING.
+    assert c.ring_size == 65536           # 2 x 24 x 30 x 23 -> 2^16
+    assert cfg("--pus", "24", "--ros", "120", "--ros-per-host", "4",
+               "--fragment-size", "128KiB").ring_size == \
+        config.MAX_AUTO_RING
+    for bad in ("0", "-1", str(config.MAX_PUS + 1)):
+        with pytest.raises(ConfigError):
+            cfg("--pus", bad)
 
 
 # ------------------------------------------------------------- hugepages

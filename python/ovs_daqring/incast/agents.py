@@ -10,26 +10,44 @@ each with exactly that many bytes.  The DCM decides fragment sizes (the
 stand-in for what the ROS has buffered), so it always knows how much to
 wait for.
 
+A DCM runs `pus` processing units (PUs), each collecting one event at a
+time; their requests share the connections (a ROS answers the requests
+of one connection in order, so the DCM knows which event the bytes
+belong to) and, in credits mode, one pool of credits.
+
 Agent -> orchestrator, on stdout, one line each:
   READY                    listening (ROS) / connected and warmed up (DCM)
   EV <n> <ns> <bytes>      DCM: event n collected in <ns> nanoseconds
-  DONE <json>              DCM: all results
+  DONE <json>              DCM: all results (per event: collection and
+                           first-byte time, start, PU)
   ERROR <text>             fatal, the agent exits 1
 Orchestrator -> DCM on stdin: GO (start the events).  A ROS exits when its
 stdin closes.
+
+`agents.py hog CPU BUSY_US PERIOD_US` (not in a namespace) preempts the
+PMD thread on CPU for BUSY_US of every PERIOD_US (--pmd-preempt).
 """
 
+import heapq
 import json
 import os
 import random
+import select
 import selectors
 import socket
 import struct
 import sys
 import time
-from typing import Any, Dict, List
+from collections import deque
+from typing import Any, Deque, Dict, List, Tuple
 
 REQ = struct.Struct("!II")
+# A ROS writes, in the first bytes of every fragment of at least
+# STAMP.size bytes, when it read the request and when it started to
+# send (CLOCK_MONOTONIC ns, which every namespace shares): the DCM splits
+# its wait for an event's first byte into request path, ROS agent and
+# the way back.
+STAMP = struct.Struct("!QQ")
 WARMUP_SIZE = 64
 
 
@@ -49,7 +67,7 @@ class RosConn:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.inbuf = b""
-        self.queue: List[int] = []     # sizes still to send
+        self.queue: List[Tuple[int, int]] = []  # (size, time read) to send
         self.off = 0                   # bytes of queue[0] already sent
         self.writing = False           # registered for EVENT_WRITE
 
@@ -76,9 +94,14 @@ def ros_main(ips: List[str], port: int, max_size: int,
 
     def pump(c: RosConn) -> None:
         while c.queue:
-            size = c.queue[0]
+            size, t_req = c.queue[0]
             try:
-                n = c.sock.send(payload[:min(size - c.off, max_size)])
+                if c.off == 0 and size >= STAMP.size:
+                    stamp = STAMP.pack(t_req, time.perf_counter_ns())
+                    n = c.sock.sendmsg([stamp, payload[STAMP.size:
+                                                       min(size, max_size)]])
+                else:
+                    n = c.sock.send(payload[:min(size - c.off, max_size)])
             except BlockingIOError:
                 n = 0
             except OSError:            # the DCM went away (mode aborted)
@@ -121,10 +144,11 @@ def ros_main(ips: List[str], port: int, max_size: int,
                     close(c)
                     continue
                 c.inbuf += data
+                now = time.perf_counter_ns()
                 while len(c.inbuf) >= REQ.size:
                     _, size = REQ.unpack_from(c.inbuf)
                     c.inbuf = c.inbuf[REQ.size:]
-                    c.queue.append(size)
+                    c.queue.append((size, now))
             if c.queue:
                 pump(c)
 
@@ -141,11 +165,116 @@ def fragment_sizes(cfg: Dict[str, Any], rng: random.Random) -> List[int]:
     return [size] * n
 
 
+class Event:
+    """One event a processing unit collects."""
+    __slots__ = ("number", "pu", "sizes", "left", "t0", "first", "last",
+                 "ros_read", "ros_sent")
+
+    def __init__(self, number: int, pu: int, sizes: List[int],
+                 t0: int) -> None:
+        self.number = number
+        self.pu = pu
+        self.sizes = sizes
+        self.left = len(sizes)          # fragments not yet complete
+        self.t0 = t0                    # the PU asked for the event
+        self.first = 0                  # first byte of it arrived
+        self.last = 0                   # its last byte arrived
+        self.ros_read = 0               # first ROS read its request
+        self.ros_sent = 0               # first ROS started to send
+
+
+class Collector:
+    """The DCM's data collection: `pus` processing units, each collecting
+    its own event, all of them sharing one persistent connection per ROS
+    (requests on a connection are answered in order) and, in credits mode,
+    one pool of credits: at most `window` fragment requests outstanding
+    over all PUs together (the ATLAS rule)."""
+
+    def __init__(self, socks: List[socket.socket], ros: List[str],
+                 window: int, deadline_s: float) -> None:
+        self.socks = socks
+        self.ros = ros
+        self.window = window
+        self.deadline_s = deadline_s
+        self.sel = selectors.DefaultSelector()
+        for i, s in enumerate(socks):
+            self.sel.register(s, selectors.EVENT_READ, i)
+        self.buf = bytearray(1 << 20)
+        self.view = memoryview(self.buf)
+        n = len(socks)
+        # Per connection, the requests sent and not yet answered, oldest
+        # first: [event, bytes still to come, fragment size].
+        self.sent: List[Deque[List[Any]]] = [deque() for _ in range(n)]
+        self.waiting: Deque[Any] = deque()    # (event, ROS) without credit
+        self.outstanding = 0
+
+    def start(self, ev: Event) -> None:
+        """The PU of `ev` asks every ROS for its fragment (those beyond
+        the free credits wait for credits, in order)."""
+        for i in range(len(self.socks)):
+            self.waiting.append((ev, i))
+        self._send()
+
+    def _send(self) -> None:
+        while self.waiting and self.outstanding < self.window:
+            ev, i = self.waiting.popleft()
+            self.sent[i].append([ev, ev.sizes[i], ev.sizes[i]])
+            self.outstanding += 1
+            self.socks[i].send(REQ.pack(ev.number & 0xffffffff,
+                                        ev.sizes[i]))
+
+    def poll(self) -> List[Event]:
+        """Reads what arrived; returns the events completed."""
+        ready = self.sel.select(self.deadline_s)
+        if not ready:
+            raise TimeoutError("no fragment data for %g s (%d fragment "
+                               "requests outstanding)"
+                               % (self.deadline_s, self.outstanding))
+        done = []
+        for key, _ in ready:
+            i = key.data
+            q = self.sent[i]
+            if not q:
+                raise ConnectionError("ROS %s sent unrequested data"
+                                      % self.ros[i])
+            head = q[0]
+            got = self.socks[i].recv_into(self.view,
+                                          min(head[1], len(self.buf)))
+            if got == 0:
+                raise ConnectionError("ROS %s closed" % self.ros[i])
+            now = time.perf_counter_ns()
+            ev = head[0]
+            if not ev.first:
+                ev.first = now
+            if head[1] == head[2] and got >= STAMP.size:
+                read, sent = STAMP.unpack_from(self.buf)
+                # A ROS without stamps sends zeros; a stamp split by a
+                # short send is out of order.
+                if ev.t0 <= read <= sent <= now:
+                    if not ev.ros_read or read < ev.ros_read:
+                        ev.ros_read = read
+                    if not ev.ros_sent or sent < ev.ros_sent:
+                        ev.ros_sent = sent
+            head[1] -= got
+            if head[1]:
+                continue
+            q.popleft()
+            self.outstanding -= 1
+            ev.left -= 1
+            if not ev.left:
+                ev.last = now
+                done.append(ev)
+        self._send()
+        return done
+
+
 def dcm_main(cfg: Dict[str, Any]) -> int:
-    """Collect cfg["events"] events from every ROS in cfg["ros"]."""
+    """Collect cfg["events"] events from every ROS in cfg["ros"], with
+    cfg["pus"] processing units collecting one event each at a time."""
     ros = cfg["ros"]
     n = len(ros)
-    window = cfg["credits"] or n
+    pus = max(1, int(cfg.get("pus", 1)))
+    window = cfg["credits"] or n * pus
     rng = random.Random(cfg["seed"])
     socks = []
     for ip in ros:
@@ -157,65 +286,84 @@ def dcm_main(cfg: Dict[str, Any]) -> int:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.setblocking(False)
         socks.append(s)
-    sel = selectors.DefaultSelector()
-    for i, s in enumerate(socks):
-        sel.register(s, selectors.EVENT_READ, i)
-    buf = bytearray(1 << 20)
-    view = memoryview(buf)
-    rem = [0] * n
-    deadline_s = cfg["event_deadline_s"]
+    col = Collector(socks, ros, window, cfg["event_deadline_s"])
 
-    def collect(event: int, sizes: List[int]) -> int:
-        """One event; returns its collection time in ns."""
-        order = list(range(n))
-        t0 = time.perf_counter_ns()
-        for i in order[:window]:
-            rem[i] = sizes[i]
-            socks[i].send(REQ.pack(event, sizes[i]))
-        nxt, done, last = window, 0, t0
-        while done < n:
-            ready = sel.select(deadline_s)
-            if not ready:
-                raise TimeoutError("event %d: %d of %d fragments after %g s"
-                                   % (event, done, n, deadline_s))
-            for key, _ in ready:
-                i = key.data
-                got = socks[i].recv_into(view, min(rem[i], len(buf)))
-                if got == 0:
-                    raise ConnectionError("ROS %s closed" % ros[i])
-                rem[i] -= got
-                if rem[i] == 0:
-                    done += 1
-                    last = time.perf_counter_ns()
-                    if nxt < n:
-                        j = order[nxt]
-                        nxt += 1
-                        rem[j] = sizes[j]
-                        socks[j].send(REQ.pack(event, sizes[j]))
-        return last - t0
-
-    collect(0xffffffff, [WARMUP_SIZE] * n)
+    # Warm-up: one round of small fragments, one PU, all at once.
+    warm = Event(0xffffffff, 0, [WARMUP_SIZE] * n, time.perf_counter_ns())
+    col.window = n
+    col.start(warm)
+    while warm.left:
+        col.poll()
+    col.window = window
     say("READY")
     if sys.stdin.readline().strip() != "GO":
         return 1
-    times, nbytes = [], []
-    gap = cfg["event_gap_ms"] / 1000.0
-    for e in range(cfg["events"]):
-        sizes = fragment_sizes(cfg, rng)
-        dt = collect(e, sizes)
-        times.append(dt)
-        nbytes.append(sum(sizes))
-        say("EV %d %d %d" % (e, dt, nbytes[-1]))
-        if gap:
-            time.sleep(gap)
+    gap_ns = int(cfg["event_gap_ms"] * 1e6)
+    total = cfg["events"]
+    started = 0
+    idle: List[Tuple[int, int]] = [(0, pu) for pu in range(pus)]
+    finished: List[Event] = []
+    t_go = time.perf_counter_ns()
+    while len(finished) < total:
+        now = time.perf_counter_ns()
+        # PUs whose processing pause is over ask for their next event.
+        while idle and started < total and idle[0][0] <= now:
+            _, pu = heapq.heappop(idle)
+            col.start(Event(started, pu, fragment_sizes(cfg, rng), now))
+            started += 1
+        if col.outstanding or col.waiting:
+            evs = col.poll()
+        else:
+            time.sleep(max(0, idle[0][0] - now) / 1e9)
+            continue
+        for ev in evs:
+            finished.append(ev)
+            say("EV %d %d %d" % (ev.number, ev.last - ev.t0,
+                                 sum(ev.sizes)))
+            heapq.heappush(idle, (ev.last + gap_ns, ev.pu))
     for s in socks:
         s.close()
-    say("DONE " + json.dumps({"times_ns": times, "bytes": nbytes}))
+    finished.sort(key=lambda e: e.number)
+    say("DONE " + json.dumps({
+        "times_ns": [e.last - e.t0 for e in finished],
+        "bytes": [sum(e.sizes) for e in finished],
+        "first_byte_ns": [e.first - e.t0 for e in finished],
+        # 0 where no fragment carried a stamp.
+        "ros_read_ns": [max(0, e.ros_read - e.t0) for e in finished],
+        "ros_sent_ns": [max(0, e.ros_sent - e.t0) for e in finished],
+        "start_ns": [e.t0 - t_go for e in finished],
+        "pu": [e.pu for e in finished]}))
     return 0
+
+
+def hog_main(cpu: int, busy_us: int, period_us: int) -> int:
+    """Take `busy_us` of every `period_us` from `cpu` at real-time
+    priority (SCHED_FIFO 1, above any normal thread): the PMD thread that
+    shares the CPU is preempted for exactly that long, the way a busy
+    neighbour preempts it, but reproducibly.  Runs until stdin closes."""
+    os.sched_setaffinity(0, {cpu})
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    say("READY")
+    busy, period = busy_us * 1000, period_us * 1000
+    nxt = time.perf_counter_ns()
+    while True:
+        end = nxt + busy
+        while time.perf_counter_ns() < end:
+            pass
+        nxt += period
+        # select(2) waits to the microsecond; epoll (selectors' default)
+        # rounds up to whole milliseconds, which cut the busy periods
+        # short (1/10 took 3% of the CPU instead of 10%).
+        wait = (nxt - time.perf_counter_ns()) / 1e9
+        if (select.select([sys.stdin], [], [], max(0.0, wait))[0]
+                and not sys.stdin.readline()):
+            return 0
 
 
 def main(argv: List[str]) -> int:
     try:
+        if argv[:1] == ["hog"]:
+            return hog_main(int(argv[1]), int(argv[2]), int(argv[3]))
         if argv[:1] == ["ros"]:
             pin(argv[4] if len(argv) > 4 else "")
             return ros_main(argv[1].split(","), int(argv[2]), int(argv[3]),
@@ -225,7 +373,7 @@ def main(argv: List[str]) -> int:
             pin(cfg.get("cpus", ""))
             return dcm_main(cfg)
         say("ERROR usage: agents.py ros IPS PORT MAXSIZE [CPUS [NODELAY]] | "
-            "agents.py dcm JSON")
+            "agents.py dcm JSON | agents.py hog CPU BUSY_US PERIOD_US")
         return 2
     except (OSError, ValueError, TimeoutError) as e:
         say("ERROR %s: %s" % (type(e).__name__, e))

@@ -31,6 +31,13 @@ MAX_TOTAL_RATE_BPS = 5_000_000_000
 MIN_RATE_BPS = 1_000_000
 MAX_FRAGMENT = 16 * 1024 * 1024
 MAX_EVENTS = 100_000
+# Processing units per DCM node (events in flight): the ATLAS HLT nodes
+# of the thesis' test bed ran 24 each.
+MAX_PUS = 64
+# The automatic ring size grows with the events in flight but stops here
+# (half of Open vSwitch's largest shared mempool, 262144 mbufs): beyond
+# one event the ROS' TCP windows, not the requests, bound what arrives.
+MAX_AUTO_RING = 131072
 MIN_LINK_BUFFER = 1600          # a full frame must fit in tbf burst/limit
 DAQRING_FRAME = 1518            # frame size in the daqring rate formula
 # Default --ring-rate-fraction.  Byte shaping counts every frame with the
@@ -118,6 +125,25 @@ def parse_sweep(text: str) -> Tuple[str, List[int]]:
     return name, out
 
 
+def parse_preempt(text: str) -> Tuple[int, int]:
+    """"1/20" (ms) -> (1000, 20000) microseconds; "" -> (0, 0)."""
+    if not text.strip():
+        return 0, 0
+    busy, sep, period = text.partition("/")
+    try:
+        b, p = float(busy), float(period)
+    except ValueError:
+        raise ConfigError("bad --pmd-preempt %r: expected BUSY/PERIOD in "
+                          "ms, e.g. 1/20" % text)
+    if not sep or not 0 < b < p or p > 10_000 or b < 0.01:
+        raise ConfigError("bad --pmd-preempt %r: need 0.01 <= BUSY < "
+                          "PERIOD <= 10000 (ms)" % text)
+    if b / p > 0.5:
+        raise ConfigError("--pmd-preempt %r takes more than half of the "
+                          "PMD's core" % text)
+    return int(round(b * 1000)), int(round(p * 1000))
+
+
 # ---------------------------------------------------------------- binaries
 def _system_tool(name: str) -> str:
     for d in ("/usr/bin", "/usr/sbin"):
@@ -152,6 +178,7 @@ class Config:
     fragment_size: int
     fragment_dist: str
     events: int
+    pus: int
     event_gap_ms: float
     credits: int
     credits_auto: bool
@@ -177,6 +204,7 @@ class Config:
     hugepages_mode: str
     pmd_cpus: List[int]
     agent_cpus: List[int]
+    preempt_us: Tuple[int, int]     # busy, period; (0, 0) = none
     timeout_s: float
     event_deadline_s: float
     rto_threshold_s: float
@@ -222,15 +250,17 @@ def frames_per_fragment(fragment_size: int, mss: int) -> int:
     return max(1, -(-fragment_size // mss))
 
 
-def auto_ring_size(ros: int, fragment_size: int, mss: int) -> int:
-    """Two events' worth of full-size packets per DCM, rounded up to a power
-    of 2.  One event is the least that absorbs the burst (thesis Fig. 5.8),
-    but TCP does not always send full-size segments: a ROS whose window
-    the queueing delay cut sends shorter ones (seen: 32 frames per 32 KiB
-    fragment instead of 23, with 30 ROS), and retransmitted or probe
-    segments come on top."""
-    need = 2 * ros * frames_per_fragment(fragment_size, mss)
-    return max(64, 1 << (need - 1).bit_length())
+def auto_ring_size(ros: int, fragment_size: int, mss: int,
+                   pus: int = 1) -> int:
+    """Two events' worth of full-size packets per DCM and event in flight
+    (`pus`), rounded up to a power of 2, at most MAX_AUTO_RING.  One event
+    is the least that absorbs the burst (thesis Fig. 5.8), but TCP does
+    not always send full-size segments: a ROS whose window the queueing
+    delay cut sends shorter ones (seen: 32 frames per 32 KiB fragment
+    instead of 23, with 30 ROS), and retransmitted or probe segments come
+    on top."""
+    need = 2 * pus * ros * frames_per_fragment(fragment_size, mss)
+    return min(MAX_AUTO_RING, max(64, 1 << (need - 1).bit_length()))
 
 
 def auto_credits(fragment_size: int, mss: int, port_frames: int, mtu: int,
@@ -240,6 +270,26 @@ def auto_credits(fragment_size: int, mss: int, port_frames: int, mtu: int,
     port's output buffer."""
     frames = frames_per_fragment(fragment_size, mss)
     return max(1, port_frames // frames)
+
+
+def auto_byte_burst(port_frames: int) -> int:
+    """max-burst of a byte-shaped daqring: half the DCM port's buffer (16
+    of 32 frames), at most 32.
+
+    A ring paced at the link's rate gains tokens while its PMD thread is
+    preempted and, when the thread runs again, releases up to max-burst
+    frames at once; from then on ring and link run at the same rate, so
+    those frames stay queued in front of the link and the next preemption
+    of up to max-burst frame times (16 x 61.5 us = 1 ms at 200 Mbit/s,
+    0.2 ms at 1 Gbit/s) costs no link time.  With 5 frames, the burst
+    packet shaping chooses at 200 Mbit/s, every preemption beyond 0.3 ms
+    idled the link (1 ms of every 10 ms taken: 92.9% of ideal against
+    99.4% with 16 frames).  But what stands in front of the link must also
+    fit the port buffer when the link itself stalls (its qdisc runs on the
+    busy cores too): with 24 frames and a sustained backlog the port
+    dropped frames in 2 of 3 runs, with 16 in 1 of 2.  Half the buffer
+    leaves the same margin on both sides."""
+    return max(1, min(32, port_frames // 2))
 
 
 def max_port_frames(wmem_default: int) -> int:
@@ -304,12 +354,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--events", type=int, default=50, metavar="N",
                    help="events collected per DCM and mode (default: "
                    "%(default)s)")
+    g.add_argument("--pus", type=int, default=1, metavar="N",
+                   help="processing units per DCM, each collecting its own "
+                   "event from every ROS: N events in flight (default: "
+                   "%(default)s, one event at a time; the ATLAS HLT nodes "
+                   "of the thesis ran 24)")
     g.add_argument("--event-gap", type=float, default=0.0, metavar="MS",
-                   help="pause between events of a DCM (default: 0)")
+                   help="pause of a processing unit between its events, "
+                   "e.g. its processing time (default: 0)")
     g.add_argument("--credits", type=int, default=0, metavar="N",
                    help="credits mode: outstanding fragment requests per "
-                   "DCM (default: the fragments that fit the port buffer, "
-                   ">= 1)")
+                   "DCM, all its processing units together (default: the "
+                   "fragments that fit the port buffer, >= 1)")
     g.add_argument("--tcp-nodelay", choices=("on", "off"), default="on",
                    help="set TCP_NODELAY on every connection, the only "
                    "TCP setting daq-incast changes from Linux's defaults "
@@ -356,10 +412,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="daqring max-rate with --shaper bytes (default: "
                    "--ring-rate-fraction x --link-rate)")
     g.add_argument("--max-burst", type=int, default=0, metavar="B",
-                   help="daqring max-burst, 1..32 (default: bytes: the "
-                   "largest burst of full frames that fits half the port "
-                   "buffer; packets: chosen with --poll-interval to just "
-                   "under the link rate)")
+                   help="daqring max-burst, 1..32 (default: bytes: half "
+                   "of --port-frames, the frames the ring keeps in front "
+                   "of the link to ride out a preempted PMD; packets: "
+                   "chosen with --poll-interval to just under the link "
+                   "rate)")
     g.add_argument("--poll-interval", type=int, default=-1, metavar="US",
                    help="daqring poll-interval in microseconds, 0 = "
                    "unshaped; implies --shaper packets (default: chosen "
@@ -392,6 +449,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pmd-cpu-mask", default="0x2", metavar="MASK",
                    help="PMD cores (default: %(default)s); agents run on "
                    "the other cores")
+    g.add_argument("--pmd-preempt", default="", metavar="BUSY/PERIOD",
+                   help="while events are collected, a real-time thread on "
+                   "the PMD's core takes BUSY of every PERIOD ms (e.g. "
+                   "1/20: the PMD keeps 95%% of its core), to measure how "
+                   "a mode rides out a PMD that shares its core "
+                   "(default: none)")
     g = p.add_argument_group("Output Options")
     g.add_argument("--json", metavar="PATH", help="write results as JSON")
     g.add_argument("--plot-dir", metavar="DIR",
@@ -473,6 +536,9 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     positive("--ros", ns.ros)
     positive("--dcms", ns.dcms)
     positive("--events", ns.events)
+    positive("--pus", ns.pus)
+    if ns.pus > MAX_PUS:
+        raise ConfigError("--pus %d is more than %d" % (ns.pus, MAX_PUS))
     if ns.events > MAX_EVENTS:
         raise ConfigError("--events %d is more than %d"
                           % (ns.events, MAX_EVENTS))
@@ -570,7 +636,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                                          mtu, ns.link_overhead)
     if ns.ring_size < 0:
         raise ConfigError("--ring-size must be positive")
-    ring = ns.ring_size or auto_ring_size(ns.ros, fragment, mss)
+    ring = ns.ring_size or auto_ring_size(ns.ros, fragment, mss, ns.pus)
     byte_shaping = ns.shaper == "bytes" and ns.poll_interval < 0
     if ns.ring_rate_fraction is None:
         ns.ring_rate_fraction = (BYTES_RATE_FRACTION if byte_shaping
@@ -590,17 +656,14 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     if byte_shaping:
         # The daqring counts each frame's overhead like the link's tbf
         # (frame-overhead = --link-overhead), so it can run at the link's
-        # rate for any frame size.  Its bucket holds max-burst full frames:
-        # the burst packet shaping would choose (at most half the port's
-        # buffer; 5 frames at 200 Mbit/s), since bursts of half the buffer
-        # after idle time overflowed the port when the host was busy.
+        # rate for any frame size.  Its bucket (max-burst full frames) is
+        # what keeps frames in front of the link when the PMD thread is
+        # preempted: see auto_byte_burst().
         max_rate = (parse_rate(ns.max_rate) if ns.max_rate is not None
                     else int(round(ns.ring_rate_fraction * rate)))
         if not 1000 <= max_rate <= 10**12:
             raise ConfigError("--max-rate must be 1kbit..1000gbit")
-        max_burst = ns.max_burst or auto_shaping(
-            max_rate, ns.link_overhead, mtu, 1.0,
-            ns.port_frames // 2 * (mtu + 14))[0]
+        max_burst = ns.max_burst or auto_byte_burst(ns.port_frames)
         poll = 0
     elif ns.max_burst and ns.poll_interval >= 0:
         max_burst, poll = ns.max_burst, ns.poll_interval
@@ -622,7 +685,10 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                     ("--socket-mem", ns.socket_mem)):
         positive(name, v)
 
+    preempt = parse_preempt(ns.pmd_preempt)
     pmd_cpus = parse_cpu_mask(ns.pmd_cpu_mask)
+    if preempt[0] and len(pmd_cpus) != 1:
+        raise ConfigError("--pmd-preempt needs exactly one PMD core")
     bad = [c for c in pmd_cpus if c not in host.cpus]
     if bad:
         raise ConfigError("--pmd-cpu-mask %s names CPUs %s that this "
@@ -670,7 +736,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
 
     return Config(
         ros=ns.ros, dcms=ns.dcms, ros_per_host=k, fragment_size=fragment,
-        fragment_dist=ns.fragment_dist, events=ns.events,
+        fragment_dist=ns.fragment_dist, events=ns.events, pus=ns.pus,
         event_gap_ms=ns.event_gap, credits=credits,
         credits_auto=credits_auto, seed=ns.seed,
         tcp_nodelay=ns.tcp_nodelay == "on", link_rate_bps=rate,
@@ -682,7 +748,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         sweep_param=sweep_param, sweep_values=sweep_values,
         binaries=binaries, socket_mem_mb=ns.socket_mem,
         use_hugepages=use_huge, hugepages_mode=ns.hugepages,
-        pmd_cpus=pmd_cpus, agent_cpus=agent_cpus,
+        pmd_cpus=pmd_cpus, agent_cpus=agent_cpus, preempt_us=preempt,
         timeout_s=ns.timeout, event_deadline_s=ns.event_deadline,
         rto_threshold_s=ns.rto_threshold / 1000.0, json_path=ns.json,
         plot_dir=ns.plot_dir, log_dir=ns.log_dir, progress=not ns.quiet,

@@ -17,9 +17,9 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from . import VERSION
 from .config import (SWEEP_PARAMS, Config, ConfigError, build_parser,
                      format_rate, validate)
-from .stats import (SCHEMA, counter_delta, format_table,
+from .stats import (SCHEMA, busy_time, counter_delta, format_table,
                     ideal_collection_time, ideal_goodput, payload_efficiency,
-                    summarize_mode, validate_results)
+                    summarize_mode, summarize_times, validate_results)
 from ..hosts import probe_host
 from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
                        install_signal_handlers, pid_alive, run,
@@ -317,8 +317,7 @@ class Runner:
         }
 
     # ------------------------------------------------------------ modes
-    def _collect(self, label: str, credits: int
-                 ) -> Tuple[List[float], List[int]]:
+    def _collect(self, label: str, credits: int) -> Dict[str, Any]:
         cfg = self.cfg
         procs = []
         for d in self.plan.dcms:
@@ -327,26 +326,54 @@ class Runner:
                     "seed": cfg.seed + d.index,
                     "fragment_size": cfg.fragment_size,
                     "fragment_dist": cfg.fragment_dist,
-                    "events": cfg.events, "event_gap_ms": cfg.event_gap_ms,
+                    "events": cfg.events, "pus": cfg.pus,
+                    "event_gap_ms": cfg.event_gap_ms,
                     "event_deadline_s": cfg.event_deadline_s,
                     "nodelay": cfg.tcp_nodelay,
                     "cpus": ",".join(map(str, cfg.agent_cpus))}
             procs.append(self._agent(d.ns, ["dcm", json.dumps(spec)], d.ns))
+        hog = None
         try:
             self._read_lines(procs, "READY", 60)
+            if cfg.preempt_us[0]:
+                hog = self._hog()
+            assert self.switch
+            sched0 = self.switch.pmd_schedstat()
             for p in procs:
                 assert p.stdin
                 p.stdin.write(b"GO\n")
                 p.stdin.flush()
-            return self._events(label, procs)
+            got = self._events(label, procs)
+            sched1 = self.switch.pmd_schedstat()
+            # What the PMD got while events were collected (not while
+            # the agents connected and warmed up).
+            got["sched"] = (sched1[0] - sched0[0], sched1[1] - sched0[1])
+            return got
         finally:
             self.last_traffic = time.monotonic()
-            for p in procs:
+            for p in procs + ([hog] if hog else []):
                 stop_process(p, grace=3)
                 self.procs.remove(p)
 
+    def _hog(self) -> "subprocess.Popen[bytes]":
+        """The --pmd-preempt thread on the PMD's core (root namespace)."""
+        busy, period = self.cfg.preempt_us
+        with open(os.path.join(self.workdir, "agent-hog.log"), "ab") as err:
+            p = subprocess.Popen(
+                [sys.executable, AGENTS, "hog", str(self.cfg.pmd_cpus[0]),
+                 str(busy), str(period)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                start_new_session=True, preexec_fn=die_with_parent)
+        self.procs.append(p)
+        self.agent_ns[p.pid] = "(root namespace)"
+        self._read_lines([p], "READY", 10)
+        return p
+
     def _events(self, label: str, procs: List["subprocess.Popen[bytes]"]
-                ) -> Tuple[List[float], List[int]]:
+                ) -> Dict[str, Any]:
+        """Per-event collection times, bytes and first-byte times of all
+        DCMs, and their busy intervals added up (each DCM has its own
+        link)."""
         cfg = self.cfg
         fds = {p.stdout.fileno(): i                 # type: ignore
                for i, p in enumerate(procs)}
@@ -391,10 +418,22 @@ class Runner:
                        time.monotonic() - t0))
         times: List[float] = []
         nbytes: List[int] = []
+        first: List[float] = []
+        ros_read: List[float] = []
+        ros_sent: List[float] = []
+        busy = 0.0
         for i in sorted(results):
-            times += [t / 1e9 for t in results[i]["times_ns"]]
-            nbytes += results[i]["bytes"]
-        return times, nbytes
+            r = results[i]
+            times += [t / 1e9 for t in r["times_ns"]]
+            nbytes += r["bytes"]
+            first += [t / 1e9 for t in r["first_byte_ns"]]
+            # 0: no fragment of the event carried the ROS' stamps.
+            ros_read += [t / 1e9 for t in r.get("ros_read_ns", []) if t]
+            ros_sent += [t / 1e9 for t in r.get("ros_sent_ns", []) if t]
+            busy += busy_time([(s / 1e9, (s + t) / 1e9) for s, t in
+                               zip(r["start_ns"], r["times_ns"])])
+        return {"times": times, "bytes": nbytes, "first_byte": first,
+                "ros_read": ros_read, "ros_sent": ros_sent, "busy": busy}
 
     def run_mode(self, mode: str, params: Dict[str, Any], label: str
                  ) -> Dict[str, Any]:
@@ -416,10 +455,7 @@ class Runner:
                 return result
         try:
             before = self._snapshot()
-            sched0 = self.switch.pmd_schedstat()
-            times, nbytes = self._collect(label,
-                                          params.get("credits", 0))
-            sched1 = self.switch.pmd_schedstat()
+            got = self._collect(label, params.get("credits", 0))
             after = self._snapshot()
             if mode == "daqring":
                 result["daqring_status"] = self.switch.status(
@@ -430,15 +466,26 @@ class Runner:
         finally:
             if mode == "daqring":
                 remove_daqrings(self.switch, self.plan)
+        times, nbytes = got["times"], got["bytes"]
         result.update(summarize_mode(times, nbytes,
                                      self.ideal["goodput_bps"],
-                                     self.cfg.rto_threshold_s))
+                                     self.cfg.rto_threshold_s,
+                                     busy=got["busy"],
+                                     first_byte=got["first_byte"]))
         result["tcp"] = self._tcp(before, after)
         result["drops"] = self._drops(before, after)
-        run_ns, wait_ns = (sched1[0] - sched0[0], sched1[1] - sched0[1])
+        run_ns, wait_ns = got["sched"]
         result["pmd_cpu_share"] = (run_ns / (run_ns + wait_ns)
                                    if run_ns + wait_ns else 0.0)
         result["samples_s"] = times
+        result["first_byte_samples_s"] = got["first_byte"]
+        # The request path of an event: from its first request to the
+        # first ROS agent that read it, and to the first ROS agent that
+        # started to send its fragment (the way back to the DCM is
+        # first_byte_s minus the latter).
+        for key in ("ros_read", "ros_sent"):
+            if got[key]:
+                result[key + "_s"] = summarize_times(got[key])
         result["event_bytes"] = nbytes
         result["wall_s"] = time.monotonic() - t0
         return result
@@ -452,11 +499,13 @@ class Runner:
                 self.progress.done("[%s] not run: %s" % (label, r["error"]))
                 continue
             self.progress.done(
-                "[%s] %d events, goodput %.1f Mbit/s (%.0f%% of ideal),"
-                " p99 %.1f ms, %d timeouts, PMD had %.0f%% of its core"
+                "[%s] %d events, goodput %.1f Mbit/s (%.1f%% of ideal),"
+                " p99 %.1f ms, first byte p50 %.0f us, %d timeouts, PMD "
+                "had %.0f%% of its core"
                 % (label, r["events"], r["goodput_bps"] / 1e6,
                    100 * r["ideal_ratio"],
-                   r["collection_time_s"]["p99"] * 1e3, r["timeouts"],
+                   r["collection_time_s"]["p99"] * 1e3,
+                   r["first_byte_s"]["p50"] * 1e6, r["timeouts"],
                    100 * r["pmd_cpu_share"]))
             if r["pmd_cpu_share"] < 0.9:
                 self.cfg.notes.append(
@@ -518,9 +567,9 @@ def describe(cfg: Config, plan: Plan) -> str:
            100 * eff, 1e3 * ideal_collection_time(
                cfg.link_rate_bps, cfg.ros, cfg.fragment_size, cfg.mss,
                cfg.link_overhead)),
-        "modes: %s; %d events per DCM and mode; credits %d%s; "
-        "TCP: Linux defaults%s"
-        % (", ".join(cfg.modes), cfg.events, cfg.credits,
+        "modes: %s; %d events per DCM and mode, %d in flight (processing "
+        "units); credits %d%s; TCP: Linux defaults%s"
+        % (", ".join(cfg.modes), cfg.events, cfg.pus, cfg.credits,
            " (auto)" if cfg.credits_auto else "",
            " + TCP_NODELAY" if cfg.tcp_nodelay else ""),
     ]
@@ -537,6 +586,11 @@ def describe(cfg: Config, plan: Plan) -> str:
                 "%s (max-burst x 1518 x 8 / poll-interval)"
                 % (cfg.ring_size, cfg.max_burst, cfg.poll_interval_us,
                    format_rate(cfg.daqring_rate_bps)))
+    if cfg.preempt_us[0]:
+        lines.append("PMD preempted: %g ms of every %g ms by a real-time "
+                     "thread on core %d (--pmd-preempt)"
+                     % (cfg.preempt_us[0] / 1e3, cfg.preempt_us[1] / 1e3,
+                        cfg.pmd_cpus[0]))
     lines.append("switch: %s" % cfg.binaries.origin)
     lines += ["note: " + n for n in cfg.notes]
     return "\n".join(lines)

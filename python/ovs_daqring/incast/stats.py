@@ -40,17 +40,37 @@ def count_timeouts(times: Sequence[float], threshold: float = 0.2) -> int:
     return sum(1 for t in times if t >= threshold)
 
 
-def goodput(event_bytes: Sequence[int], times: Sequence[float]) -> float:
+def goodput(event_bytes: Sequence[int], times: Sequence[float],
+            busy: Optional[float] = None) -> float:
     """Event bytes over collection time, in bit/s, averaged over events
     as total bytes / total time: what a DCM collecting events back to back
     gets (the mean of per-event ratios would let a few fast events hide
-    the slow ones)."""
+    the slow ones).  With several events in flight (processing units),
+    `busy` is the time at least one event was being collected (the union
+    of the events' intervals, see busy_time()); with one event at a time
+    it equals the sum of the collection times."""
     if len(event_bytes) != len(times) or not times:
         raise ValueError("need one byte count per collection time")
-    total_t = sum(times)
+    total_t = sum(times) if busy is None else busy
     if total_t <= 0:
         raise ValueError("collection times must be positive")
     return sum(event_bytes) * 8 / total_t
+
+
+def busy_time(intervals: Sequence[Sequence[float]]) -> float:
+    """Length of the union of (start, end) intervals: the time during
+    which at least one event was being collected."""
+    total, end = 0.0, None
+    for a, b in sorted((float(a), float(b)) for a, b in intervals):
+        if b < a:
+            raise ValueError("interval ends before it starts")
+        if end is None or a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total
 
 
 def mean_event_goodput(event_bytes: Sequence[int],
@@ -98,10 +118,21 @@ def counter_delta(before: Mapping[str, int],
 
 
 def summarize_mode(times: Sequence[float], event_bytes: Sequence[int],
-                   ideal_bps: float, rto_threshold: float) -> Dict[str, Any]:
-    """The per-mode figures from per-event collection times and bytes."""
-    gp = goodput(event_bytes, times)
-    return {
+                   ideal_bps: float, rto_threshold: float,
+                   busy: Optional[float] = None,
+                   first_byte: Optional[Sequence[float]] = None
+                   ) -> Dict[str, Any]:
+    """The per-mode figures from per-event collection times and bytes;
+    `busy`: the collection's busy interval (seconds, see goodput());
+    `first_byte`: per event, the time from its request to its first
+    byte at the DCM."""
+    gp = goodput(event_bytes, times, busy)
+    out: Dict[str, Any] = {}
+    if busy is not None:
+        out["busy_s"] = busy
+    if first_byte:
+        out["first_byte_s"] = summarize_times(first_byte)
+    return dict(out, **{
         "events": len(times),
         "collection_time_s": summarize_times(times),
         "goodput_bps": gp,
@@ -109,7 +140,7 @@ def summarize_mode(times: Sequence[float], event_bytes: Sequence[int],
                                                          times),
         "ideal_ratio": gp / ideal_bps if ideal_bps > 0 else 0.0,
         "timeouts": count_timeouts(times, rto_threshold),
-    }
+    })
 
 
 # ---------------------------------------------------------------- schema
