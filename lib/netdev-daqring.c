@@ -614,7 +614,10 @@ netdev_daqring_construct(struct netdev *netdev)
     ovs_mutex_unlock(&dev->mutex);
 
     /* Packets that carry offload requests pass through unchanged; the port
-     * that finally transmits them checks its own capabilities. */
+     * that finally transmits them checks its own capabilities.  netdev_send()
+     * does not prepare packets for a daqring at all ('queues_for_datapath'
+     * in its class); these flags say the same where OVS reports a port's
+     * offloads (the Interface's status on base 3.5). */
     netdev->ol_flags = (NETDEV_TX_OFFLOAD_IPV4_CKSUM
                         | NETDEV_TX_OFFLOAD_TCP_CKSUM
                         | NETDEV_TX_OFFLOAD_UDP_CKSUM
@@ -2007,6 +2010,7 @@ netdev_daqring_unixctl_reset_watermark(struct unixctl_conn *conn, int argc,
 static const struct netdev_class netdev_daqring_class = {
     .type = "daqring",
     .is_pmd = true,
+    .queues_for_datapath = true,
     .run = netdev_daqring_run,
     .wait = netdev_daqring_wait,
     .alloc = netdev_daqring_alloc,
