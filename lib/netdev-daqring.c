@@ -136,12 +136,25 @@ struct daqring_shaper {
                                  * lowest possible level. */
 };
 
+/* Packets and bytes enqueued through one tx queue by the thread that has
+ * the queue to itself (netdev_daqring_send() with 'concurrent_txq' false),
+ * which updates them without a locked instruction.  Other threads only read
+ * them. */
+struct daqring_txq_counters {
+    PADDED_MEMBERS(CACHE_LINE_SIZE,
+        atomic_uint64_t packets;        /* Packets enqueued. */
+        atomic_uint64_t bytes;          /* Bytes enqueued. */
+    );
+};
+
 struct netdev_daqring {
     /* Read on every send and receive; written only while no thread sends or
      * receives (see netdev_daqring_reconfigure()), except 'shaper' (RCU)
      * and 'admin_up' (atomic). */
     PADDED_MEMBERS(CACHE_LINE_SIZE,
         struct rte_ring *ring;          /* Packet pointers, or NULL. */
+        struct daqring_txq_counters *txq_counters; /* One per tx queue. */
+        int n_txq_counters;             /* Elements of 'txq_counters'. */
         OVSRCU_TYPE(struct daqring_shaper *) shaper; /* Shaping in force. */
         atomic_bool admin_up;           /* NETDEV_UP: accept packets. */
         int doorbell;                   /* Of the rx queue, or -1, see
@@ -153,8 +166,9 @@ struct netdev_daqring {
 
     /* Written by every thread that sends to the daqring. */
     PADDED_MEMBERS(CACHE_LINE_SIZE,
-        atomic_uint64_t tx_packets;     /* Packets enqueued. */
-        atomic_uint64_t tx_bytes;       /* Bytes enqueued. */
+        atomic_uint64_t tx_packets;     /* Packets enqueued, except those
+                                         * in 'txq_counters'. */
+        atomic_uint64_t tx_bytes;       /* Bytes enqueued, likewise. */
         atomic_uint64_t ring_full_drops; /* Packets refused, ring full. */
         atomic_uint64_t other_drops;    /* Packets refused, port down or
                                          * unconfigured. */
@@ -538,6 +552,47 @@ netdev_daqring_capacity_changed(int64_t delta)
     atomic_store_relaxed(&daqring_check_now, true);
 }
 
+/* Replaces the per tx queue counters of 'dev' by 'n' new ones, after adding
+ * what the old ones counted to the shared counters.  Called only while no
+ * thread sends to 'dev'. */
+static void
+netdev_daqring_set_txq_counters(struct netdev_daqring *dev, int n)
+    OVS_REQUIRES(dev->mutex)
+{
+    uint64_t packets, bytes, orig;
+
+    for (int i = 0; i < dev->n_txq_counters; i++) {
+        atomic_read_relaxed(&dev->txq_counters[i].packets, &packets);
+        atomic_read_relaxed(&dev->txq_counters[i].bytes, &bytes);
+        atomic_add_relaxed(&dev->tx_packets, packets, &orig);
+        atomic_add_relaxed(&dev->tx_bytes, bytes, &orig);
+    }
+    free_cacheline(dev->txq_counters);
+    dev->txq_counters = (n > 0
+                         ? xzalloc_cacheline(n * sizeof *dev->txq_counters)
+                         : NULL);
+    dev->n_txq_counters = MAX(n, 0);
+}
+
+/* Stores in '*packets' and '*bytes' the packets and bytes that 'dev'
+ * enqueued. */
+static void
+netdev_daqring_tx_counts(struct netdev_daqring *dev, uint64_t *packets,
+                         uint64_t *bytes)
+    OVS_REQUIRES(dev->mutex)
+{
+    atomic_read_relaxed(&dev->tx_packets, packets);
+    atomic_read_relaxed(&dev->tx_bytes, bytes);
+    for (int i = 0; i < dev->n_txq_counters; i++) {
+        uint64_t value;
+
+        atomic_read_relaxed(&dev->txq_counters[i].packets, &value);
+        *packets += value;
+        atomic_read_relaxed(&dev->txq_counters[i].bytes, &value);
+        *bytes += value;
+    }
+}
+
 /* Life cycle. */
 
 static struct netdev *
@@ -611,10 +666,16 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->mtu = ETH_PAYLOAD_MAX;
     dev->flags = NETDEV_UP;
     dev->requested_n_txq = netdev->n_txq;
+    dev->txq_counters = NULL;
+    dev->n_txq_counters = 0;
+    netdev_daqring_set_txq_counters(dev, netdev->n_txq);
     ovs_mutex_unlock(&dev->mutex);
 
     /* Packets that carry offload requests pass through unchanged; the port
-     * that finally transmits them checks its own capabilities. */
+     * that finally transmits them checks its own capabilities.  netdev_send()
+     * does not prepare packets for a daqring at all ('queues_for_datapath'
+     * in its class); these flags say the same where OVS reports a port's
+     * offloads (the Interface's status on base 3.5). */
     netdev->ol_flags = (NETDEV_TX_OFFLOAD_IPV4_CKSUM
                         | NETDEV_TX_OFFLOAD_TCP_CKSUM
                         | NETDEV_TX_OFFLOAD_UDP_CKSUM
@@ -658,6 +719,9 @@ netdev_daqring_destruct(struct netdev *netdev)
     free(dev->config_error);
     free(dev->egress);
     free(dev->egress_error);
+    free_cacheline(dev->txq_counters);
+    dev->txq_counters = NULL;
+    dev->n_txq_counters = 0;
     ovsrcu_postpone(free, ovsrcu_get_protected(struct daqring_shaper *,
                                                &dev->shaper));
     ovs_mutex_unlock(&dev->mutex);
@@ -1146,6 +1210,9 @@ netdev_daqring_reconfigure(struct netdev *netdev)
 
     ovs_mutex_lock(&dev->mutex);
     netdev->n_txq = dev->requested_n_txq;
+    if (dev->n_txq_counters != netdev->n_txq) {
+        netdev_daqring_set_txq_counters(dev, netdev->n_txq);
+    }
     if (dev->pending_ring) {
         netdev_daqring_swap_ring(dev);
         netdev_change_seq_changed(netdev);
@@ -1272,8 +1339,9 @@ netdev_daqring_get_stats(const struct netdev *netdev,
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
     uint64_t full, other, loop;
 
-    atomic_read_relaxed(&dev->tx_packets, &stats->tx_packets);
-    atomic_read_relaxed(&dev->tx_bytes, &stats->tx_bytes);
+    ovs_mutex_lock(&dev->mutex);
+    netdev_daqring_tx_counts(dev, &stats->tx_packets, &stats->tx_bytes);
+    ovs_mutex_unlock(&dev->mutex);
     atomic_read_relaxed(&dev->rx_packets, &stats->rx_packets);
     atomic_read_relaxed(&dev->rx_bytes, &stats->rx_bytes);
     atomic_read_relaxed(&dev->ring_full_drops, &full);
@@ -1485,12 +1553,12 @@ netdev_daqring_drop_looping(struct netdev_daqring *dev,
 }
 
 /* Enqueues the packets of 'batch'.  Called by any number of threads at
- * once; the queue id is irrelevant.  Packets that do not fit are freed and
- * counted, so the whole batch is always consumed. */
+ * once; the queue id only selects the counters of a thread that has its tx
+ * queue to itself ('concurrent_txq' false).  Packets that do not fit are
+ * freed and counted, so the whole batch is always consumed. */
 static int
-netdev_daqring_send(struct netdev *netdev, int qid OVS_UNUSED,
-                    struct dp_packet_batch *batch,
-                    bool concurrent_txq OVS_UNUSED)
+netdev_daqring_send(struct netdev *netdev, int qid,
+                    struct dp_packet_batch *batch, bool concurrent_txq)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
     struct rte_ring *ring = dev->ring;
@@ -1542,8 +1610,21 @@ netdev_daqring_send(struct netdev *netdev, int qid OVS_UNUSED,
 
     if (OVS_LIKELY(sent)) {
         netdev_rxq_doorbell_ring(dev->doorbell);
-        atomic_add_relaxed(&dev->tx_packets, sent, &orig);
-        atomic_add_relaxed(&dev->tx_bytes, bytes - dropped_bytes, &orig);
+        if (OVS_LIKELY(!concurrent_txq && qid >= 0
+                       && qid < dev->n_txq_counters)) {
+            /* This thread is the only writer of these counters. */
+            struct daqring_txq_counters *c = &dev->txq_counters[qid];
+            uint64_t value;
+
+            atomic_read_relaxed(&c->packets, &value);
+            atomic_store_relaxed(&c->packets, value + sent);
+            atomic_read_relaxed(&c->bytes, &value);
+            atomic_store_relaxed(&c->bytes, value + bytes - dropped_bytes);
+        } else {
+            atomic_add_relaxed(&dev->tx_packets, sent, &orig);
+            atomic_add_relaxed(&dev->tx_bytes, bytes - dropped_bytes,
+                               &orig);
+        }
     }
 
     return 0;
@@ -1938,13 +2019,15 @@ netdev_daqring_unixctl_show(struct unixctl_conn *conn, int argc,
 
     LIST_FOR_EACH (dev, list_node, &daqring_list) {
         const char *name = netdev_get_name(&dev->up);
-        uint64_t tx, rx, drops, hwm, egress_drops;
+        uint64_t tx, tx_bytes, rx, drops, hwm, egress_drops;
         struct ds rate = DS_EMPTY_INITIALIZER;
 
         if (argc > 1 && strcmp(name, argv[1])) {
             continue;
         }
-        atomic_read_relaxed(&dev->tx_packets, &tx);
+        ovs_mutex_lock(&dev->mutex);
+        netdev_daqring_tx_counts(dev, &tx, &tx_bytes);
+        ovs_mutex_unlock(&dev->mutex);
         atomic_read_relaxed(&dev->rx_packets, &rx);
         atomic_read_relaxed(&dev->ring_full_drops, &drops);
         atomic_read_relaxed(&dev->high_watermark, &hwm);
@@ -2007,6 +2090,7 @@ netdev_daqring_unixctl_reset_watermark(struct unixctl_conn *conn, int argc,
 static const struct netdev_class netdev_daqring_class = {
     .type = "daqring",
     .is_pmd = true,
+    .queues_for_datapath = true,
     .run = netdev_daqring_run,
     .wait = netdev_daqring_wait,
     .alloc = netdev_daqring_alloc,
