@@ -34,6 +34,7 @@
 #include "coverage.h"
 #include "dp-packet.h"
 #include "dpdk.h"
+#include "flow.h"
 #include "hash.h"
 #include "netdev-provider.h"
 #include "openvswitch/dynamic-string.h"
@@ -69,6 +70,7 @@ static struct vlog_rate_limit loop_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 #define DAQRING_MIN_MAX_RATE 1000                  /* Bits per second. */
 #define DAQRING_MAX_MAX_RATE 1000000000000LL       /* Bits per second. */
 #define DAQRING_MAX_FRAME_OVERHEAD 255             /* Bytes per frame. */
+#define DAQRING_MAX_FLOW_BUCKETS 65536             /* "flow-buckets". */
 
 /* Bytes that a frame takes on an Ethernet link beyond the frame without its
  * FCS, as DPDK's rte_sched counts them (RTE_SCHED_FRAME_OVERHEAD_DEFAULT):
@@ -100,7 +102,39 @@ struct daqring_config {
     uint32_t poll_interval;     /* Shaping interval in microseconds, or 0. */
     uint64_t max_rate;          /* Byte shaping rate in bit/s, or 0. */
     uint32_t frame_overhead;    /* Bytes charged per frame for max_rate. */
+    uint32_t flow_buckets;      /* Sparse-flow priority buckets, or 0. */
     int numa_id;                /* NUMA node, or NETDEV_NUMA_UNSPEC. */
+};
+
+/* Sparse-flow priority ("flow-buckets"), fq_codel's "new flows" for a
+ * daqring: a packet whose flow has nothing queued in the daqring goes to a
+ * small priority ring that the polling thread drains before the ring,
+ * the flow's later packets go to the ring behind the backlog.
+ *
+ * With a strict FIFO, a flow that sends one packet after others filled the
+ * ring waits for the whole backlog: in an incast, where every ROS answers
+ * a DCM's request with its whole fragment at once, the first segment of the
+ * last ROS, which carries the acknowledgement of the request, waits for the
+ * whole event and the DCM's retransmission timer fires.  With sparse-flow
+ * priority it leaves after at most one packet per other flow.
+ *
+ * Flows are told apart by their RSS hash (the 5-tuple hash that
+ * dpif-netdev computes for its flow caches, or the NIC's), in 'n_buckets'
+ * buckets.  'queued[B]' counts the packets of bucket B in the priority ring
+ * and the ring: a packet goes to the priority ring only if the count of its
+ * bucket was 0, i.e. nothing of its bucket was queued anywhere, so a
+ * bucket's packets leave in the order they came, and the priority ring
+ * holds at most one packet per bucket, so it is never full.  Senders
+ * increment the counts (atomically, PMD threads send concurrently) before
+ * they enqueue, the polling thread decrements them after it dequeued.
+ * Flows that share a bucket share its priority, never their order.  The
+ * stash is served before both rings and is not counted. */
+struct daqring_fq {
+    struct rte_ring *prio;      /* First packets of sparse flows. */
+    uint32_t n_buckets;         /* A power of 2, capacity of 'prio'. */
+    uint32_t mask;              /* 'n_buckets - 1'. */
+    atomic_uint32_t queued[];   /* Per bucket: packets in 'prio' and in the
+                                 * daqring's ring. */
 };
 
 /* Shaping parameters, as the thread that polls a daqring uses them.  An
@@ -142,6 +176,8 @@ struct netdev_daqring {
      * and 'admin_up' (atomic). */
     PADDED_MEMBERS(CACHE_LINE_SIZE,
         struct rte_ring *ring;          /* Packet pointers, or NULL. */
+        struct daqring_fq *fq;          /* Sparse-flow priority, or NULL
+                                         * for a strict FIFO. */
         OVSRCU_TYPE(struct daqring_shaper *) shaper; /* Shaping in force. */
         atomic_bool admin_up;           /* NETDEV_UP: accept packets. */
         int doorbell;                   /* Of the rx queue, or -1, see
@@ -210,6 +246,12 @@ struct netdev_daqring {
      * 'ring', and the "numa-id" it was allocated for. */
     struct rte_ring *pending_ring OVS_GUARDED;
     int pending_requested_numa_id OVS_GUARDED;
+
+    /* Sparse-flow priority that netdev_daqring_reconfigure() puts in place
+     * of 'fq' if 'fq_pending' (NULL: a strict FIFO), allocated by
+     * netdev_daqring_set_config() for a new "flow-buckets". */
+    struct daqring_fq *pending_fq OVS_GUARDED;
+    bool fq_pending OVS_GUARDED;
 
     /* Options last passed to netdev_daqring_set_config(). */
     struct smap last_args OVS_GUARDED;
@@ -370,7 +412,26 @@ netdev_daqring_occupancy(const struct netdev_daqring *dev)
 
     atomic_read_relaxed(&CONST_CAST(struct netdev_daqring *, dev)->stash_count,
                         &stash);
-    return (dev->ring ? rte_ring_count(dev->ring) : 0) + stash;
+    return (dev->ring ? rte_ring_count(dev->ring) : 0) + stash
+           + (dev->fq ? rte_ring_count(dev->fq->prio) : 0);
+}
+
+/* Returns the number of packets in 'dev''s ring and priority ring, which
+ * must exist. */
+static inline unsigned int
+netdev_daqring_ring_count(const struct netdev_daqring *dev)
+{
+    return (rte_ring_count(dev->ring)
+            + (OVS_UNLIKELY(dev->fq) ? rte_ring_count(dev->fq->prio) : 0));
+}
+
+/* Returns true if 'dev''s ring and priority ring, which must exist, are
+ * empty. */
+static inline bool
+netdev_daqring_ring_empty(const struct netdev_daqring *dev)
+{
+    return (rte_ring_empty(dev->ring)
+            && (OVS_LIKELY(!dev->fq) || rte_ring_empty(dev->fq->prio)));
 }
 
 /* Formats the shaping rate of 'cfg'.  With 'verbose', also how it is
@@ -528,6 +589,122 @@ netdev_daqring_ring_free(struct rte_ring *ring)
     return total;
 }
 
+/* Sparse-flow priority, see struct daqring_fq. */
+
+/* Allocates sparse-flow priority state for 'n_buckets' flow buckets (a
+ * power of 2) of the daqring named 'name', with its priority ring on NUMA
+ * node 'numa_id'.  Returns it, or NULL with an error message in '*errp'. */
+static struct daqring_fq *
+netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets, int numa_id,
+                        char **errp)
+{
+    struct daqring_fq *fq;
+    int actual_numa_id;
+
+    fq = xzalloc_cacheline(sizeof *fq + n_buckets * sizeof fq->queued[0]);
+    fq->prio = netdev_daqring_ring_alloc(name, n_buckets, numa_id,
+                                         &actual_numa_id, errp);
+    if (!fq->prio) {
+        free_cacheline(fq);
+        return NULL;
+    }
+    fq->n_buckets = n_buckets;
+    fq->mask = n_buckets - 1;
+    for (uint32_t i = 0; i < n_buckets; i++) {
+        atomic_init(&fq->queued[i], 0);
+    }
+    return fq;
+}
+
+/* Frees 'fq' and every packet in its priority ring.  Returns the number of
+ * packets. */
+static size_t
+netdev_daqring_fq_free(struct daqring_fq *fq)
+{
+    size_t n = 0;
+
+    if (fq) {
+        n = netdev_daqring_ring_free(fq->prio);
+        free_cacheline(fq);
+    }
+    return n;
+}
+
+/* Returns the flow bucket of 'packet' under 'fq'.  A packet without a valid
+ * RSS hash (e.g. a packet-out; dpif-netdev computes the hash of the others
+ * for its flow caches) gets the 5-tuple hash that dpif-netdev would have
+ * computed for it. */
+static inline uint32_t
+netdev_daqring_fq_bucket(const struct daqring_fq *fq,
+                         struct dp_packet *packet)
+{
+    if (OVS_UNLIKELY(!dp_packet_rss_valid(packet))) {
+        struct flow flow;
+
+        flow_extract(packet, &flow);
+        dp_packet_set_rss_hash(packet, flow_hash_5tuple(&flow, 0));
+    }
+    return dp_packet_get_rss_hash(packet) & fq->mask;
+}
+
+/* Enqueues the 'cnt' (at most NETDEV_MAX_BURST) packets of 'pkts' into
+ * 'ring' with sparse-flow priority 'fq': the first packet of a bucket with
+ * nothing queued goes to the priority ring, the others to 'ring'.  Returns
+ * the number of packets enqueued and reorders 'pkts' so that these come
+ * first (the caller must not touch them any more: the polling thread may
+ * already have forwarded them) and the refused ones, which the caller still
+ * owns, last. */
+static unsigned int
+netdev_daqring_fq_enqueue(struct daqring_fq *fq, struct rte_ring *ring,
+                          struct dp_packet **pkts, size_t cnt)
+{
+    struct dp_packet *bulk[NETDEV_MAX_BURST];
+    struct dp_packet *refused[NETDEV_MAX_BURST];
+    size_t n_prio = 0, n_bulk = 0, n_refused = 0;
+    unsigned int prio_sent = 0, bulk_sent = 0;
+    uint32_t orig;
+
+    for (size_t i = 0; i < cnt; i++) {
+        uint32_t bucket = netdev_daqring_fq_bucket(fq, pkts[i]);
+
+        atomic_add_relaxed(&fq->queued[bucket], 1, &orig);
+        if (!orig) {
+            pkts[n_prio++] = pkts[i];
+        } else {
+            bulk[n_bulk++] = pkts[i];
+        }
+    }
+
+    if (n_prio) {
+        /* Never refuses any: see struct daqring_fq. */
+        prio_sent = rte_ring_mp_rts_enqueue_burst(fq->prio,
+                                                  (void *const *) pkts,
+                                                  n_prio, NULL);
+    }
+    if (n_bulk) {
+        bulk_sent = rte_ring_mp_rts_enqueue_burst(ring,
+                                                  (void *const *) bulk,
+                                                  n_bulk, NULL);
+    }
+
+    /* The refused packets are not queued: uncount them. */
+    for (size_t i = prio_sent; i < n_prio; i++) {
+        refused[n_refused++] = pkts[i];
+    }
+    for (size_t i = bulk_sent; i < n_bulk; i++) {
+        refused[n_refused++] = bulk[i];
+    }
+    for (size_t i = 0; i < n_refused; i++) {
+        atomic_sub_relaxed(&fq->queued[netdev_daqring_fq_bucket(fq,
+                                                               refused[i])],
+                           1, &orig);
+    }
+
+    memcpy(&pkts[prio_sent], bulk, bulk_sent * sizeof *pkts);
+    memcpy(&pkts[prio_sent + bulk_sent], refused, n_refused * sizeof *pkts);
+    return prio_sent + bulk_sent;
+}
+
 /* Adds 'delta' to the total ring capacity and requests a mempool check. */
 static void
 netdev_daqring_capacity_changed(int64_t delta)
@@ -565,6 +742,7 @@ netdev_daqring_construct(struct netdev *netdev)
      * initialized, and netdev_daqring_set_config() reports that case. */
     ovs_mutex_init(&dev->mutex);
     dev->ring = NULL;
+    dev->fq = NULL;
     atomic_init(&dev->admin_up, true);
     atomic_init(&dev->tx_packets, 0);
     atomic_init(&dev->tx_bytes, 0);
@@ -594,6 +772,7 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->cfg.poll_interval = 0;
     dev->cfg.max_rate = 0;
     dev->cfg.frame_overhead = DAQRING_DEFAULT_FRAME_OVERHEAD;
+    dev->cfg.flow_buckets = 0;
     dev->cfg.numa_id = NETDEV_NUMA_UNSPEC;
     dev->shaper_seq = 1;
     ovsrcu_init(&dev->shaper,
@@ -603,6 +782,8 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->ring_requested_numa_id = NETDEV_NUMA_UNSPEC;
     dev->pending_ring = NULL;
     dev->pending_requested_numa_id = NETDEV_NUMA_UNSPEC;
+    dev->pending_fq = NULL;
+    dev->fq_pending = false;
     smap_init(&dev->last_args);
     dev->config_error = NULL;
     dev->egress = NULL;
@@ -648,12 +829,18 @@ netdev_daqring_destruct(struct netdev *netdev)
         freed++;
     }
     free(dev->stash);
+    if (dev->fq) {
+        netdev_daqring_capacity_changed(-(int64_t) dev->fq->n_buckets);
+    }
+    freed += netdev_daqring_fq_free(dev->fq);
     freed += netdev_daqring_ring_free(dev->ring);
     netdev_daqring_ring_free(dev->pending_ring);
+    netdev_daqring_fq_free(dev->pending_fq);
     if (dev->ring) {
         netdev_daqring_capacity_changed(-(int64_t) dev->ring_size);
     }
     dev->ring = NULL;
+    dev->fq = NULL;
     smap_destroy(&dev->last_args);
     free(dev->config_error);
     free(dev->egress);
@@ -688,6 +875,10 @@ netdev_daqring_get_config(const struct netdev *netdev, struct smap *args)
     if (dev->cfg.frame_overhead != DAQRING_DEFAULT_FRAME_OVERHEAD) {
         smap_add_format(args, "frame-overhead", "%"PRIu32,
                         dev->cfg.frame_overhead);
+    }
+    if (dev->cfg.flow_buckets) {
+        smap_add_format(args, "flow-buckets", "%"PRIu32,
+                        dev->cfg.flow_buckets);
     }
     if (dev->cfg.numa_id != NETDEV_NUMA_UNSPEC) {
         smap_add_format(args, "numa-id", "%d", dev->cfg.numa_id);
@@ -765,6 +956,7 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
     cfg->poll_interval = 0;
     cfg->max_rate = 0;
     cfg->frame_overhead = DAQRING_DEFAULT_FRAME_OVERHEAD;
+    cfg->flow_buckets = 0;
     cfg->numa_id = NETDEV_NUMA_UNSPEC;
 
     if (!netdev_daqring_parse_uint(name, args, "ring-size", 1,
@@ -779,6 +971,20 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
         || !netdev_daqring_parse_uint(name, args, "frame-overhead", 0,
                                       DAQRING_MAX_FRAME_OVERHEAD,
                                       &cfg->frame_overhead, errp)) {
+        return false;
+    }
+    if (smap_get(args, "flow-buckets")
+        && (!netdev_daqring_parse_uint(name, args, "flow-buckets", 0,
+                                       DAQRING_MAX_FLOW_BUCKETS,
+                                       &cfg->flow_buckets, errp)
+            || cfg->flow_buckets == 1
+            || !is_pow2(cfg->flow_buckets))) {
+        if (!*errp) {
+            *errp = xasprintf("%s: invalid flow-buckets \"%s\" (expected 0, "
+                              "a strict FIFO, or a power of 2 from 2 to %d)",
+                              name, smap_get(args, "flow-buckets"),
+                              DAQRING_MAX_FLOW_BUCKETS);
+        }
         return false;
     }
     if (cfg->max_rate && cfg->poll_interval) {
@@ -809,6 +1015,7 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
             && strcmp(node->key, "poll-interval")
             && strcmp(node->key, "max-rate")
             && strcmp(node->key, "frame-overhead")
+            && strcmp(node->key, "flow-buckets")
             && strcmp(node->key, "numa-id")
             && strcmp(node->key, "egress")) {
             VLOG_WARN("%s: ignoring unknown option \"%s\"", name, node->key);
@@ -878,6 +1085,7 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
     const char *egress = smap_get(args, "egress");
     struct daqring_config cfg;
     int numa_id = NETDEV_NUMA_UNSPEC;
+    struct daqring_fq *fq = NULL;
     struct rte_ring *ring;
     char *egress_error = NULL;
     char *error = NULL;
@@ -910,6 +1118,18 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         goto error;
     }
 
+    if (cfg.flow_buckets && (!dev->ring
+                             || (cfg.flow_buckets != dev->cfg.flow_buckets
+                                 && (!dev->fq || (cfg.flow_buckets
+                                                  != dev->fq->n_buckets))))) {
+        /* Allocated first: the ring below is committed once allocated. */
+        fq = netdev_daqring_fq_alloc(name, cfg.flow_buckets, cfg.numa_id,
+                                     &error);
+        if (!fq) {
+            goto error;
+        }
+    }
+
     if (!dev->ring) {
         /* First configuration: the port is not in a datapath yet. */
         ring = netdev_daqring_ring_alloc(name, cfg.ring_size, cfg.numa_id,
@@ -918,6 +1138,11 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
             goto error;
         }
         dev->ring = ring;
+        dev->fq = fq;
+        fq = NULL;
+        if (dev->fq) {
+            netdev_daqring_capacity_changed(dev->fq->n_buckets);
+        }
         dev->ring_size = cfg.ring_size;
         dev->ring_numa_id = numa_id;
         dev->ring_requested_numa_id = cfg.numa_id;
@@ -943,6 +1168,17 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         netdev_daqring_ring_free(dev->pending_ring);
         dev->pending_ring = pending;
         dev->pending_requested_numa_id = cfg.numa_id;
+        netdev_request_reconfigure(netdev);
+    }
+    if (cfg.flow_buckets != dev->cfg.flow_buckets) {
+        /* Like the ring: 'fq' is NULL if 'cfg' wants what is in place, or a
+         * strict FIFO. */
+        uint32_t in_place = dev->fq ? dev->fq->n_buckets : 0;
+
+        netdev_daqring_fq_free(dev->pending_fq);
+        dev->pending_fq = fq;
+        dev->fq_pending = cfg.flow_buckets != in_place;
+        fq = NULL;
         netdev_request_reconfigure(netdev);
     }
 
@@ -997,6 +1233,7 @@ error:
 
 out:
     ovs_mutex_unlock(&dev->mutex);
+    netdev_daqring_fq_free(fq);
     free(egress_error);
     return retval;
 }
@@ -1071,16 +1308,21 @@ netdev_daqring_set_tx_multiq(struct netdev *netdev, unsigned int n_txq)
     return 0;
 }
 
-/* Moves the backlog of the old ring (stash first, then ring, oldest first)
- * into 'dev->pending_ring' and puts that in place.  If the backlog exceeds
- * the new capacity, the oldest packets that do not fit go to the stash,
- * which the rx queue serves before the ring, so that a resize never loses
- * or reorders packets; the new capacity applies to new arrivals. */
+/* Moves the backlog of the old rings (stash first, then priority ring, then
+ * ring, oldest first) into 'dev->pending_ring' (or back into 'dev->ring'
+ * if there is no pending ring) and puts that in place, with the pending
+ * sparse-flow priority if there is one.  If the backlog exceeds the new
+ * capacity, the oldest packets that do not fit go to the stash, which the
+ * rx queue serves before the rings, so that a resize never loses or
+ * reorders packets; the new capacity applies to new arrivals.  The packets
+ * of a flow in the priority ring are older than those in the ring, so all
+ * of them go to the ring, and the buckets count them again. */
 static void
 netdev_daqring_swap_ring(struct netdev_daqring *dev)
     OVS_REQUIRES(dev->mutex)
 {
-    struct rte_ring *new = dev->pending_ring;
+    struct rte_ring *new = dev->pending_ring ? dev->pending_ring : dev->ring;
+    struct daqring_fq *new_fq = dev->fq_pending ? dev->pending_fq : dev->fq;
     size_t n_stash = dev->stash_n - dev->stash_pos;
     size_t n, excess, enqueued, total;
     struct dp_packet **pkts;
@@ -1088,10 +1330,14 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     int numa_id;
 
     new_size = rte_ring_get_capacity(new);
-    total = n_stash + rte_ring_count(dev->ring);
+    total = n_stash + netdev_daqring_ring_count(dev);
     pkts = xmalloc(MAX(total, 1) * sizeof *pkts);
     memcpy(pkts, &dev->stash[dev->stash_pos], n_stash * sizeof *pkts);
-    n = n_stash + netdev_daqring_ring_drain(dev->ring, &pkts[n_stash]);
+    n = n_stash;
+    if (dev->fq) {
+        n += netdev_daqring_ring_drain(dev->fq->prio, &pkts[n]);
+    }
+    n += netdev_daqring_ring_drain(dev->ring, &pkts[n]);
     ovs_assert(n == total);
 
     excess = n > new_size ? n - new_size : 0;
@@ -1106,6 +1352,19 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     dev->stash_n = excess;
     atomic_store_relaxed(&dev->stash_count, excess);
 
+    if (new_fq) {
+        for (uint32_t i = 0; i < new_fq->n_buckets; i++) {
+            atomic_store_relaxed(&new_fq->queued[i], 0);
+        }
+        for (size_t i = excess; i < n; i++) {
+            uint32_t orig;
+
+            atomic_add_relaxed(
+                &new_fq->queued[netdev_daqring_fq_bucket(new_fq, pkts[i])],
+                1, &orig);
+        }
+    }
+
     enqueued = 0;
     while (enqueued < n - excess) {
         enqueued += rte_ring_mp_rts_enqueue_burst(
@@ -1114,6 +1373,23 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     }
     free(pkts);
 
+    if (new_fq != dev->fq) {
+        uint32_t old_buckets = dev->fq ? dev->fq->n_buckets : 0;
+
+        netdev_daqring_capacity_changed((int64_t) (new_fq
+                                                   ? new_fq->n_buckets : 0)
+                                        - old_buckets);
+        VLOG_INFO("%s: %s", netdev_get_name(&dev->up),
+                  new_fq ? "sparse-flow priority" : "strict FIFO");
+        netdev_daqring_fq_free(dev->fq);
+        dev->fq = new_fq;
+    }
+    dev->pending_fq = NULL;
+    dev->fq_pending = false;
+
+    if (new == dev->ring) {
+        return;
+    }
     netdev_daqring_ring_free(dev->ring);
     netdev_daqring_capacity_changed((int64_t) new_size - dev->ring_size);
 
@@ -1146,7 +1422,7 @@ netdev_daqring_reconfigure(struct netdev *netdev)
 
     ovs_mutex_lock(&dev->mutex);
     netdev->n_txq = dev->requested_n_txq;
-    if (dev->pending_ring) {
+    if (dev->pending_ring || dev->fq_pending) {
         netdev_daqring_swap_ring(dev);
         netdev_change_seq_changed(netdev);
     }
@@ -1345,6 +1621,8 @@ netdev_daqring_get_status(const struct netdev *netdev, struct smap *args)
     smap_add_format(args, "max_rate", "%"PRIu64, dev->cfg.max_rate);
     smap_add_format(args, "frame_overhead", "%"PRIu32,
                     dev->cfg.frame_overhead);
+    smap_add_format(args, "flow_buckets", "%"PRIu32,
+                    dev->fq ? dev->fq->n_buckets : 0);
     netdev_daqring_format_rate(&rate, &dev->cfg, true);
     smap_add(args, "shaping_rate", ds_cstr(&rate));
     if (short_of_mbufs) {
@@ -1522,9 +1800,12 @@ netdev_daqring_send(struct netdev *netdev, int qid OVS_UNUSED,
 
     atomic_read_relaxed(&dev->admin_up, &up);
     if (OVS_LIKELY(ring && up)) {
-        sent = rte_ring_mp_rts_enqueue_burst(ring,
-                                             (void *const *) batch->packets,
-                                             cnt, NULL);
+        sent = (OVS_LIKELY(!dev->fq)
+                ? rte_ring_mp_rts_enqueue_burst(ring,
+                                                (void *const *) batch->packets,
+                                                cnt, NULL)
+                : netdev_daqring_fq_enqueue(dev->fq, ring, batch->packets,
+                                            cnt));
     }
 
     if (OVS_UNLIKELY(sent < cnt)) {
@@ -1649,7 +1930,7 @@ netdev_daqring_rxq_idle(struct netdev_daqring *dev)
     netdev_rxq_doorbell_clear(dev->doorbell);
     atomic_read_relaxed(&dev->admin_up, &up);
     if (up && dev->ring && (dev->stash_n > dev->stash_pos
-                            || !rte_ring_empty(dev->ring))) {
+                            || !netdev_daqring_ring_empty(dev))) {
         netdev_rxq_doorbell_ring(dev->doorbell);
     }
 }
@@ -1733,6 +2014,42 @@ netdev_daqring_dequeue(struct rte_ring *ring, const struct daqring_shaper *s,
     return keep;
 }
 
+/* Dequeues like netdev_daqring_dequeue(), from the priority ring of 'dev''s
+ * sparse-flow priority first, then from its ring, and uncounts the packets
+ * in their buckets (see struct daqring_fq).  Without sparse-flow priority,
+ * it is netdev_daqring_dequeue() on the ring. */
+static inline size_t
+netdev_daqring_dequeue_fair(struct netdev_daqring *dev,
+                            const struct daqring_shaper *s, int64_t *budget,
+                            struct dp_packet **pkts, size_t n,
+                            unsigned int *avail)
+{
+    struct daqring_fq *fq = dev->fq;
+    unsigned int prio_avail = 0;
+    size_t got;
+
+    if (OVS_LIKELY(!fq)) {
+        return netdev_daqring_dequeue(dev->ring, s, budget, pkts, n, avail);
+    }
+
+    got = netdev_daqring_dequeue(fq->prio, s, budget, pkts, n, &prio_avail);
+    if (got < n && (!s->rate || *budget > 0)) {
+        got += netdev_daqring_dequeue(dev->ring, s, budget, &pkts[got],
+                                      n - got, avail);
+    } else {
+        *avail = rte_ring_count(dev->ring);
+    }
+    *avail += prio_avail;
+
+    for (size_t i = 0; i < got; i++) {
+        uint32_t orig;
+
+        atomic_sub_relaxed(&fq->queued[netdev_daqring_fq_bucket(fq, pkts[i])],
+                           1, &orig);
+    }
+    return got;
+}
+
 /* Receives up to 'max-burst' packets.  Called by the one PMD thread that
  * polls the daqring.
  *
@@ -1789,7 +2106,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     n_stash = dev->stash_n - dev->stash_pos;
 
     if (interval || s->rate) {
-        if (!n_stash && rte_ring_empty(ring)) {
+        if (!n_stash && netdev_daqring_ring_empty(dev)) {
             netdev_daqring_rxq_idle(dev);
             return EAGAIN;
         }
@@ -1820,10 +2137,11 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     }
     n = from_stash;
     if (n < burst && (!s->rate || budget > 0)) {
-        n += netdev_daqring_dequeue(ring, s, &budget, &batch->packets[n],
-                                    burst - n, &avail);
+        n += netdev_daqring_dequeue_fair(dev, s, &budget,
+                                         &batch->packets[n], burst - n,
+                                         &avail);
     } else {
-        avail = rte_ring_count(ring);
+        avail = netdev_daqring_ring_count(dev);
     }
     if (!n) {
         netdev_daqring_rxq_idle(dev);
