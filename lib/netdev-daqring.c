@@ -978,7 +978,7 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
                                        DAQRING_MAX_FLOW_BUCKETS,
                                        &cfg->flow_buckets, errp)
             || cfg->flow_buckets == 1
-            || !is_pow2(cfg->flow_buckets))) {
+            || (cfg->flow_buckets && !is_pow2(cfg->flow_buckets)))) {
         if (!*errp) {
             *errp = xasprintf("%s: invalid flow-buckets \"%s\" (expected 0, "
                               "a strict FIFO, or a power of 2 from 2 to %d)",
