@@ -106,35 +106,63 @@ struct daqring_config {
     int numa_id;                /* NUMA node, or NETDEV_NUMA_UNSPEC. */
 };
 
-/* Sparse-flow priority ("flow-buckets"), fq_codel's "new flows" for a
- * daqring: a packet whose flow has nothing queued in the daqring goes to a
- * small priority ring that the polling thread drains before the ring,
- * the flow's later packets go to the ring behind the backlog.
+/* Flow fairness ("flow-buckets"): the daqring serves the flows that have
+ * packets queued round-robin, packet by packet, instead of first come,
+ * first served.
  *
- * With a strict FIFO, a flow that sends one packet after others filled the
- * ring waits for the whole backlog: in an incast, where every ROS answers
- * a DCM's request with its whole fragment at once, the first segment of the
- * last ROS, which carries the acknowledgement of the request, waits for the
- * whole event and the DCM's retransmission timer fires.  With sparse-flow
- * priority it leaves after at most one packet per other flow.
+ * With a strict FIFO, a flow that sends after others filled the ring waits
+ * for the whole backlog: in an incast, where every ROS answers a DCM's
+ * request with its whole fragment at once, the first segment of the last
+ * ROS, which carries the acknowledgement of the request, waits for the
+ * whole event and the DCM's retransmission timer fires, and a ROS whose
+ * segments all queued behind the others' waits longer than its own timer.
+ * Served round-robin, the first segment of every ROS leaves within one
+ * packet per other flow, and every ROS gets an acknowledgement every round.
  *
  * Flows are told apart by their RSS hash (the 5-tuple hash that
  * dpif-netdev computes for its flow caches, or the NIC's), in 'n_buckets'
- * buckets.  'queued[B]' counts the packets of bucket B in the priority ring
- * and the ring: a packet goes to the priority ring only if the count of its
- * bucket was 0, i.e. nothing of its bucket was queued anywhere, so a
- * bucket's packets leave in the order they came, and the priority ring
- * holds at most one packet per bucket, so it is never full.  Senders
- * increment the counts (atomically, PMD threads send concurrently) before
- * they enqueue, the polling thread decrements them after it dequeued.
- * Flows that share a bucket share its priority, never their order.  The
- * stash is served before both rings and is not counted. */
+ * buckets.  A packet's rank is its place in its bucket's backlog: 0 if
+ * nothing of its bucket is queued (a sparse flow, fq_codel's "new flow"),
+ * otherwise one more than the rank of the bucket's previous packet, up to
+ * DAQRING_FQ_RANKS.  A packet of rank R < DAQRING_FQ_RANKS goes to rank
+ * ring R; rank DAQRING_FQ_RANKS is the daqring's ring itself ("bulk").  The
+ * polling thread always dequeues from the lowest nonempty ring: the first
+ * packets of all backlogged flows, then their second packets, and so on,
+ * while a flow that had nothing queued goes first.
+ *
+ * Order: a bucket's packets get nondecreasing ranks in the order they come
+ * (equal ranks only in the bulk ring, which is a FIFO), so they leave in
+ * that order.  Senders enqueue a batch's packets in order and set the bit of
+ * each ring in 'nonempty' right after enqueueing to it, so the polling
+ * thread never sees a bucket's later packet in a higher ring without its
+ * earlier packet's ring marked; it clears a ring's bit when it emptied it
+ * and looks again.  'queued' counts are incremented by the senders
+ * (atomically: PMD threads send concurrently) before they enqueue and
+ * decremented by the polling thread after it dequeued.  Flows that share a
+ * bucket share its ranks, never their order.  A rank ring holds at most
+ * one packet per bucket, so it is never full.
+ *
+ * Capacity: 'total' counts the packets in all rings (reserved by senders
+ * before they enqueue), at most the capacity of the daqring's ring, so
+ * "ring-size" bounds the backlog exactly as for a FIFO and the bulk ring is
+ * never full.  The stash is served before all rings and is not counted. */
+#define DAQRING_FQ_RANKS 127
+#define DAQRING_FQ_WORDS ((DAQRING_FQ_RANKS + 64) / 64)
+
+struct daqring_fq_bucket {
+    atomic_uint32_t queued;     /* Packets of the bucket in all rings. */
+    atomic_uint32_t last_rank;  /* Rank of its last packet enqueued. */
+};
+
 struct daqring_fq {
-    struct rte_ring *prio;      /* First packets of sparse flows. */
-    uint32_t n_buckets;         /* A power of 2, capacity of 'prio'. */
+    uint32_t n_buckets;         /* A power of 2, capacity of each rank
+                                 * ring. */
     uint32_t mask;              /* 'n_buckets - 1'. */
-    atomic_uint32_t queued[];   /* Per bucket: packets in 'prio' and in the
-                                 * daqring's ring. */
+    atomic_uint32_t total;      /* Packets in all rings, see above. */
+    atomic_uint64_t nonempty[DAQRING_FQ_WORDS]; /* Bit R: ring of rank R may
+                                                 * have packets. */
+    struct rte_ring *rank[DAQRING_FQ_RANKS]; /* Rank rings. */
+    struct daqring_fq_bucket buckets[];      /* 'n_buckets' buckets. */
 };
 
 /* Shaping parameters, as the thread that polls a daqring uses them.  An
@@ -412,26 +440,35 @@ netdev_daqring_occupancy(const struct netdev_daqring *dev)
 
     atomic_read_relaxed(&CONST_CAST(struct netdev_daqring *, dev)->stash_count,
                         &stash);
-    return (dev->ring ? rte_ring_count(dev->ring) : 0) + stash
-           + (dev->fq ? rte_ring_count(dev->fq->prio) : 0);
+    if (dev->fq) {
+        uint32_t total;
+
+        atomic_read_relaxed(&dev->fq->total, &total);
+        return total + stash;
+    }
+    return (dev->ring ? rte_ring_count(dev->ring) : 0) + stash;
 }
 
-/* Returns the number of packets in 'dev''s ring and priority ring, which
- * must exist. */
+/* Returns the number of packets in 'dev''s ring, which must exist, and its
+ * rank rings. */
 static inline unsigned int
 netdev_daqring_ring_count(const struct netdev_daqring *dev)
 {
-    return (rte_ring_count(dev->ring)
-            + (OVS_UNLIKELY(dev->fq) ? rte_ring_count(dev->fq->prio) : 0));
+    uint32_t total;
+
+    if (OVS_LIKELY(!dev->fq)) {
+        return rte_ring_count(dev->ring);
+    }
+    atomic_read_relaxed(&dev->fq->total, &total);
+    return total;
 }
 
-/* Returns true if 'dev''s ring and priority ring, which must exist, are
+/* Returns true if 'dev''s ring, which must exist, and its rank rings are
  * empty. */
 static inline bool
 netdev_daqring_ring_empty(const struct netdev_daqring *dev)
 {
-    return (rte_ring_empty(dev->ring)
-            && (OVS_LIKELY(!dev->fq) || rte_ring_empty(dev->fq->prio)));
+    return !netdev_daqring_ring_count(dev);
 }
 
 /* Formats the shaping rate of 'cfg'.  With 'verbose', also how it is
@@ -589,11 +626,13 @@ netdev_daqring_ring_free(struct rte_ring *ring)
     return total;
 }
 
-/* Sparse-flow priority, see struct daqring_fq. */
+/* Flow fairness, see struct daqring_fq. */
 
-/* Allocates sparse-flow priority state for 'n_buckets' flow buckets (a
- * power of 2) of the daqring named 'name', with its priority ring on NUMA
- * node 'numa_id'.  Returns it, or NULL with an error message in '*errp'. */
+static size_t netdev_daqring_fq_free(struct daqring_fq *);
+
+/* Allocates flow fairness state for 'n_buckets' flow buckets (a power of
+ * 2) of the daqring named 'name', with its rank rings on NUMA node
+ * 'numa_id'.  Returns it, or NULL with an error message in '*errp'. */
 static struct daqring_fq *
 netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets, int numa_id,
                         char **errp)
@@ -601,22 +640,29 @@ netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets, int numa_id,
     struct daqring_fq *fq;
     int actual_numa_id;
 
-    fq = xzalloc_cacheline(sizeof *fq + n_buckets * sizeof fq->queued[0]);
-    fq->prio = netdev_daqring_ring_alloc(name, n_buckets, numa_id,
-                                         &actual_numa_id, errp);
-    if (!fq->prio) {
-        free_cacheline(fq);
-        return NULL;
-    }
+    fq = xzalloc_cacheline(sizeof *fq + n_buckets * sizeof fq->buckets[0]);
     fq->n_buckets = n_buckets;
     fq->mask = n_buckets - 1;
+    atomic_init(&fq->total, 0);
+    for (int i = 0; i < DAQRING_FQ_WORDS; i++) {
+        atomic_init(&fq->nonempty[i], 0);
+    }
     for (uint32_t i = 0; i < n_buckets; i++) {
-        atomic_init(&fq->queued[i], 0);
+        atomic_init(&fq->buckets[i].queued, 0);
+        atomic_init(&fq->buckets[i].last_rank, 0);
+    }
+    for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
+        fq->rank[r] = netdev_daqring_ring_alloc(name, n_buckets, numa_id,
+                                                &actual_numa_id, errp);
+        if (!fq->rank[r]) {
+            netdev_daqring_fq_free(fq);
+            return NULL;
+        }
     }
     return fq;
 }
 
-/* Frees 'fq' and every packet in its priority ring.  Returns the number of
+/* Frees 'fq' and every packet in its rank rings.  Returns the number of
  * packets. */
 static size_t
 netdev_daqring_fq_free(struct daqring_fq *fq)
@@ -624,7 +670,9 @@ netdev_daqring_fq_free(struct daqring_fq *fq)
     size_t n = 0;
 
     if (fq) {
-        n = netdev_daqring_ring_free(fq->prio);
+        for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
+            n += netdev_daqring_ring_free(fq->rank[r]);
+        }
         free_cacheline(fq);
     }
     return n;
@@ -647,62 +695,115 @@ netdev_daqring_fq_bucket(const struct daqring_fq *fq,
     return dp_packet_get_rss_hash(packet) & fq->mask;
 }
 
+/* Returns the ring of rank 'r' of 'fq' over daqring ring 'ring'. */
+static inline struct rte_ring *
+netdev_daqring_fq_ring(const struct daqring_fq *fq, struct rte_ring *ring,
+                       int r)
+{
+    return r < DAQRING_FQ_RANKS ? fq->rank[r] : ring;
+}
+
+/* Marks the ring of rank 'r' of 'fq' as possibly nonempty.  Called after
+ * enqueueing to it. */
+static inline void
+netdev_daqring_fq_mark(struct daqring_fq *fq, int r)
+{
+    uint64_t bit = UINT64_C(1) << (r % 64);
+    uint64_t bits, orig;
+
+    /* Orders the enqueue before the read: see netdev_daqring_fq_unmark(). */
+    atomic_thread_fence(memory_order_seq_cst);
+    atomic_read_relaxed(&fq->nonempty[r / 64], &bits);
+    if (!(bits & bit)) {
+        atomic_or(&fq->nonempty[r / 64], bit, &orig);
+    }
+}
+
+/* Called by the polling thread when it found the ring of rank 'r' of 'fq'
+ * over daqring ring 'ring' empty: clears its mark, then looks again, so
+ * that a packet that a sender enqueued meanwhile, and did not mark because
+ * the mark was still set, is not overlooked. */
+static inline void
+netdev_daqring_fq_unmark(struct daqring_fq *fq, struct rte_ring *ring,
+                         int r)
+{
+    uint64_t bit = UINT64_C(1) << (r % 64);
+    uint64_t orig;
+
+    atomic_and(&fq->nonempty[r / 64], ~bit, &orig);
+    if (!rte_ring_empty(netdev_daqring_fq_ring(fq, ring, r))) {
+        atomic_or(&fq->nonempty[r / 64], bit, &orig);
+    }
+}
+
 /* Enqueues the 'cnt' (at most NETDEV_MAX_BURST) packets of 'pkts' into
- * 'ring' with sparse-flow priority 'fq': the first packet of a bucket with
- * nothing queued goes to the priority ring, the others to 'ring'.  Returns
- * the number of packets enqueued and reorders 'pkts' so that these come
- * first (the caller must not touch them any more: the polling thread may
- * already have forwarded them) and the refused ones, which the caller still
- * owns, last. */
+ * daqring ring 'ring' and the rank rings of 'fq', each at its rank (see
+ * struct daqring_fq), as long as the backlog stays within the capacity of
+ * 'ring'.  Returns the number of packets enqueued, the first ones of
+ * 'pkts'; the caller still owns the others. */
 static unsigned int
 netdev_daqring_fq_enqueue(struct daqring_fq *fq, struct rte_ring *ring,
                           struct dp_packet **pkts, size_t cnt)
 {
-    struct dp_packet *bulk[NETDEV_MAX_BURST];
-    struct dp_packet *refused[NETDEV_MAX_BURST];
-    size_t n_prio = 0, n_bulk = 0, n_refused = 0;
-    unsigned int prio_sent = 0, bulk_sent = 0;
+    uint32_t limit = rte_ring_get_capacity(ring);
+    uint8_t ranks[NETDEV_MAX_BURST];
+    size_t allowed, i, start;
     uint32_t orig;
 
-    for (size_t i = 0; i < cnt; i++) {
-        uint32_t bucket = netdev_daqring_fq_bucket(fq, pkts[i]);
+    /* Reserve room in the backlog. */
+    atomic_add(&fq->total, cnt, &orig);
+    allowed = cnt;
+    if (OVS_UNLIKELY(orig + cnt > limit)) {
+        allowed = orig < limit ? limit - orig : 0;
+        atomic_sub(&fq->total, cnt - allowed, &orig);
+    }
 
-        atomic_add_relaxed(&fq->queued[bucket], 1, &orig);
+    for (i = 0; i < allowed; i++) {
+        struct daqring_fq_bucket *b
+            = &fq->buckets[netdev_daqring_fq_bucket(fq, pkts[i])];
+        uint32_t last;
+
+        atomic_add_relaxed(&b->queued, 1, &orig);
         if (!orig) {
-            pkts[n_prio++] = pkts[i];
+            ranks[i] = 0;
         } else {
-            bulk[n_bulk++] = pkts[i];
+            atomic_read_relaxed(&b->last_rank, &last);
+            ranks[i] = MIN(last + 1, DAQRING_FQ_RANKS);
+        }
+        atomic_store_relaxed(&b->last_rank, ranks[i]);
+    }
+
+    /* In order, one burst per run of equal ranks, each marked before the
+     * next is enqueued. */
+    for (start = 0; start < allowed; start = i) {
+        int r = ranks[start];
+        unsigned int sent;
+
+        for (i = start + 1; i < allowed && ranks[i] == r; i++) {
+            continue;
+        }
+        sent = rte_ring_mp_rts_enqueue_burst(
+            netdev_daqring_fq_ring(fq, ring, r),
+            (void *const *) &pkts[start], i - start, NULL);
+        netdev_daqring_fq_mark(fq, r);
+        if (OVS_UNLIKELY(sent < i - start)) {
+            /* A rank ring holds one packet per bucket, unless senders on
+             * several threads raced for the same bucket: then the bulk ring,
+             * the highest rank and never full, takes the rest. */
+            for (size_t j = start + sent; j < i; j++) {
+                atomic_store_relaxed(
+                    &fq->buckets[netdev_daqring_fq_bucket(fq, pkts[j])]
+                    .last_rank, DAQRING_FQ_RANKS);
+            }
+            while (sent < i - start) {
+                sent += rte_ring_mp_rts_enqueue_burst(
+                    ring, (void *const *) &pkts[start + sent],
+                    i - start - sent, NULL);
+            }
+            netdev_daqring_fq_mark(fq, DAQRING_FQ_RANKS);
         }
     }
-
-    if (n_prio) {
-        /* Never refuses any: see struct daqring_fq. */
-        prio_sent = rte_ring_mp_rts_enqueue_burst(fq->prio,
-                                                  (void *const *) pkts,
-                                                  n_prio, NULL);
-    }
-    if (n_bulk) {
-        bulk_sent = rte_ring_mp_rts_enqueue_burst(ring,
-                                                  (void *const *) bulk,
-                                                  n_bulk, NULL);
-    }
-
-    /* The refused packets are not queued: uncount them. */
-    for (size_t i = prio_sent; i < n_prio; i++) {
-        refused[n_refused++] = pkts[i];
-    }
-    for (size_t i = bulk_sent; i < n_bulk; i++) {
-        refused[n_refused++] = bulk[i];
-    }
-    for (size_t i = 0; i < n_refused; i++) {
-        atomic_sub_relaxed(&fq->queued[netdev_daqring_fq_bucket(fq,
-                                                               refused[i])],
-                           1, &orig);
-    }
-
-    memcpy(&pkts[prio_sent], bulk, bulk_sent * sizeof *pkts);
-    memcpy(&pkts[prio_sent + bulk_sent], refused, n_refused * sizeof *pkts);
-    return prio_sent + bulk_sent;
+    return allowed;
 }
 
 /* Adds 'delta' to the total ring capacity and requests a mempool check. */
@@ -829,9 +930,6 @@ netdev_daqring_destruct(struct netdev *netdev)
         freed++;
     }
     free(dev->stash);
-    if (dev->fq) {
-        netdev_daqring_capacity_changed(-(int64_t) dev->fq->n_buckets);
-    }
     freed += netdev_daqring_fq_free(dev->fq);
     freed += netdev_daqring_ring_free(dev->ring);
     netdev_daqring_ring_free(dev->pending_ring);
@@ -1140,9 +1238,6 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         dev->ring = ring;
         dev->fq = fq;
         fq = NULL;
-        if (dev->fq) {
-            netdev_daqring_capacity_changed(dev->fq->n_buckets);
-        }
         dev->ring_size = cfg.ring_size;
         dev->ring_numa_id = numa_id;
         dev->ring_requested_numa_id = cfg.numa_id;
@@ -1335,7 +1430,10 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     memcpy(pkts, &dev->stash[dev->stash_pos], n_stash * sizeof *pkts);
     n = n_stash;
     if (dev->fq) {
-        n += netdev_daqring_ring_drain(dev->fq->prio, &pkts[n]);
+        /* Rank by rank: each bucket's packets in order. */
+        for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
+            n += netdev_daqring_ring_drain(dev->fq->rank[r], &pkts[n]);
+        }
     }
     n += netdev_daqring_ring_drain(dev->ring, &pkts[n]);
     ovs_assert(n == total);
@@ -1353,15 +1451,24 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     atomic_store_relaxed(&dev->stash_count, excess);
 
     if (new_fq) {
+        /* All go to the bulk ring, and so do their buckets' next packets. */
         for (uint32_t i = 0; i < new_fq->n_buckets; i++) {
-            atomic_store_relaxed(&new_fq->queued[i], 0);
+            atomic_store_relaxed(&new_fq->buckets[i].queued, 0);
         }
         for (size_t i = excess; i < n; i++) {
+            struct daqring_fq_bucket *b
+                = &new_fq->buckets[netdev_daqring_fq_bucket(new_fq, pkts[i])];
             uint32_t orig;
 
-            atomic_add_relaxed(
-                &new_fq->queued[netdev_daqring_fq_bucket(new_fq, pkts[i])],
-                1, &orig);
+            atomic_add_relaxed(&b->queued, 1, &orig);
+            atomic_store_relaxed(&b->last_rank, DAQRING_FQ_RANKS);
+        }
+        atomic_store_relaxed(&new_fq->total, n - excess);
+        for (int i = 0; i < DAQRING_FQ_WORDS; i++) {
+            atomic_store_relaxed(&new_fq->nonempty[i], 0);
+        }
+        if (n > excess) {
+            netdev_daqring_fq_mark(new_fq, DAQRING_FQ_RANKS);
         }
     }
 
@@ -1374,13 +1481,8 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     free(pkts);
 
     if (new_fq != dev->fq) {
-        uint32_t old_buckets = dev->fq ? dev->fq->n_buckets : 0;
-
-        netdev_daqring_capacity_changed((int64_t) (new_fq
-                                                   ? new_fq->n_buckets : 0)
-                                        - old_buckets);
         VLOG_INFO("%s: %s", netdev_get_name(&dev->up),
-                  new_fq ? "sparse-flow priority" : "strict FIFO");
+                  new_fq ? "flows served round-robin" : "strict FIFO");
         netdev_daqring_fq_free(dev->fq);
         dev->fq = new_fq;
     }
@@ -2014,10 +2116,9 @@ netdev_daqring_dequeue(struct rte_ring *ring, const struct daqring_shaper *s,
     return keep;
 }
 
-/* Dequeues like netdev_daqring_dequeue(), from the priority ring of 'dev''s
- * sparse-flow priority first, then from its ring, and uncounts the packets
- * in their buckets (see struct daqring_fq).  Without sparse-flow priority,
- * it is netdev_daqring_dequeue() on the ring. */
+/* Dequeues like netdev_daqring_dequeue() from 'dev''s ring or, with flow
+ * fairness, from its lowest nonempty rank ring first (see struct
+ * daqring_fq), and uncounts the packets. */
 static inline size_t
 netdev_daqring_dequeue_fair(struct netdev_daqring *dev,
                             const struct daqring_shaper *s, int64_t *budget,
@@ -2025,28 +2126,46 @@ netdev_daqring_dequeue_fair(struct netdev_daqring *dev,
                             unsigned int *avail)
 {
     struct daqring_fq *fq = dev->fq;
-    unsigned int prio_avail = 0;
-    size_t got;
+    size_t got = 0;
+    uint32_t orig;
 
     if (OVS_LIKELY(!fq)) {
         return netdev_daqring_dequeue(dev->ring, s, budget, pkts, n, avail);
     }
 
-    got = netdev_daqring_dequeue(fq->prio, s, budget, pkts, n, &prio_avail);
-    if (got < n && (!s->rate || *budget > 0)) {
-        got += netdev_daqring_dequeue(dev->ring, s, budget, &pkts[got],
-                                      n - got, avail);
-    } else {
-        *avail = rte_ring_count(dev->ring);
+    while (got < n && (!s->rate || *budget > 0)) {
+        unsigned int left, k;
+        uint64_t bits = 0;
+        int r = -1;
+
+        for (int w = 0; w < DAQRING_FQ_WORDS; w++) {
+            atomic_read_relaxed(&fq->nonempty[w], &bits);
+            if (bits) {
+                r = w * 64 + raw_ctz(bits);
+                break;
+            }
+        }
+        if (r < 0) {
+            break;
+        }
+        k = netdev_daqring_dequeue(netdev_daqring_fq_ring(fq, dev->ring, r),
+                                   s, budget, &pkts[got], n - got, &left);
+        got += k;
+        if (!left) {
+            netdev_daqring_fq_unmark(fq, dev->ring, r);
+        } else if (!k) {
+            break;              /* The byte shaper's budget ran out. */
+        }
     }
-    *avail += prio_avail;
 
     for (size_t i = 0; i < got; i++) {
-        uint32_t orig;
+        struct daqring_fq_bucket *b
+            = &fq->buckets[netdev_daqring_fq_bucket(fq, pkts[i])];
 
-        atomic_sub_relaxed(&fq->queued[netdev_daqring_fq_bucket(fq, pkts[i])],
-                           1, &orig);
+        atomic_sub_relaxed(&b->queued, 1, &orig);
     }
+    atomic_sub(&fq->total, got, &orig);
+    *avail = orig - got;
     return got;
 }
 
