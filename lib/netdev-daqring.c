@@ -102,7 +102,7 @@ struct daqring_config {
     uint32_t poll_interval;     /* Shaping interval in microseconds, or 0. */
     uint64_t max_rate;          /* Byte shaping rate in bit/s, or 0. */
     uint32_t frame_overhead;    /* Bytes charged per frame for max_rate. */
-    uint32_t flow_buckets;      /* Sparse-flow priority buckets, or 0. */
+    uint32_t flow_buckets;      /* Flow fairness buckets, or 0. */
     int numa_id;                /* NUMA node, or NETDEV_NUMA_UNSPEC. */
 };
 
@@ -204,7 +204,7 @@ struct netdev_daqring {
      * and 'admin_up' (atomic). */
     PADDED_MEMBERS(CACHE_LINE_SIZE,
         struct rte_ring *ring;          /* Packet pointers, or NULL. */
-        struct daqring_fq *fq;          /* Sparse-flow priority, or NULL
+        struct daqring_fq *fq;          /* Flow fairness, or NULL
                                          * for a strict FIFO. */
         OVSRCU_TYPE(struct daqring_shaper *) shaper; /* Shaping in force. */
         atomic_bool admin_up;           /* NETDEV_UP: accept packets. */
@@ -275,7 +275,7 @@ struct netdev_daqring {
     struct rte_ring *pending_ring OVS_GUARDED;
     int pending_requested_numa_id OVS_GUARDED;
 
-    /* Sparse-flow priority that netdev_daqring_reconfigure() puts in place
+    /* Flow fairness that netdev_daqring_reconfigure() puts in place
      * of 'fq' if 'fq_pending' (NULL: a strict FIFO), allocated by
      * netdev_daqring_set_config() for a new "flow-buckets". */
     struct daqring_fq *pending_fq OVS_GUARDED;
@@ -1403,15 +1403,15 @@ netdev_daqring_set_tx_multiq(struct netdev *netdev, unsigned int n_txq)
     return 0;
 }
 
-/* Moves the backlog of the old rings (stash first, then priority ring, then
- * ring, oldest first) into 'dev->pending_ring' (or back into 'dev->ring'
- * if there is no pending ring) and puts that in place, with the pending
- * sparse-flow priority if there is one.  If the backlog exceeds the new
- * capacity, the oldest packets that do not fit go to the stash, which the
- * rx queue serves before the rings, so that a resize never loses or
- * reorders packets; the new capacity applies to new arrivals.  The packets
- * of a flow in the priority ring are older than those in the ring, so all
- * of them go to the ring, and the buckets count them again. */
+/* Moves the backlog of the old rings (stash first, then the rank rings
+ * from rank 0 up, then the ring: the order in which they were to leave)
+ * into 'dev->pending_ring' (or back into 'dev->ring' if there is no pending
+ * ring) and puts that in place, with the pending flow fairness if there is
+ * one.  If the backlog exceeds the new capacity, the first packets to
+ * leave that do not fit go to the stash, which the rx queue serves before
+ * the rings, so that a resize never loses or reorders packets; the new
+ * capacity applies to new arrivals.  With flow fairness, all packets go to
+ * the ring, the highest rank, and the buckets count them again. */
 static void
 netdev_daqring_swap_ring(struct netdev_daqring *dev)
     OVS_REQUIRES(dev->mutex)

@@ -581,8 +581,8 @@ See ovs-daqctl(8) and utilities/dcm-map.example.yaml.""")
                    "frame (0..255, default 24: preamble, gap, FCS)")
     d.add_argument("--numa-id", metavar="N", help="NUMA node of the ring")
     d.add_argument("--flow-buckets", metavar="N",
-                   help="sparse-flow priority: a flow's packet with nothing "
-                   "of its flow queued leaves before the backlog, in N "
+                   help="flow fairness: the ring serves its flows "
+                   "round-robin, a flow with nothing queued first, in N "
                    "flow buckets (a power of 2, default 1024); 0 = a "
                    "strict FIFO")
     d.add_argument("--ofport", metavar="N",

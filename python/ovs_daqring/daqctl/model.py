@@ -36,9 +36,9 @@ MAX_BURST_MIN, MAX_BURST_MAX, MAX_BURST_DEFAULT = 1, 32, 32
 POLL_INTERVAL_MAX = 1000000
 MAX_RATE_MIN, MAX_RATE_MAX = 1000, 10**12      # bit/s
 FRAME_OVERHEAD_MAX, FRAME_OVERHEAD_DEFAULT = 255, 24
-# Sparse-flow priority (options:flow-buckets): 0 = a strict FIFO.  On by
-# default: it keeps a ROS's first segment, which acknowledges the DCM's
-# request, from waiting behind a whole event (see daqring.rst).
+# Flow fairness (options:flow-buckets): 0 = a strict FIFO.  On by default:
+# it keeps a ROS's first segment, which acknowledges the DCM's request, and
+# its other segments from waiting behind a whole event (see daqring.rst).
 FLOW_BUCKETS_MAX, FLOW_BUCKETS_DEFAULT = 65536, 1024
 FRAME_BITS = 1518 * 8              # bits of a full-size Ethernet frame
 OFPORT_MAX = 0xfeff

@@ -366,10 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "unshaped; implies --shaper packets (default: chosen "
                    "with --max-burst)")
     g.add_argument("--flow-buckets", type=int, default=1024, metavar="N",
-                   help="daqring sparse-flow priority: a packet of a flow "
-                   "with nothing queued leaves before the backlog, in N "
-                   "flow buckets (a power of 2; default: %(default)s); 0 = "
-                   "a strict FIFO")
+                   help="daqring flow fairness: flows served round-robin, "
+                   "a flow with nothing queued first, in N flow buckets (a "
+                   "power of 2; default: %(default)s); 0 = a strict FIFO")
     g.add_argument("--ring-rate-fraction", type=float, default=None,
                    metavar="F", help="automatic daqring shaping targets F "
                    "x the link's rate (default: %s with --shaper bytes, "
