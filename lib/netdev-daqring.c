@@ -140,13 +140,16 @@ struct daqring_config {
  * (atomically: PMD threads send concurrently) before they enqueue and
  * decremented by the polling thread after it dequeued.  Flows that share a
  * bucket share its ranks, never their order.  A rank ring holds at most
- * one packet per bucket, so it is never full.
+ * one packet per bucket and DAQRING_FQ_RANK_SIZE packets: beyond that many
+ * flows at one rank, the packets that do not fit go to the bulk ring, and
+ * so do their buckets' next packets.
  *
  * Capacity: 'total' counts the packets in all rings (reserved by senders
  * before they enqueue), at most the capacity of the daqring's ring, so
  * "ring-size" bounds the backlog exactly as for a FIFO and the bulk ring is
  * never full.  The stash is served before all rings and is not counted. */
 #define DAQRING_FQ_RANKS 127
+#define DAQRING_FQ_RANK_SIZE 256
 #define DAQRING_FQ_WORDS ((DAQRING_FQ_RANKS + 64) / 64)
 
 struct daqring_fq_bucket {
@@ -155,8 +158,7 @@ struct daqring_fq_bucket {
 };
 
 struct daqring_fq {
-    uint32_t n_buckets;         /* A power of 2, capacity of each rank
-                                 * ring. */
+    uint32_t n_buckets;         /* A power of 2. */
     uint32_t mask;              /* 'n_buckets - 1'. */
     atomic_uint32_t total;      /* Packets in all rings, see above. */
     atomic_uint64_t nonempty[DAQRING_FQ_WORDS]; /* Bit R: ring of rank R may
@@ -652,8 +654,9 @@ netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets, int numa_id,
         atomic_init(&fq->buckets[i].last_rank, 0);
     }
     for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
-        fq->rank[r] = netdev_daqring_ring_alloc(name, n_buckets, numa_id,
-                                                &actual_numa_id, errp);
+        fq->rank[r] = netdev_daqring_ring_alloc(
+            name, MIN(n_buckets, DAQRING_FQ_RANK_SIZE), numa_id,
+            &actual_numa_id, errp);
         if (!fq->rank[r]) {
             netdev_daqring_fq_free(fq);
             return NULL;
@@ -736,6 +739,38 @@ netdev_daqring_fq_unmark(struct daqring_fq *fq, struct rte_ring *ring,
     }
 }
 
+/* Enqueues the 'n' packets of 'pkts', all of rank 'r' under 'fq' over
+ * daqring ring 'ring', and marks the ring.  A rank ring that is full (more
+ * than DAQRING_FQ_RANK_SIZE flows at rank 'r') hands the packets that do
+ * not fit to 'ring', the highest rank, and their buckets' next packets
+ * follow them there, so that they stay in order.  Returns true in that
+ * case. */
+static bool
+netdev_daqring_fq_enqueue_rank(struct daqring_fq *fq, struct rte_ring *ring,
+                               int r, struct dp_packet **pkts, size_t n)
+{
+    unsigned int sent;
+
+    sent = rte_ring_mp_rts_enqueue_burst(netdev_daqring_fq_ring(fq, ring, r),
+                                         (void *const *) pkts, n, NULL);
+    netdev_daqring_fq_mark(fq, r);
+    if (OVS_UNLIKELY(sent < n)) {
+        for (size_t j = sent; j < n; j++) {
+            atomic_store_relaxed(
+                &fq->buckets[netdev_daqring_fq_bucket(fq, pkts[j])].last_rank,
+                DAQRING_FQ_RANKS);
+        }
+        while (sent < n) {
+            /* Never full: the caller reserved room. */
+            sent += rte_ring_mp_rts_enqueue_burst(
+                ring, (void *const *) &pkts[sent], n - sent, NULL);
+        }
+        netdev_daqring_fq_mark(fq, DAQRING_FQ_RANKS);
+        return true;
+    }
+    return false;
+}
+
 /* Enqueues the 'cnt' (at most NETDEV_MAX_BURST) packets of 'pkts' into
  * daqring ring 'ring' and the rank rings of 'fq', each at its rank (see
  * struct daqring_fq), as long as the backlog stays within the capacity of
@@ -746,8 +781,8 @@ netdev_daqring_fq_enqueue(struct daqring_fq *fq, struct rte_ring *ring,
                           struct dp_packet **pkts, size_t cnt)
 {
     uint32_t limit = rte_ring_get_capacity(ring);
-    uint8_t ranks[NETDEV_MAX_BURST];
-    size_t allowed, i, start;
+    size_t allowed, start = 0;
+    int run_rank = -1;
     uint32_t orig;
 
     /* Reserve room in the backlog. */
@@ -758,50 +793,39 @@ netdev_daqring_fq_enqueue(struct daqring_fq *fq, struct rte_ring *ring,
         atomic_sub(&fq->total, cnt - allowed, &orig);
     }
 
-    for (i = 0; i < allowed; i++) {
+    /* In order, one burst per run of equal ranks, each enqueued and marked
+     * before the next packet's rank is computed. */
+    for (size_t i = 0; i < allowed; i++) {
         struct daqring_fq_bucket *b
             = &fq->buckets[netdev_daqring_fq_bucket(fq, pkts[i])];
         uint32_t last;
+        int r;
 
         atomic_add_relaxed(&b->queued, 1, &orig);
         if (!orig) {
-            ranks[i] = 0;
+            r = 0;
         } else {
             atomic_read_relaxed(&b->last_rank, &last);
-            ranks[i] = MIN(last + 1, DAQRING_FQ_RANKS);
+            r = MIN(last + 1, DAQRING_FQ_RANKS);
         }
-        atomic_store_relaxed(&b->last_rank, ranks[i]);
+        if (r != run_rank) {
+            if (i > start
+                && netdev_daqring_fq_enqueue_rank(fq, ring, run_rank,
+                                                  &pkts[start], i - start)
+                && orig) {
+                /* The run may have sent this bucket's previous packet to
+                 * the highest rank. */
+                atomic_read_relaxed(&b->last_rank, &last);
+                r = MIN(last + 1, DAQRING_FQ_RANKS);
+            }
+            start = i;
+            run_rank = r;
+        }
+        atomic_store_relaxed(&b->last_rank, r);
     }
-
-    /* In order, one burst per run of equal ranks, each marked before the
-     * next is enqueued. */
-    for (start = 0; start < allowed; start = i) {
-        int r = ranks[start];
-        unsigned int sent;
-
-        for (i = start + 1; i < allowed && ranks[i] == r; i++) {
-            continue;
-        }
-        sent = rte_ring_mp_rts_enqueue_burst(
-            netdev_daqring_fq_ring(fq, ring, r),
-            (void *const *) &pkts[start], i - start, NULL);
-        netdev_daqring_fq_mark(fq, r);
-        if (OVS_UNLIKELY(sent < i - start)) {
-            /* A rank ring holds one packet per bucket, unless senders on
-             * several threads raced for the same bucket: then the bulk ring,
-             * the highest rank and never full, takes the rest. */
-            for (size_t j = start + sent; j < i; j++) {
-                atomic_store_relaxed(
-                    &fq->buckets[netdev_daqring_fq_bucket(fq, pkts[j])]
-                    .last_rank, DAQRING_FQ_RANKS);
-            }
-            while (sent < i - start) {
-                sent += rte_ring_mp_rts_enqueue_burst(
-                    ring, (void *const *) &pkts[start + sent],
-                    i - start - sent, NULL);
-            }
-            netdev_daqring_fq_mark(fq, DAQRING_FQ_RANKS);
-        }
+    if (allowed > start) {
+        netdev_daqring_fq_enqueue_rank(fq, ring, run_rank, &pkts[start],
+                                       allowed - start);
     }
     return allowed;
 }
