@@ -247,7 +247,7 @@ def test_daqring_byte_shaping() -> None:
 
 
 @pytest.mark.parametrize("max_rate,poll,buckets",
-                         [(198_000_000, 0, 16384), (0, 500, 0)])
+                         [(198_000_000, 0, 65536), (0, 500, 0)])
 def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
                               max_rate: int, poll: int, buckets: int) -> None:
     """The map daq-incast hands to ovs-daqctl: max-rate (byte shaping) and
@@ -292,7 +292,7 @@ def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
 
 
 def test_flow_buckets() -> None:
-    assert cfg().flow_buckets == 16384
+    assert cfg().flow_buckets == 65536
     assert cfg("--flow-buckets", "0").flow_buckets == 0
     assert cfg("--flow-buckets", "65536").flow_buckets == 65536
     for bad in ("1", "3", "-2", "131072"):

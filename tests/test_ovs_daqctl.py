@@ -308,7 +308,7 @@ def test_defaults_and_tuples(daqctl: SimpleNamespace, tmp_path: Path) -> None:
     assert (a.max_rate, b.max_rate) == (0, 190000000)
     # Sparse-flow priority is on by default, 0 turns it off.
     assert a.options() == {"ring-size": "1000", "max-burst": "32",
-                           "poll-interval": "500", "flow-buckets": "16384"}
+                           "poll-interval": "500", "flow-buckets": "65536"}
     assert b.options() == {"ring-size": "1000", "max-burst": "32",
                            "poll-interval": "0", "max-rate": "190000000",
                            "flow-buckets": "0"}
@@ -555,7 +555,7 @@ def test_apply_example(sw: Switch) -> None:
     assert rings["dcm1"]["options"] == {"ring-size": "16384",
                                         "max-burst": "32",
                                         "poll-interval": "500",
-                                        "flow-buckets": "16384"}
+                                        "flow-buckets": "65536"}
     assert rings["dcm2"]["options"]["ring-size"] == "2048"
     assert rings["dcm3"]["options"]["poll-interval"] == "0"
     assert rings["dcm3"]["options"]["max-rate"] == "190000000"

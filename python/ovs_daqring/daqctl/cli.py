@@ -583,7 +583,7 @@ See ovs-daqctl(8) and utilities/dcm-map.example.yaml.""")
     d.add_argument("--flow-buckets", metavar="N",
                    help="flow fairness: the ring serves its flows "
                    "round-robin, a flow with nothing queued first, in N "
-                   "flow buckets (a power of 2, default 16384); 0 = a "
+                   "flow buckets (a power of 2, default 65536); 0 = a "
                    "strict FIFO")
     d.add_argument("--ofport", metavar="N",
                    help="ofport_request of the ring")

@@ -39,7 +39,7 @@ FRAME_OVERHEAD_MAX, FRAME_OVERHEAD_DEFAULT = 255, 24
 # Flow fairness (options:flow-buckets): 0 = a strict FIFO.  On by default:
 # it keeps a ROS's first segment, which acknowledges the DCM's request, and
 # its other segments from waiting behind a whole event (see daqring.rst).
-FLOW_BUCKETS_MAX, FLOW_BUCKETS_DEFAULT = 65536, 16384
+FLOW_BUCKETS_MAX, FLOW_BUCKETS_DEFAULT = 65536, 65536
 FRAME_BITS = 1518 * 8              # bits of a full-size Ethernet frame
 OFPORT_MAX = 0xfeff
 

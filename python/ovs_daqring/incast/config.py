@@ -186,7 +186,7 @@ class Config:
     progress: bool
     dry_run: bool
     notes: List[str] = field(default_factory=list)
-    flow_buckets: int = 16384       # daqring options:flow-buckets, 0 = FIFO
+    flow_buckets: int = 65536       # daqring options:flow-buckets, 0 = FIFO
 
     @property
     def ros_hosts(self) -> int:
@@ -365,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="daqring poll-interval in microseconds, 0 = "
                    "unshaped; implies --shaper packets (default: chosen "
                    "with --max-burst)")
-    g.add_argument("--flow-buckets", type=int, default=16384, metavar="N",
+    g.add_argument("--flow-buckets", type=int, default=65536, metavar="N",
                    help="daqring flow fairness: flows served round-robin, "
                    "a flow with nothing queued first, in N flow buckets (a "
                    "power of 2; default: %(default)s); 0 = a strict FIFO")
