@@ -633,31 +633,47 @@ netdev_daqring_ring_free(struct rte_ring *ring)
 static size_t netdev_daqring_fq_free(struct daqring_fq *);
 
 /* Allocates flow fairness state for 'n_buckets' flow buckets (a power of
- * 2) of the daqring named 'name', with its rank rings on NUMA node
- * 'numa_id'.  Returns it, or NULL with an error message in '*errp'. */
+ * 2) of the daqring named 'name'.  Returns it, or NULL with an error
+ * message in '*errp'.
+ *
+ * Unlike the daqring's ring, the rank rings and the buckets live in
+ * ordinary memory, not DPDK's: they hold only pointers, used by the
+ * threads of this process, and a daqring with flow fairness takes about
+ * 530 KiB of rank rings and 8 bytes per bucket, of which only the pages in
+ * use become resident (calloc() and unwritten ring slots), whereas
+ * thousands of DCM rings would exhaust dpdk-socket-mem. */
 static struct daqring_fq *
-netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets, int numa_id,
-                        char **errp)
+netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets,
+                        int numa_id OVS_UNUSED, char **errp)
 {
+    uint32_t size = MIN(n_buckets, DAQRING_FQ_RANK_SIZE);
+    ssize_t memsize = rte_ring_get_memsize(rte_align32pow2(size + 1));
     struct daqring_fq *fq;
-    int actual_numa_id;
 
-    fq = xzalloc_cacheline(sizeof *fq + n_buckets * sizeof fq->buckets[0]);
+    if (memsize < 0) {
+        *errp = xasprintf("%s: cannot size rank rings of %"PRIu32
+                          " packets", name, size);
+        return NULL;
+    }
+    /* Zeroed memory is a valid initial state of the atomics (0), so that
+     * calloc() need not touch the pages of the buckets. */
+    fq = xcalloc(1, sizeof *fq + n_buckets * sizeof fq->buckets[0]);
     fq->n_buckets = n_buckets;
     fq->mask = n_buckets - 1;
-    atomic_init(&fq->total, 0);
-    for (int i = 0; i < DAQRING_FQ_WORDS; i++) {
-        atomic_init(&fq->nonempty[i], 0);
-    }
-    for (uint32_t i = 0; i < n_buckets; i++) {
-        atomic_init(&fq->buckets[i].queued, 0);
-        atomic_init(&fq->buckets[i].last_rank, 0);
-    }
     for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
-        fq->rank[r] = netdev_daqring_ring_alloc(
-            name, MIN(n_buckets, DAQRING_FQ_RANK_SIZE), numa_id,
-            &actual_numa_id, errp);
-        if (!fq->rank[r]) {
+        char ring_name[RTE_RING_NAMESIZE];
+        int error;
+
+        snprintf(ring_name, sizeof ring_name, "daqrank%d", r);
+        fq->rank[r] = xmalloc_cacheline(memsize);
+        error = rte_ring_init(fq->rank[r], ring_name, size,
+                              RING_F_MP_RTS_ENQ | RING_F_SC_DEQ
+                              | RING_F_EXACT_SZ);
+        if (error) {
+            *errp = xasprintf("%s: cannot initialize rank rings (%s)",
+                              name, rte_strerror(-error));
+            free_cacheline(fq->rank[r]);
+            fq->rank[r] = NULL;
             netdev_daqring_fq_free(fq);
             return NULL;
         }
@@ -670,15 +686,25 @@ netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets, int numa_id,
 static size_t
 netdev_daqring_fq_free(struct daqring_fq *fq)
 {
-    size_t n = 0;
+    struct dp_packet *pkts[NETDEV_MAX_BURST];
+    size_t total = 0;
+    unsigned int n;
 
-    if (fq) {
-        for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
-            n += netdev_daqring_ring_free(fq->rank[r]);
-        }
-        free_cacheline(fq);
+    if (!fq) {
+        return 0;
     }
-    return n;
+    for (int r = 0; r < DAQRING_FQ_RANKS && fq->rank[r]; r++) {
+        while ((n = rte_ring_sc_dequeue_burst(fq->rank[r], (void **) pkts,
+                                              NETDEV_MAX_BURST, NULL))) {
+            for (unsigned int i = 0; i < n; i++) {
+                dp_packet_delete(pkts[i]);
+            }
+            total += n;
+        }
+        free_cacheline(fq->rank[r]);
+    }
+    free(fq);
+    return total;
 }
 
 /* Returns the flow bucket of 'packet' under 'fq'.  A packet without a valid

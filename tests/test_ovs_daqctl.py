@@ -727,7 +727,8 @@ def test_add_del_dcm(sw: Switch) -> None:
     assert sw.next_cfg() == cfg + 1
     r = sw.rings()["dcm9"]
     assert r["options"] == {"ring-size": "1000", "max-burst": "32",
-                            "poll-interval": "0", "max-rate": "190000000"}
+                            "poll-interval": "0", "max-rate": "190000000",
+                            "flow-buckets": "65536"}
     assert expected_flows(sw, "br0", [("dcm9", "10.0.0.9", "p3")]) <= \
         sw.flows()
     # Options may also follow the command; tuples instead of an address.
@@ -898,7 +899,8 @@ def several_switches(sw: Switch, tmp_path: Path, br0: Any) -> None:
         in p.stdout
     assert sorted(sw.rings("br1")) == ["br1dcm1", "dcm7"]
     assert sw.rings("br1")["dcm7"]["options"] == {
-        "ring-size": "4096", "max-burst": "16", "poll-interval": "250"}
+        "ring-size": "4096", "max-burst": "16", "poll-interval": "250",
+        "flow-buckets": "65536"}
     assert show_config(sw) == br0
     p = sw.daqctl("apply", "--switch", "leaf1", path, bridge="")
     assert "leaf1/br1 (%s): no changes" % sw.db in p.stdout
