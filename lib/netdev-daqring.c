@@ -34,6 +34,7 @@
 #include "coverage.h"
 #include "dp-packet.h"
 #include "dpdk.h"
+#include "flow.h"
 #include "hash.h"
 #include "netdev-provider.h"
 #include "openvswitch/dynamic-string.h"
@@ -69,6 +70,7 @@ static struct vlog_rate_limit loop_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 #define DAQRING_MIN_MAX_RATE 1000                  /* Bits per second. */
 #define DAQRING_MAX_MAX_RATE 1000000000000LL       /* Bits per second. */
 #define DAQRING_MAX_FRAME_OVERHEAD 255             /* Bytes per frame. */
+#define DAQRING_MAX_FLOW_BUCKETS 65536             /* "flow-buckets". */
 
 /* Bytes that a frame takes on an Ethernet link beyond the frame without its
  * FCS, as DPDK's rte_sched counts them (RTE_SCHED_FRAME_OVERHEAD_DEFAULT):
@@ -100,7 +102,69 @@ struct daqring_config {
     uint32_t poll_interval;     /* Shaping interval in microseconds, or 0. */
     uint64_t max_rate;          /* Byte shaping rate in bit/s, or 0. */
     uint32_t frame_overhead;    /* Bytes charged per frame for max_rate. */
+    uint32_t flow_buckets;      /* Flow fairness buckets, or 0. */
     int numa_id;                /* NUMA node, or NETDEV_NUMA_UNSPEC. */
+};
+
+/* Flow fairness ("flow-buckets"): the daqring serves the flows that have
+ * packets queued round-robin, packet by packet, instead of first come,
+ * first served.
+ *
+ * With a strict FIFO, a flow that sends after others filled the ring waits
+ * for the whole backlog: in an incast, where every ROS answers a DCM's
+ * request with its whole fragment at once, the first segment of the last
+ * ROS, which carries the acknowledgement of the request, waits for the
+ * whole event and the DCM's retransmission timer fires, and a ROS whose
+ * segments all queued behind the others' waits longer than its own timer.
+ * Served round-robin, the first segment of every ROS leaves within one
+ * packet per other flow, and every ROS gets an acknowledgement every round.
+ *
+ * Flows are told apart by their RSS hash (the 5-tuple hash that
+ * dpif-netdev computes for its flow caches, or the NIC's), in 'n_buckets'
+ * buckets.  A packet's rank is its place in its bucket's backlog: 0 if
+ * nothing of its bucket is queued (a sparse flow, fq_codel's "new flow"),
+ * otherwise one more than the rank of the bucket's previous packet, up to
+ * DAQRING_FQ_RANKS.  A packet of rank R < DAQRING_FQ_RANKS goes to rank
+ * ring R; rank DAQRING_FQ_RANKS is the daqring's ring itself ("bulk").  The
+ * polling thread always dequeues from the lowest nonempty ring: the first
+ * packets of all backlogged flows, then their second packets, and so on,
+ * while a flow that had nothing queued goes first.
+ *
+ * Order: a bucket's packets get nondecreasing ranks in the order they come
+ * (equal ranks only in the bulk ring, which is a FIFO), so they leave in
+ * that order.  Senders enqueue a batch's packets in order and set the bit of
+ * each ring in 'nonempty' right after enqueueing to it, so the polling
+ * thread never sees a bucket's later packet in a higher ring without its
+ * earlier packet's ring marked; it clears a ring's bit when it emptied it
+ * and looks again.  'queued' counts are incremented by the senders
+ * (atomically: PMD threads send concurrently) before they enqueue and
+ * decremented by the polling thread after it dequeued.  Flows that share a
+ * bucket share its ranks, never their order.  A rank ring holds at most
+ * one packet per bucket and DAQRING_FQ_RANK_SIZE packets: beyond that many
+ * flows at one rank, the packets that do not fit go to the bulk ring, and
+ * so do their buckets' next packets.
+ *
+ * Capacity: 'total' counts the packets in all rings (reserved by senders
+ * before they enqueue), at most the capacity of the daqring's ring, so
+ * "ring-size" bounds the backlog exactly as for a FIFO and the bulk ring is
+ * never full.  The stash is served before all rings and is not counted. */
+#define DAQRING_FQ_RANKS 127
+#define DAQRING_FQ_RANK_SIZE 256
+#define DAQRING_FQ_WORDS ((DAQRING_FQ_RANKS + 64) / 64)
+
+struct daqring_fq_bucket {
+    atomic_uint32_t queued;     /* Packets of the bucket in all rings. */
+    atomic_uint32_t last_rank;  /* Rank of its last packet enqueued. */
+};
+
+struct daqring_fq {
+    uint32_t n_buckets;         /* A power of 2. */
+    uint32_t mask;              /* 'n_buckets - 1'. */
+    atomic_uint32_t total;      /* Packets in all rings, see above. */
+    atomic_uint64_t nonempty[DAQRING_FQ_WORDS]; /* Bit R: ring of rank R may
+                                                 * have packets. */
+    struct rte_ring *rank[DAQRING_FQ_RANKS]; /* Rank rings. */
+    struct daqring_fq_bucket buckets[];      /* 'n_buckets' buckets. */
 };
 
 /* Shaping parameters, as the thread that polls a daqring uses them.  An
@@ -155,6 +219,8 @@ struct netdev_daqring {
         struct rte_ring *ring;          /* Packet pointers, or NULL. */
         struct daqring_txq_counters *txq_counters; /* One per tx queue. */
         int n_txq_counters;             /* Elements of 'txq_counters'. */
+        struct daqring_fq *fq;          /* Flow fairness, or NULL
+                                         * for a strict FIFO. */
         OVSRCU_TYPE(struct daqring_shaper *) shaper; /* Shaping in force. */
         atomic_bool admin_up;           /* NETDEV_UP: accept packets. */
         int doorbell;                   /* Of the rx queue, or -1, see
@@ -224,6 +290,12 @@ struct netdev_daqring {
      * 'ring', and the "numa-id" it was allocated for. */
     struct rte_ring *pending_ring OVS_GUARDED;
     int pending_requested_numa_id OVS_GUARDED;
+
+    /* Flow fairness that netdev_daqring_reconfigure() puts in place
+     * of 'fq' if 'fq_pending' (NULL: a strict FIFO), allocated by
+     * netdev_daqring_set_config() for a new "flow-buckets". */
+    struct daqring_fq *pending_fq OVS_GUARDED;
+    bool fq_pending OVS_GUARDED;
 
     /* Options last passed to netdev_daqring_set_config(). */
     struct smap last_args OVS_GUARDED;
@@ -384,7 +456,35 @@ netdev_daqring_occupancy(const struct netdev_daqring *dev)
 
     atomic_read_relaxed(&CONST_CAST(struct netdev_daqring *, dev)->stash_count,
                         &stash);
+    if (dev->fq) {
+        uint32_t total;
+
+        atomic_read_relaxed(&dev->fq->total, &total);
+        return total + stash;
+    }
     return (dev->ring ? rte_ring_count(dev->ring) : 0) + stash;
+}
+
+/* Returns the number of packets in 'dev''s ring, which must exist, and its
+ * rank rings. */
+static inline unsigned int
+netdev_daqring_ring_count(const struct netdev_daqring *dev)
+{
+    uint32_t total;
+
+    if (OVS_LIKELY(!dev->fq)) {
+        return rte_ring_count(dev->ring);
+    }
+    atomic_read_relaxed(&dev->fq->total, &total);
+    return total;
+}
+
+/* Returns true if 'dev''s ring, which must exist, and its rank rings are
+ * empty. */
+static inline bool
+netdev_daqring_ring_empty(const struct netdev_daqring *dev)
+{
+    return !netdev_daqring_ring_count(dev);
 }
 
 /* Formats the shaping rate of 'cfg'.  With 'verbose', also how it is
@@ -542,6 +642,234 @@ netdev_daqring_ring_free(struct rte_ring *ring)
     return total;
 }
 
+/* Flow fairness, see struct daqring_fq. */
+
+static size_t netdev_daqring_fq_free(struct daqring_fq *);
+
+/* Allocates flow fairness state for 'n_buckets' flow buckets (a power of
+ * 2) of the daqring named 'name'.  Returns it, or NULL with an error
+ * message in '*errp'.
+ *
+ * Unlike the daqring's ring, the rank rings and the buckets live in
+ * ordinary memory, not DPDK's: they hold only pointers, used by the
+ * threads of this process, and a daqring with flow fairness takes about
+ * 530 KiB of rank rings and 8 bytes per bucket, of which only the pages in
+ * use become resident (calloc() and unwritten ring slots), whereas
+ * thousands of DCM rings would exhaust dpdk-socket-mem. */
+static struct daqring_fq *
+netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets,
+                        int numa_id OVS_UNUSED, char **errp)
+{
+    uint32_t size = MIN(n_buckets, DAQRING_FQ_RANK_SIZE);
+    ssize_t memsize = rte_ring_get_memsize(rte_align32pow2(size + 1));
+    struct daqring_fq *fq;
+
+    if (memsize < 0) {
+        *errp = xasprintf("%s: cannot size rank rings of %"PRIu32
+                          " packets", name, size);
+        return NULL;
+    }
+    /* Zeroed memory is a valid initial state of the atomics (0), so that
+     * calloc() need not touch the pages of the buckets. */
+    fq = xcalloc(1, sizeof *fq + n_buckets * sizeof fq->buckets[0]);
+    fq->n_buckets = n_buckets;
+    fq->mask = n_buckets - 1;
+    for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
+        char ring_name[RTE_RING_NAMESIZE];
+        int error;
+
+        snprintf(ring_name, sizeof ring_name, "daqrank%d", r);
+        fq->rank[r] = xmalloc_cacheline(memsize);
+        error = rte_ring_init(fq->rank[r], ring_name, size,
+                              RING_F_MP_RTS_ENQ | RING_F_SC_DEQ
+                              | RING_F_EXACT_SZ);
+        if (error) {
+            *errp = xasprintf("%s: cannot initialize rank rings (%s)",
+                              name, rte_strerror(-error));
+            free_cacheline(fq->rank[r]);
+            fq->rank[r] = NULL;
+            netdev_daqring_fq_free(fq);
+            return NULL;
+        }
+    }
+    return fq;
+}
+
+/* Frees 'fq' and every packet in its rank rings.  Returns the number of
+ * packets. */
+static size_t
+netdev_daqring_fq_free(struct daqring_fq *fq)
+{
+    struct dp_packet *pkts[NETDEV_MAX_BURST];
+    size_t total = 0;
+    unsigned int n;
+
+    if (!fq) {
+        return 0;
+    }
+    for (int r = 0; r < DAQRING_FQ_RANKS && fq->rank[r]; r++) {
+        while ((n = rte_ring_sc_dequeue_burst(fq->rank[r], (void **) pkts,
+                                              NETDEV_MAX_BURST, NULL))) {
+            for (unsigned int i = 0; i < n; i++) {
+                dp_packet_delete(pkts[i]);
+            }
+            total += n;
+        }
+        free_cacheline(fq->rank[r]);
+    }
+    free(fq);
+    return total;
+}
+
+/* Returns the flow bucket of 'packet' under 'fq'.  A packet without a valid
+ * RSS hash (e.g. a packet-out; dpif-netdev computes the hash of the others
+ * for its flow caches) gets the 5-tuple hash that dpif-netdev would have
+ * computed for it. */
+static inline uint32_t
+netdev_daqring_fq_bucket(const struct daqring_fq *fq,
+                         struct dp_packet *packet)
+{
+    if (OVS_UNLIKELY(!dp_packet_rss_valid(packet))) {
+        struct flow flow;
+
+        flow_extract(packet, &flow);
+        dp_packet_set_rss_hash(packet, flow_hash_5tuple(&flow, 0));
+    }
+    return dp_packet_get_rss_hash(packet) & fq->mask;
+}
+
+/* Returns the ring of rank 'r' of 'fq' over daqring ring 'ring'. */
+static inline struct rte_ring *
+netdev_daqring_fq_ring(const struct daqring_fq *fq, struct rte_ring *ring,
+                       int r)
+{
+    return r < DAQRING_FQ_RANKS ? fq->rank[r] : ring;
+}
+
+/* Marks the ring of rank 'r' of 'fq' as possibly nonempty.  Called after
+ * enqueueing to it. */
+static inline void
+netdev_daqring_fq_mark(struct daqring_fq *fq, int r)
+{
+    uint64_t bit = UINT64_C(1) << (r % 64);
+    uint64_t bits, orig;
+
+    /* Orders the enqueue before the read: see netdev_daqring_fq_unmark(). */
+    atomic_thread_fence(memory_order_seq_cst);
+    atomic_read_relaxed(&fq->nonempty[r / 64], &bits);
+    if (!(bits & bit)) {
+        atomic_or(&fq->nonempty[r / 64], bit, &orig);
+    }
+}
+
+/* Called by the polling thread when it found the ring of rank 'r' of 'fq'
+ * over daqring ring 'ring' empty: clears its mark, then looks again, so
+ * that a packet that a sender enqueued meanwhile, and did not mark because
+ * the mark was still set, is not overlooked. */
+static inline void
+netdev_daqring_fq_unmark(struct daqring_fq *fq, struct rte_ring *ring,
+                         int r)
+{
+    uint64_t bit = UINT64_C(1) << (r % 64);
+    uint64_t orig;
+
+    atomic_and(&fq->nonempty[r / 64], ~bit, &orig);
+    if (!rte_ring_empty(netdev_daqring_fq_ring(fq, ring, r))) {
+        atomic_or(&fq->nonempty[r / 64], bit, &orig);
+    }
+}
+
+/* Enqueues the 'n' packets of 'pkts', all of rank 'r' under 'fq' over
+ * daqring ring 'ring', and marks the ring.  A rank ring that is full (more
+ * than DAQRING_FQ_RANK_SIZE flows at rank 'r') hands the packets that do
+ * not fit to 'ring', the highest rank, and their buckets' next packets
+ * follow them there, so that they stay in order.  Returns true in that
+ * case. */
+static bool
+netdev_daqring_fq_enqueue_rank(struct daqring_fq *fq, struct rte_ring *ring,
+                               int r, struct dp_packet **pkts, size_t n)
+{
+    unsigned int sent;
+
+    sent = rte_ring_mp_rts_enqueue_burst(netdev_daqring_fq_ring(fq, ring, r),
+                                         (void *const *) pkts, n, NULL);
+    netdev_daqring_fq_mark(fq, r);
+    if (OVS_UNLIKELY(sent < n)) {
+        for (size_t j = sent; j < n; j++) {
+            atomic_store_relaxed(
+                &fq->buckets[netdev_daqring_fq_bucket(fq, pkts[j])].last_rank,
+                DAQRING_FQ_RANKS);
+        }
+        while (sent < n) {
+            /* Never full: the caller reserved room. */
+            sent += rte_ring_mp_rts_enqueue_burst(
+                ring, (void *const *) &pkts[sent], n - sent, NULL);
+        }
+        netdev_daqring_fq_mark(fq, DAQRING_FQ_RANKS);
+        return true;
+    }
+    return false;
+}
+
+/* Enqueues the 'cnt' (at most NETDEV_MAX_BURST) packets of 'pkts' into
+ * daqring ring 'ring' and the rank rings of 'fq', each at its rank (see
+ * struct daqring_fq), as long as the backlog stays within the capacity of
+ * 'ring'.  Returns the number of packets enqueued, the first ones of
+ * 'pkts'; the caller still owns the others. */
+static unsigned int
+netdev_daqring_fq_enqueue(struct daqring_fq *fq, struct rte_ring *ring,
+                          struct dp_packet **pkts, size_t cnt)
+{
+    uint32_t limit = rte_ring_get_capacity(ring);
+    size_t allowed, start = 0;
+    int run_rank = -1;
+    uint32_t orig;
+
+    /* Reserve room in the backlog. */
+    atomic_add(&fq->total, cnt, &orig);
+    allowed = cnt;
+    if (OVS_UNLIKELY(orig + cnt > limit)) {
+        allowed = orig < limit ? limit - orig : 0;
+        atomic_sub(&fq->total, cnt - allowed, &orig);
+    }
+
+    /* In order, one burst per run of equal ranks, each enqueued and marked
+     * before the next packet's rank is computed. */
+    for (size_t i = 0; i < allowed; i++) {
+        struct daqring_fq_bucket *b
+            = &fq->buckets[netdev_daqring_fq_bucket(fq, pkts[i])];
+        uint32_t last;
+        int r;
+
+        atomic_add_relaxed(&b->queued, 1, &orig);
+        if (!orig) {
+            r = 0;
+        } else {
+            atomic_read_relaxed(&b->last_rank, &last);
+            r = MIN(last + 1, DAQRING_FQ_RANKS);
+        }
+        if (r != run_rank) {
+            if (i > start
+                && netdev_daqring_fq_enqueue_rank(fq, ring, run_rank,
+                                                  &pkts[start], i - start)
+                && orig) {
+                /* The run may have sent this bucket's previous packet to
+                 * the highest rank. */
+                atomic_read_relaxed(&b->last_rank, &last);
+                r = MIN(last + 1, DAQRING_FQ_RANKS);
+            }
+            start = i;
+            run_rank = r;
+        }
+        atomic_store_relaxed(&b->last_rank, r);
+    }
+    if (allowed > start) {
+        netdev_daqring_fq_enqueue_rank(fq, ring, run_rank, &pkts[start],
+                                       allowed - start);
+    }
+    return allowed;
+}
+
 /* Adds 'delta' to the total ring capacity and requests a mempool check. */
 static void
 netdev_daqring_capacity_changed(int64_t delta)
@@ -620,6 +948,7 @@ netdev_daqring_construct(struct netdev *netdev)
      * initialized, and netdev_daqring_set_config() reports that case. */
     ovs_mutex_init(&dev->mutex);
     dev->ring = NULL;
+    dev->fq = NULL;
     atomic_init(&dev->admin_up, true);
     atomic_init(&dev->tx_packets, 0);
     atomic_init(&dev->tx_bytes, 0);
@@ -649,6 +978,7 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->cfg.poll_interval = 0;
     dev->cfg.max_rate = 0;
     dev->cfg.frame_overhead = DAQRING_DEFAULT_FRAME_OVERHEAD;
+    dev->cfg.flow_buckets = 0;
     dev->cfg.numa_id = NETDEV_NUMA_UNSPEC;
     dev->shaper_seq = 1;
     ovsrcu_init(&dev->shaper,
@@ -658,6 +988,8 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->ring_requested_numa_id = NETDEV_NUMA_UNSPEC;
     dev->pending_ring = NULL;
     dev->pending_requested_numa_id = NETDEV_NUMA_UNSPEC;
+    dev->pending_fq = NULL;
+    dev->fq_pending = false;
     smap_init(&dev->last_args);
     dev->config_error = NULL;
     dev->egress = NULL;
@@ -709,12 +1041,15 @@ netdev_daqring_destruct(struct netdev *netdev)
         freed++;
     }
     free(dev->stash);
+    freed += netdev_daqring_fq_free(dev->fq);
     freed += netdev_daqring_ring_free(dev->ring);
     netdev_daqring_ring_free(dev->pending_ring);
+    netdev_daqring_fq_free(dev->pending_fq);
     if (dev->ring) {
         netdev_daqring_capacity_changed(-(int64_t) dev->ring_size);
     }
     dev->ring = NULL;
+    dev->fq = NULL;
     smap_destroy(&dev->last_args);
     free(dev->config_error);
     free(dev->egress);
@@ -752,6 +1087,10 @@ netdev_daqring_get_config(const struct netdev *netdev, struct smap *args)
     if (dev->cfg.frame_overhead != DAQRING_DEFAULT_FRAME_OVERHEAD) {
         smap_add_format(args, "frame-overhead", "%"PRIu32,
                         dev->cfg.frame_overhead);
+    }
+    if (dev->cfg.flow_buckets) {
+        smap_add_format(args, "flow-buckets", "%"PRIu32,
+                        dev->cfg.flow_buckets);
     }
     if (dev->cfg.numa_id != NETDEV_NUMA_UNSPEC) {
         smap_add_format(args, "numa-id", "%d", dev->cfg.numa_id);
@@ -829,6 +1168,7 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
     cfg->poll_interval = 0;
     cfg->max_rate = 0;
     cfg->frame_overhead = DAQRING_DEFAULT_FRAME_OVERHEAD;
+    cfg->flow_buckets = 0;
     cfg->numa_id = NETDEV_NUMA_UNSPEC;
 
     if (!netdev_daqring_parse_uint(name, args, "ring-size", 1,
@@ -843,6 +1183,20 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
         || !netdev_daqring_parse_uint(name, args, "frame-overhead", 0,
                                       DAQRING_MAX_FRAME_OVERHEAD,
                                       &cfg->frame_overhead, errp)) {
+        return false;
+    }
+    if (smap_get(args, "flow-buckets")
+        && (!netdev_daqring_parse_uint(name, args, "flow-buckets", 0,
+                                       DAQRING_MAX_FLOW_BUCKETS,
+                                       &cfg->flow_buckets, errp)
+            || cfg->flow_buckets == 1
+            || (cfg->flow_buckets && !is_pow2(cfg->flow_buckets)))) {
+        if (!*errp) {
+            *errp = xasprintf("%s: invalid flow-buckets \"%s\" (expected 0, "
+                              "a strict FIFO, or a power of 2 from 2 to %d)",
+                              name, smap_get(args, "flow-buckets"),
+                              DAQRING_MAX_FLOW_BUCKETS);
+        }
         return false;
     }
     if (cfg->max_rate && cfg->poll_interval) {
@@ -873,6 +1227,7 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
             && strcmp(node->key, "poll-interval")
             && strcmp(node->key, "max-rate")
             && strcmp(node->key, "frame-overhead")
+            && strcmp(node->key, "flow-buckets")
             && strcmp(node->key, "numa-id")
             && strcmp(node->key, "egress")) {
             VLOG_WARN("%s: ignoring unknown option \"%s\"", name, node->key);
@@ -942,6 +1297,7 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
     const char *egress = smap_get(args, "egress");
     struct daqring_config cfg;
     int numa_id = NETDEV_NUMA_UNSPEC;
+    struct daqring_fq *fq = NULL;
     struct rte_ring *ring;
     char *egress_error = NULL;
     char *error = NULL;
@@ -974,6 +1330,18 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         goto error;
     }
 
+    if (cfg.flow_buckets && (!dev->ring
+                             || (cfg.flow_buckets != dev->cfg.flow_buckets
+                                 && (!dev->fq || (cfg.flow_buckets
+                                                  != dev->fq->n_buckets))))) {
+        /* Allocated first: the ring below is committed once allocated. */
+        fq = netdev_daqring_fq_alloc(name, cfg.flow_buckets, cfg.numa_id,
+                                     &error);
+        if (!fq) {
+            goto error;
+        }
+    }
+
     if (!dev->ring) {
         /* First configuration: the port is not in a datapath yet. */
         ring = netdev_daqring_ring_alloc(name, cfg.ring_size, cfg.numa_id,
@@ -982,6 +1350,8 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
             goto error;
         }
         dev->ring = ring;
+        dev->fq = fq;
+        fq = NULL;
         dev->ring_size = cfg.ring_size;
         dev->ring_numa_id = numa_id;
         dev->ring_requested_numa_id = cfg.numa_id;
@@ -1007,6 +1377,17 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         netdev_daqring_ring_free(dev->pending_ring);
         dev->pending_ring = pending;
         dev->pending_requested_numa_id = cfg.numa_id;
+        netdev_request_reconfigure(netdev);
+    }
+    if (cfg.flow_buckets != dev->cfg.flow_buckets) {
+        /* Like the ring: 'fq' is NULL if 'cfg' wants what is in place, or a
+         * strict FIFO. */
+        uint32_t in_place = dev->fq ? dev->fq->n_buckets : 0;
+
+        netdev_daqring_fq_free(dev->pending_fq);
+        dev->pending_fq = fq;
+        dev->fq_pending = cfg.flow_buckets != in_place;
+        fq = NULL;
         netdev_request_reconfigure(netdev);
     }
 
@@ -1061,6 +1442,7 @@ error:
 
 out:
     ovs_mutex_unlock(&dev->mutex);
+    netdev_daqring_fq_free(fq);
     free(egress_error);
     return retval;
 }
@@ -1135,16 +1517,21 @@ netdev_daqring_set_tx_multiq(struct netdev *netdev, unsigned int n_txq)
     return 0;
 }
 
-/* Moves the backlog of the old ring (stash first, then ring, oldest first)
- * into 'dev->pending_ring' and puts that in place.  If the backlog exceeds
- * the new capacity, the oldest packets that do not fit go to the stash,
- * which the rx queue serves before the ring, so that a resize never loses
- * or reorders packets; the new capacity applies to new arrivals. */
+/* Moves the backlog of the old rings (stash first, then the rank rings
+ * from rank 0 up, then the ring: the order in which they were to leave)
+ * into 'dev->pending_ring' (or back into 'dev->ring' if there is no pending
+ * ring) and puts that in place, with the pending flow fairness if there is
+ * one.  If the backlog exceeds the new capacity, the first packets to
+ * leave that do not fit go to the stash, which the rx queue serves before
+ * the rings, so that a resize never loses or reorders packets; the new
+ * capacity applies to new arrivals.  With flow fairness, all packets go to
+ * the ring, the highest rank, and the buckets count them again. */
 static void
 netdev_daqring_swap_ring(struct netdev_daqring *dev)
     OVS_REQUIRES(dev->mutex)
 {
-    struct rte_ring *new = dev->pending_ring;
+    struct rte_ring *new = dev->pending_ring ? dev->pending_ring : dev->ring;
+    struct daqring_fq *new_fq = dev->fq_pending ? dev->pending_fq : dev->fq;
     size_t n_stash = dev->stash_n - dev->stash_pos;
     size_t n, excess, enqueued, total;
     struct dp_packet **pkts;
@@ -1152,10 +1539,17 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     int numa_id;
 
     new_size = rte_ring_get_capacity(new);
-    total = n_stash + rte_ring_count(dev->ring);
+    total = n_stash + netdev_daqring_ring_count(dev);
     pkts = xmalloc(MAX(total, 1) * sizeof *pkts);
     memcpy(pkts, &dev->stash[dev->stash_pos], n_stash * sizeof *pkts);
-    n = n_stash + netdev_daqring_ring_drain(dev->ring, &pkts[n_stash]);
+    n = n_stash;
+    if (dev->fq) {
+        /* Rank by rank: each bucket's packets in order. */
+        for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
+            n += netdev_daqring_ring_drain(dev->fq->rank[r], &pkts[n]);
+        }
+    }
+    n += netdev_daqring_ring_drain(dev->ring, &pkts[n]);
     ovs_assert(n == total);
 
     excess = n > new_size ? n - new_size : 0;
@@ -1170,6 +1564,28 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     dev->stash_n = excess;
     atomic_store_relaxed(&dev->stash_count, excess);
 
+    if (new_fq) {
+        /* All go to the bulk ring, and so do their buckets' next packets. */
+        for (uint32_t i = 0; i < new_fq->n_buckets; i++) {
+            atomic_store_relaxed(&new_fq->buckets[i].queued, 0);
+        }
+        for (size_t i = excess; i < n; i++) {
+            struct daqring_fq_bucket *b
+                = &new_fq->buckets[netdev_daqring_fq_bucket(new_fq, pkts[i])];
+            uint32_t orig;
+
+            atomic_add_relaxed(&b->queued, 1, &orig);
+            atomic_store_relaxed(&b->last_rank, DAQRING_FQ_RANKS);
+        }
+        atomic_store_relaxed(&new_fq->total, n - excess);
+        for (int i = 0; i < DAQRING_FQ_WORDS; i++) {
+            atomic_store_relaxed(&new_fq->nonempty[i], 0);
+        }
+        if (n > excess) {
+            netdev_daqring_fq_mark(new_fq, DAQRING_FQ_RANKS);
+        }
+    }
+
     enqueued = 0;
     while (enqueued < n - excess) {
         enqueued += rte_ring_mp_rts_enqueue_burst(
@@ -1178,6 +1594,18 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     }
     free(pkts);
 
+    if (new_fq != dev->fq) {
+        VLOG_INFO("%s: %s", netdev_get_name(&dev->up),
+                  new_fq ? "flows served round-robin" : "strict FIFO");
+        netdev_daqring_fq_free(dev->fq);
+        dev->fq = new_fq;
+    }
+    dev->pending_fq = NULL;
+    dev->fq_pending = false;
+
+    if (new == dev->ring) {
+        return;
+    }
     netdev_daqring_ring_free(dev->ring);
     netdev_daqring_capacity_changed((int64_t) new_size - dev->ring_size);
 
@@ -1213,7 +1641,7 @@ netdev_daqring_reconfigure(struct netdev *netdev)
     if (dev->n_txq_counters != netdev->n_txq) {
         netdev_daqring_set_txq_counters(dev, netdev->n_txq);
     }
-    if (dev->pending_ring) {
+    if (dev->pending_ring || dev->fq_pending) {
         netdev_daqring_swap_ring(dev);
         netdev_change_seq_changed(netdev);
     }
@@ -1413,6 +1841,8 @@ netdev_daqring_get_status(const struct netdev *netdev, struct smap *args)
     smap_add_format(args, "max_rate", "%"PRIu64, dev->cfg.max_rate);
     smap_add_format(args, "frame_overhead", "%"PRIu32,
                     dev->cfg.frame_overhead);
+    smap_add_format(args, "flow_buckets", "%"PRIu32,
+                    dev->fq ? dev->fq->n_buckets : 0);
     netdev_daqring_format_rate(&rate, &dev->cfg, true);
     smap_add(args, "shaping_rate", ds_cstr(&rate));
     if (short_of_mbufs) {
@@ -1590,9 +2020,12 @@ netdev_daqring_send(struct netdev *netdev, int qid,
 
     atomic_read_relaxed(&dev->admin_up, &up);
     if (OVS_LIKELY(ring && up)) {
-        sent = rte_ring_mp_rts_enqueue_burst(ring,
-                                             (void *const *) batch->packets,
-                                             cnt, NULL);
+        sent = (OVS_LIKELY(!dev->fq)
+                ? rte_ring_mp_rts_enqueue_burst(ring,
+                                                (void *const *) batch->packets,
+                                                cnt, NULL)
+                : netdev_daqring_fq_enqueue(dev->fq, ring, batch->packets,
+                                            cnt));
     }
 
     if (OVS_UNLIKELY(sent < cnt)) {
@@ -1730,7 +2163,7 @@ netdev_daqring_rxq_idle(struct netdev_daqring *dev)
     netdev_rxq_doorbell_clear(dev->doorbell);
     atomic_read_relaxed(&dev->admin_up, &up);
     if (up && dev->ring && (dev->stash_n > dev->stash_pos
-                            || !rte_ring_empty(dev->ring))) {
+                            || !netdev_daqring_ring_empty(dev))) {
         netdev_rxq_doorbell_ring(dev->doorbell);
     }
 }
@@ -1814,6 +2247,59 @@ netdev_daqring_dequeue(struct rte_ring *ring, const struct daqring_shaper *s,
     return keep;
 }
 
+/* Dequeues like netdev_daqring_dequeue() from 'dev''s ring or, with flow
+ * fairness, from its lowest nonempty rank ring first (see struct
+ * daqring_fq), and uncounts the packets. */
+static inline size_t
+netdev_daqring_dequeue_fair(struct netdev_daqring *dev,
+                            const struct daqring_shaper *s, int64_t *budget,
+                            struct dp_packet **pkts, size_t n,
+                            unsigned int *avail)
+{
+    struct daqring_fq *fq = dev->fq;
+    size_t got = 0;
+    uint32_t orig;
+
+    if (OVS_LIKELY(!fq)) {
+        return netdev_daqring_dequeue(dev->ring, s, budget, pkts, n, avail);
+    }
+
+    while (got < n && (!s->rate || *budget > 0)) {
+        unsigned int left, k;
+        uint64_t bits = 0;
+        int r = -1;
+
+        for (int w = 0; w < DAQRING_FQ_WORDS; w++) {
+            atomic_read_relaxed(&fq->nonempty[w], &bits);
+            if (bits) {
+                r = w * 64 + raw_ctz(bits);
+                break;
+            }
+        }
+        if (r < 0) {
+            break;
+        }
+        k = netdev_daqring_dequeue(netdev_daqring_fq_ring(fq, dev->ring, r),
+                                   s, budget, &pkts[got], n - got, &left);
+        got += k;
+        if (!left) {
+            netdev_daqring_fq_unmark(fq, dev->ring, r);
+        } else if (!k) {
+            break;              /* The byte shaper's budget ran out. */
+        }
+    }
+
+    for (size_t i = 0; i < got; i++) {
+        struct daqring_fq_bucket *b
+            = &fq->buckets[netdev_daqring_fq_bucket(fq, pkts[i])];
+
+        atomic_sub_relaxed(&b->queued, 1, &orig);
+    }
+    atomic_sub(&fq->total, got, &orig);
+    *avail = orig - got;
+    return got;
+}
+
 /* Receives up to 'max-burst' packets.  Called by the one PMD thread that
  * polls the daqring.
  *
@@ -1870,7 +2356,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     n_stash = dev->stash_n - dev->stash_pos;
 
     if (interval || s->rate) {
-        if (!n_stash && rte_ring_empty(ring)) {
+        if (!n_stash && netdev_daqring_ring_empty(dev)) {
             netdev_daqring_rxq_idle(dev);
             return EAGAIN;
         }
@@ -1901,10 +2387,11 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     }
     n = from_stash;
     if (n < burst && (!s->rate || budget > 0)) {
-        n += netdev_daqring_dequeue(ring, s, &budget, &batch->packets[n],
-                                    burst - n, &avail);
+        n += netdev_daqring_dequeue_fair(dev, s, &budget,
+                                         &batch->packets[n], burst - n,
+                                         &avail);
     } else {
-        avail = rte_ring_count(ring);
+        avail = netdev_daqring_ring_count(dev);
     }
     if (!n) {
         netdev_daqring_rxq_idle(dev);

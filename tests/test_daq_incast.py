@@ -255,16 +255,20 @@ def test_daqring_byte_shaping() -> None:
     assert [r[1]["max_rate_bps"] for r in runs] == [0, 0]
 
 
-@pytest.mark.parametrize("max_rate,poll", [(198_000_000, 0), (0, 500)])
+@pytest.mark.parametrize("max_rate,poll,buckets",
+                         [(198_000_000, 0, 65536), (0, 500, 0)])
 def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
-                              max_rate: int, poll: int) -> None:
-    """The map daq-incast hands to ovs-daqctl: max-rate (byte shaping) by
-    default, checked by ovs-daqctl itself (offline)."""
+                              max_rate: int, poll: int, buckets: int) -> None:
+    """The map daq-incast hands to ovs-daqctl: max-rate (byte shaping) and
+    sparse-flow priority by default, checked by ovs-daqctl itself
+    (offline)."""
     plan = topology.make_plan(4242, 4, 2, 1)
     calls: List[List[str]] = []
+    run_cfg = cfg("--flow-buckets", str(buckets))
 
     class FakeSwitch:
         dir = str(tmp_path)
+        cfg = run_cfg
 
         def iface_types(self) -> List[str]:
             return ["daqring", "dpdk"]
@@ -281,10 +285,12 @@ def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
         doc = json.load(f)
     if max_rate:
         assert doc["defaults"] == {"ring-size": 2048, "max-burst": 16,
+                                   "flow-buckets": buckets,
                                    "rate": "198000000bit",
                                    "frame-overhead": 24}
     else:
         assert doc["defaults"] == {"ring-size": 2048, "max-burst": 16,
+                                   "flow-buckets": 0,
                                    "poll-interval": 500}
     p = subprocess.run([sys.executable, os.path.join(UTILITIES, "ovs-daqctl"),
                         "check", calls[0][1]], capture_output=True, text=True)
@@ -292,6 +298,15 @@ def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
     assert "2 DCMs, map OK" in p.stdout
     if max_rate:
         assert "max-rate 198000000 bit/s" in p.stdout
+
+
+def test_flow_buckets() -> None:
+    assert cfg().flow_buckets == 65536
+    assert cfg("--flow-buckets", "0").flow_buckets == 0
+    assert cfg("--flow-buckets", "65536").flow_buckets == 65536
+    for bad in ("1", "3", "-2", "131072"):
+        with pytest.raises(ConfigError):
+            cfg("--flow-buckets", bad)
 
 
 def test_cpu_mask() -> None:

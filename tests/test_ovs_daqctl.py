@@ -202,6 +202,13 @@ BAD_MAPS = [
      "unknown DCM key 'colour'"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, steering: one}\n", 2,
      "steering 'one': two-rule or bound"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, flow-buckets: 3}\n", 2,
+     "flow-buckets 3 is not 0 (a strict FIFO) or a power of 2"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1, flow-buckets: 1}\n", 2,
+     "flow-buckets 1 is not 0"),
+    ("dcms:\n  - {name: a, ip: 10.0.0.1, egress: p1,\n"
+     "     flow-buckets: 131072}\n", 3,
+     "flow-buckets 131072 out of range 0..65536"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1, tuples: ['*:*->10.0.0.1:80'],\n"
      "     egress: p1}\n", 2, "either 'ip' or 'tuples'"),
     ("dcms:\n  - {name: a, tuples: ['10.0.0.1->10.0.0.2'], egress: p1}\n",
@@ -285,7 +292,8 @@ def test_defaults_and_tuples(daqctl: SimpleNamespace, tmp_path: Path) -> None:
         defaults: {ring-size: 1000, poll-interval: 500, egress: p1}
         dcms:
           - {name: a, ip: 10.0.0.1}
-          - {name: b, ip: 10.0.0.2, rate: 190mbit, ring: ringb}
+          - {name: b, ip: 10.0.0.2, rate: 190mbit, ring: ringb,
+             flow-buckets: 0}
           - name: c
             tuples:
               - "udp:10.0.1.1:5000->10.0.0.3:6000"
@@ -298,8 +306,12 @@ def test_defaults_and_tuples(daqctl: SimpleNamespace, tmp_path: Path) -> None:
     assert (b.ring, b.max_burst, b.poll_interval, b.rate) == \
         ("ringb", 32, 0, "190mbit")
     assert (a.max_rate, b.max_rate) == (0, 190000000)
+    # Sparse-flow priority is on by default, 0 turns it off.
+    assert a.options() == {"ring-size": "1000", "max-burst": "32",
+                           "poll-interval": "500", "flow-buckets": "65536"}
     assert b.options() == {"ring-size": "1000", "max-burst": "32",
-                           "poll-interval": "0", "max-rate": "190000000"}
+                           "poll-interval": "0", "max-rate": "190000000",
+                           "flow-buckets": "0"}
     assert c.match_text() == ("udp:10.0.1.1:5000->10.0.0.3:6000 "
                               "tcp:*:*->10.0.0.3:6001")
     assert [(p, m) for p, m, _ in daqctl.dcm_flows(c, "7", "1")] == [
@@ -542,7 +554,8 @@ def test_apply_example(sw: Switch) -> None:
     assert sorted(rings) == ["dcm1", "dcm2", "dcm3", "dcm4a", "dcm4b"]
     assert rings["dcm1"]["options"] == {"ring-size": "16384",
                                         "max-burst": "32",
-                                        "poll-interval": "500"}
+                                        "poll-interval": "500",
+                                        "flow-buckets": "65536"}
     assert rings["dcm2"]["options"]["ring-size"] == "2048"
     assert rings["dcm3"]["options"]["poll-interval"] == "0"
     assert rings["dcm3"]["options"]["max-rate"] == "190000000"
@@ -714,7 +727,8 @@ def test_add_del_dcm(sw: Switch) -> None:
     assert sw.next_cfg() == cfg + 1
     r = sw.rings()["dcm9"]
     assert r["options"] == {"ring-size": "1000", "max-burst": "32",
-                            "poll-interval": "0", "max-rate": "190000000"}
+                            "poll-interval": "0", "max-rate": "190000000",
+                            "flow-buckets": "65536"}
     assert expected_flows(sw, "br0", [("dcm9", "10.0.0.9", "p3")]) <= \
         sw.flows()
     # Options may also follow the command; tuples instead of an address.
@@ -885,7 +899,8 @@ def several_switches(sw: Switch, tmp_path: Path, br0: Any) -> None:
         in p.stdout
     assert sorted(sw.rings("br1")) == ["br1dcm1", "dcm7"]
     assert sw.rings("br1")["dcm7"]["options"] == {
-        "ring-size": "4096", "max-burst": "16", "poll-interval": "250"}
+        "ring-size": "4096", "max-burst": "16", "poll-interval": "250",
+        "flow-buckets": "65536"}
     assert show_config(sw) == br0
     p = sw.daqctl("apply", "--switch", "leaf1", path, bridge="")
     assert "leaf1/br1 (%s): no changes" % sw.db in p.stdout

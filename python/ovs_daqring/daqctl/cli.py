@@ -122,7 +122,8 @@ def cmd_add_dcm(args: argparse.Namespace) -> int:
     if args.tuple:
         values["tuples"] = args.tuple
     for k in ("ring", "ring_size", "max_burst", "poll_interval", "rate",
-              "frame_overhead", "numa_id", "ofport", "steering"):
+              "frame_overhead", "numa_id", "ofport", "steering",
+              "flow_buckets"):
         v = getattr(args, k)
         if v is not None:
             values[k] = v
@@ -579,6 +580,11 @@ See ovs-daqctl(8) and utilities/dcm-map.example.yaml.""")
                    help="bytes per frame that --rate counts beyond the "
                    "frame (0..255, default 24: preamble, gap, FCS)")
     d.add_argument("--numa-id", metavar="N", help="NUMA node of the ring")
+    d.add_argument("--flow-buckets", metavar="N",
+                   help="flow fairness: the ring serves its flows "
+                   "round-robin, a flow with nothing queued first, in N "
+                   "flow buckets (a power of 2, default 65536); 0 = a "
+                   "strict FIFO")
     d.add_argument("--ofport", metavar="N",
                    help="ofport_request of the ring")
     d.add_argument("--dry-run", "-n", action="store_true")

@@ -30,6 +30,7 @@ import ovs.stream
 import yaml
 
 from .model import (CSV_COLUMNS, DCM_KEYS, DEFAULT_KEYS, Dcm,
+                    FLOW_BUCKETS_DEFAULT, FLOW_BUCKETS_MAX,
                     FRAME_OVERHEAD_DEFAULT, FRAME_OVERHEAD_MAX, FourTuple,
                     MAX_BURST_DEFAULT, MAX_BURST_MAX, MAX_BURST_MIN,
                     MAX_RATE_MAX, MAX_RATE_MIN, MapError, NAME_RE, OFPORT_MAX,
@@ -500,6 +501,13 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
     poll = get("poll_interval", _int_value, "poll-interval", 0,
                POLL_INTERVAL_MAX)
     numa = get("numa_id", _int_value, "numa-id", 0, 1023)
+    buckets = get("flow_buckets", _int_value, "flow-buckets", 0,
+                  FLOW_BUCKETS_MAX)
+    if buckets is not None and buckets and (buckets & (buckets - 1)
+                                            or buckets == 1):
+        bad("flow_buckets", label + "flow-buckets %d is not 0 (a strict "
+            "FIFO) or a power of 2 from 2 to %d" % (buckets,
+                                                    FLOW_BUCKETS_MAX))
     ofport = get("ofport", _int_value, "ofport", 1, OFPORT_MAX)
     steering = get("steering", _steering)
     overhead = get("frame_overhead", _int_value, "frame-overhead", 0,
@@ -534,6 +542,8 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
                ring_size=RING_SIZE_DEFAULT if ring_size is None else ring_size,
                max_burst=MAX_BURST_DEFAULT if max_burst is None else max_burst,
                poll_interval=0 if poll is None else poll, numa_id=numa,
+               flow_buckets=(FLOW_BUCKETS_DEFAULT if buckets is None
+                             else buckets),
                max_rate=max_rate, frame_overhead=overhead,
                ofport=ofport, rate=rate_text,
                steering=steering or STEERING_DEFAULT, where=at(line))

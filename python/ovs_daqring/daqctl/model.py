@@ -36,6 +36,10 @@ MAX_BURST_MIN, MAX_BURST_MAX, MAX_BURST_DEFAULT = 1, 32, 32
 POLL_INTERVAL_MAX = 1000000
 MAX_RATE_MIN, MAX_RATE_MAX = 1000, 10**12      # bit/s
 FRAME_OVERHEAD_MAX, FRAME_OVERHEAD_DEFAULT = 255, 24
+# Flow fairness (options:flow-buckets): 0 = a strict FIFO.  On by default:
+# it keeps a ROS's first segment, which acknowledges the DCM's request, and
+# its other segments from waiting behind a whole event (see daqring.rst).
+FLOW_BUCKETS_MAX, FLOW_BUCKETS_DEFAULT = 65536, 65536
 FRAME_BITS = 1518 * 8              # bits of a full-size Ethernet frame
 OFPORT_MAX = 0xfeff
 
@@ -54,14 +58,14 @@ EXT_RATE = "daqctl-rate"
 
 # Map keys ('-' and '_' are interchangeable in maps).
 SHAPING_KEYS = ("ring_size", "max_burst", "poll_interval", "rate",
-                "frame_overhead", "numa_id")
+                "frame_overhead", "numa_id", "flow_buckets")
 DEFAULT_KEYS = ("egress", "steering") + SHAPING_KEYS
 DCM_KEYS = ("name", "ring", "ip", "tuples", "ofport") + DEFAULT_KEYS
 SWITCH_KEYS = ("name", "db", "of", "bridge", "defaults", "dcms")
 TOP_KEYS = ("db", "of", "bridge", "defaults", "dcms", "switches")
 CSV_COLUMNS = ("name", "ring", "ip", "tuples", "egress", "ring_size",
                "max_burst", "poll_interval", "rate", "numa_id", "ofport",
-               "frame_overhead", "steering")
+               "frame_overhead", "steering", "flow_buckets")
 
 # Steering modes: "two-rule" (a rule into the ring and one from the ring to
 # the egress port) or "bound" (options:egress: the switch sends what the
@@ -151,6 +155,7 @@ class Dcm:
     max_rate: int = 0                     # byte shaping, bit/s ('rate')
     frame_overhead: Optional[int] = None  # bytes per frame for max_rate
     numa_id: Optional[int] = None
+    flow_buckets: int = FLOW_BUCKETS_DEFAULT  # 0 = strict FIFO
     ofport: Optional[int] = None          # ofport_request of the ring
     rate: Optional[str] = None            # as requested, for reports
     steering: str = STEERING_DEFAULT      # "two-rule" or "bound"
@@ -164,7 +169,8 @@ class Dcm:
     def options(self) -> Dict[str, str]:
         opts = {"ring-size": str(self.ring_size),
                 "max-burst": str(self.max_burst),
-                "poll-interval": str(self.poll_interval)}
+                "poll-interval": str(self.poll_interval),
+                "flow-buckets": str(self.flow_buckets)}
         if self.max_rate:
             opts["max-rate"] = str(self.max_rate)
         if self.frame_overhead is not None:

@@ -207,7 +207,7 @@ class Reconciler:
                         if k not in ("ring-size", "max-burst",
                                      "poll-interval", "max-rate",
                                      "frame-overhead", "numa-id",
-                                     "egress")}
+                                     "flow-buckets", "egress")}
                 opts.update(d.options())
                 if opts != dict(r.iface.options):
                     r.iface.options = opts
@@ -567,7 +567,8 @@ def describe_update(old: Optional[Dcm], new: Dcm) -> str:
                         ("poll_interval", "poll-interval"),
                         ("max_rate", "max-rate"),
                         ("frame_overhead", "frame-overhead"),
-                        ("numa_id", "numa-id"), ("egress", "egress"),
+                        ("numa_id", "numa-id"),
+                        ("flow_buckets", "flow-buckets"), ("egress", "egress"),
                         ("ofport", "ofport"), ("rate", "rate"),
                         ("ring", "ring")):
         a, b = getattr(old, attr), getattr(new, attr)

@@ -214,6 +214,7 @@ class Config:
     progress: bool
     dry_run: bool
     notes: List[str] = field(default_factory=list)
+    flow_buckets: int = 65536       # daqring options:flow-buckets, 0 = FIFO
 
     @property
     def ros_hosts(self) -> int:
@@ -421,6 +422,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="daqring poll-interval in microseconds, 0 = "
                    "unshaped; implies --shaper packets (default: chosen "
                    "with --max-burst)")
+    g.add_argument("--flow-buckets", type=int, default=65536, metavar="N",
+                   help="daqring flow fairness: flows served round-robin, "
+                   "a flow with nothing queued first, in N flow buckets (a "
+                   "power of 2; default: %(default)s); 0 = a strict FIFO")
     g.add_argument("--ring-rate-fraction", type=float, default=None,
                    metavar="F", help="automatic daqring shaping targets F "
                    "x the link's rate (default: %s with --shaper bytes, "
@@ -752,7 +757,15 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         timeout_s=ns.timeout, event_deadline_s=ns.event_deadline,
         rto_threshold_s=ns.rto_threshold / 1000.0, json_path=ns.json,
         plot_dir=ns.plot_dir, log_dir=ns.log_dir, progress=not ns.quiet,
-        dry_run=ns.dry_run, notes=notes)
+        dry_run=ns.dry_run, notes=notes,
+        flow_buckets=_flow_buckets(ns.flow_buckets))
+
+
+def _flow_buckets(n: int) -> int:
+    if n != 0 and (n < 2 or n > 65536 or n & (n - 1)):
+        raise ConfigError("--flow-buckets must be 0 or a power of 2 from 2 "
+                          "to 65536")
+    return n
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

@@ -198,7 +198,8 @@ def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
              "egress": d.port_name, "ofport": plan.ring_ofport(d)}
             for d in plan.dcms]
     defaults: Dict[str, object] = {"ring-size": ring_size,
-                                   "max-burst": max_burst}
+                                   "max-burst": max_burst,
+                                   "flow-buckets": sw.cfg.flow_buckets}
     if max_rate:
         # Byte shaping: ovs-daqctl writes a rate as the ring's max-rate.
         defaults.update({"rate": "%dbit" % max_rate,
