@@ -618,17 +618,13 @@ netdev_daqring_ring_drain(struct rte_ring *ring, struct dp_packet **pkts)
     return n;
 }
 
-/* Frees 'ring' and every packet in it.  Returns the number of packets. */
+/* Deletes every packet in 'ring'.  Returns the number of packets. */
 static size_t
-netdev_daqring_ring_free(struct rte_ring *ring)
+netdev_daqring_ring_purge(struct rte_ring *ring)
 {
     struct dp_packet *pkts[NETDEV_MAX_BURST];
     size_t total = 0;
     unsigned int n;
-
-    if (!ring) {
-        return 0;
-    }
 
     while ((n = rte_ring_sc_dequeue_burst(ring, (void **) pkts,
                                           NETDEV_MAX_BURST, NULL))) {
@@ -637,6 +633,19 @@ netdev_daqring_ring_free(struct rte_ring *ring)
         }
         total += n;
     }
+    return total;
+}
+
+/* Frees 'ring' and every packet in it.  Returns the number of packets. */
+static size_t
+netdev_daqring_ring_free(struct rte_ring *ring)
+{
+    size_t total;
+
+    if (!ring) {
+        return 0;
+    }
+    total = netdev_daqring_ring_purge(ring);
     rte_free(ring);
 
     return total;
@@ -700,21 +709,13 @@ netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets,
 static size_t
 netdev_daqring_fq_free(struct daqring_fq *fq)
 {
-    struct dp_packet *pkts[NETDEV_MAX_BURST];
     size_t total = 0;
-    unsigned int n;
 
     if (!fq) {
         return 0;
     }
     for (int r = 0; r < DAQRING_FQ_RANKS && fq->rank[r]; r++) {
-        while ((n = rte_ring_sc_dequeue_burst(fq->rank[r], (void **) pkts,
-                                              NETDEV_MAX_BURST, NULL))) {
-            for (unsigned int i = 0; i < n; i++) {
-                dp_packet_delete(pkts[i]);
-            }
-            total += n;
-        }
+        total += netdev_daqring_ring_purge(fq->rank[r]);
         free_cacheline(fq->rank[r]);
     }
     free(fq);

@@ -578,17 +578,27 @@ def test_cleanup_runs_once_in_reverse() -> None:
 
 
 # ------------------------------------------------------------------ agents
+def _start_ros_agents(port: int, size: int) -> subprocess.Popen:
+    """ROS agents on 127.0.0.1 and 127.0.0.2, ready to serve 'size'-byte
+    fragments on 'port'."""
+    ros = subprocess.Popen([sys.executable, runner.AGENTS, "ros",
+                            "127.0.0.1,127.0.0.2", str(port), str(size)],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True)
+    assert ros.stdout is not None
+    if ros.stdout.readline().strip() != "READY":
+        ros.kill()
+        ros.wait()
+        raise AssertionError("ROS agents did not start")
+    return ros
+
+
 def test_agents_on_loopback() -> None:
     """The ROS/DCM protocol, over 127.0.0.x only."""
     agents = runner.AGENTS
     port = 20000 + os.getpid() % 20000
-    ros = subprocess.Popen([sys.executable, agents, "ros",
-                            "127.0.0.1,127.0.0.2", str(port), "4096"],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           text=True)
+    ros = _start_ros_agents(port, 4096)
     try:
-        assert ros.stdout is not None
-        assert ros.stdout.readline().strip() == "READY"
         spec = {"ip": "127.0.0.1",
                 "ros": ["127.0.0.1", "127.0.0.2", "127.0.0.1"],
                 "port": port, "credits": 2, "seed": 1,
@@ -674,13 +684,8 @@ def test_agents_pus_on_loopback() -> None:
     time and the ROS agents' stamps."""
     agents = runner.AGENTS
     port = 20000 + (os.getpid() + 7) % 20000
-    ros = subprocess.Popen([sys.executable, agents, "ros",
-                            "127.0.0.1,127.0.0.2", str(port), "65536"],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           text=True)
+    ros = _start_ros_agents(port, 65536)
     try:
-        assert ros.stdout is not None
-        assert ros.stdout.readline().strip() == "READY"
         spec = {"ip": "127.0.0.1", "ros": ["127.0.0.1", "127.0.0.2"],
                 "port": port, "credits": 0, "seed": 1, "pus": 3,
                 "fragment_size": 65536, "fragment_dist": "fixed",
