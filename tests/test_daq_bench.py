@@ -378,15 +378,16 @@ def test_opt_verdict() -> None:
     assert v["verdict"].startswith("-O2 wins")
 
 
-def incast_run(stock_bps: float, daq_bps: float, timeouts: int = 0
-               ) -> Dict[str, Any]:
-    def mode(name: str, bps: float, to: int) -> Dict[str, Any]:
+def incast_run(stock_bps: float, daq_bps: float, timeouts: int = 0,
+               rtos: int = 0) -> Dict[str, Any]:
+    def mode(name: str, bps: float, to: int, rto: int) -> Dict[str, Any]:
         return {"mode": name, "status": "ok", "goodput_bps": bps,
                 "ideal_ratio": bps / 188e6, "timeouts": to,
+                "tcp": {"retrans_segs": 2 * rto, "rto_timeouts": rto},
                 "collection_time_s": {"p99": 0.1}, "pmd_cpu_share": 0.99}
-    return {"modes": [mode("stock", stock_bps, 50),
+    return {"modes": [mode("stock", stock_bps, 50, 70),
                       {"mode": "credits", "status": "skipped"},
-                      mode("daqring", daq_bps, timeouts)]}
+                      mode("daqring", daq_bps, timeouts, rtos)]}
 
 
 def test_incast_summary() -> None:
@@ -394,6 +395,7 @@ def test_incast_summary() -> None:
     assert set(s["modes"]) == {"stock", "daqring"}
     assert s["ratio"]["values"] == [18.0, 9.0]
     assert s["modes"]["daqring"]["timeouts"]["max"] == 0
+    assert s["modes"]["stock"]["rto_timeouts"]["max"] == 70
     assert s["modes"]["stock"]["shares"] == [0.99, 0.99]
     assert db.incast_summary([]) == {"modes": {}}
 
@@ -531,6 +533,17 @@ def test_verdicts_and_markdown() -> None:
     assert rows["incast_ratio"]["met"] is True
     assert rows["incast_ratio_deep"]["met"] is True
     assert "--ros 60" in rows["incast_ratio_deep"]["value"]
+    # "0 TCP timeouts" is the kernel's count: events that take 200 ms
+    # without an RTO (long events, several in flight) do not miss it, one
+    # RTO does.
+    for slow, rtos, met in ((3, 0, True), (0, 1, False)):
+        r = copy.deepcopy(res)
+        r["incast"].update(db.incast_summary(
+            [incast_run(10e6, 180e6, slow, rtos)]))
+        row = {v["key"]: v for v in db.verdicts(r)}["incast_timeouts"]
+        assert row["met"] is met
+        assert row["value"].startswith("%d TCP RTOs per run (%d events"
+                                       % (rtos, slow)), row["value"]
     res["verdicts"] = db.verdicts(res)
     md = db.markdown(res)
     assert md.startswith("# ovs-daqring benchmark results")

@@ -498,9 +498,17 @@ def test_results_schema() -> None:
 
 def test_table() -> None:
     doc = results_doc()
+    doc["modes"][0]["tcp"]["rto_timeouts"] = 4
     text = stats.format_table(doc["modes"], 188e6)
     assert "stock" in text and "no daqring support" in text
     assert "ideal goodput: 188.0 Mbit/s" in text
+    # "slow" counts the events of >= 200 ms (1 of 2), "RTOs" is the
+    # kernel's count (4), each under its own heading.
+    head = text.splitlines()[0].split()
+    row = text.splitlines()[2].split()
+    assert row[head.index("slow")] == "1"
+    assert row[head.index("RTOs")] == "4"
+    assert row[head.index("retrans")] == "3"
 
 
 # ---------------------------------------------------------------- topology

@@ -339,9 +339,10 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
             % (fmt_stat(_scale(dq["ideal_ratio"], 100)),
                fmt_stat(_scale(dq["goodput_bps"], 1e-6))),
             dq["ideal_ratio"]["median"] >= 0.95, dq["shares"])
-        add("incast_timeouts", "%s timeouts per run"
-            % fmt_stat(dq["timeouts"], "%.0f"),
-            dq["timeouts"]["max"] == 0, dq["shares"])
+        add("incast_timeouts", "%s TCP RTOs per run (%s events >= 200 ms)"
+            % (fmt_stat(dq["rto_timeouts"], "%.0f"),
+               fmt_stat(dq["timeouts"], "%.0f")),
+            dq["rto_timeouts"]["max"] == 0, dq["shares"])
         if st and inc.get("ratio") and inc["ratio"]["median"] is not None:
             add("incast_ratio", "%s x (stock %s Mbit/s)"
                 % (fmt_stat(inc["ratio"], "%.1f"),
@@ -353,11 +354,11 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
         if dp and dp.get("ratio") and dp["ratio"]["median"] is not None:
             dm = dp["modes"]
             add("incast_ratio_deep", "%s x (stock %s, daqring %s Mbit/s, "
-                "%s timeouts; %s)" % (
+                "%s TCP RTOs; %s)" % (
                     fmt_stat(dp["ratio"], "%.1f"),
                     fmt_stat(_scale(dm["stock"]["goodput_bps"], 1e-6)),
                     fmt_stat(_scale(dm["daqring"]["goodput_bps"], 1e-6)),
-                    fmt_stat(dm["daqring"]["timeouts"], "%.0f"),
+                    fmt_stat(dm["daqring"]["rto_timeouts"], "%.0f"),
                     dp["command"].split(" -q ", 1)[-1]),
                 dp["ratio"]["median"] >= 10,
                 dm["stock"]["shares"] + dm["daqring"]["shares"])
@@ -667,14 +668,15 @@ def markdown(res: Dict[str, Any]) -> str:
                  % (inc["command"], inc["runs"], inc["dir"]))
         L.append("")
         L.append("| mode | goodput Mbit/s | of ideal | p99 ms | "
-                 ">= 200 ms events | PMD share |")
-        L.append("|---|---|---|---|---|---|")
+                 ">= 200 ms events | TCP RTOs | PMD share |")
+        L.append("|---|---|---|---|---|---|---|")
         for mode, d in inc["modes"].items():
-            L.append("| %s | %s | %s%% | %s | %s | %s |" % (
+            L.append("| %s | %s | %s%% | %s | %s | %s | %s |" % (
                 mode, fmt_stat(_scale(d["goodput_bps"], 1e-6)),
                 fmt_stat(_scale(d["ideal_ratio"], 100)),
                 fmt_stat(_scale(d["p99_s"], 1e3), "%.0f"),
-                fmt_stat(d["timeouts"], "%.0f"), share_text(d["shares"])))
+                fmt_stat(d["timeouts"], "%.0f"),
+                fmt_stat(d["rto_timeouts"], "%.0f"), share_text(d["shares"])))
         L.append("")
         if inc.get("ratio"):
             L.append("daqring / stock goodput: %s x."
@@ -685,14 +687,15 @@ def markdown(res: Dict[str, Any]) -> str:
             L.append("Deeper collapse, `%s`:" % dp["command"])
             L.append("")
             L.append("| mode | goodput Mbit/s | of ideal | p99 ms | "
-                     ">= 200 ms events | PMD share |")
-            L.append("|---|---|---|---|---|---|")
+                     ">= 200 ms events | TCP RTOs | PMD share |")
+            L.append("|---|---|---|---|---|---|---|")
             for mode, d in dp["modes"].items():
-                L.append("| %s | %s | %s%% | %s | %s | %s |" % (
+                L.append("| %s | %s | %s%% | %s | %s | %s | %s |" % (
                     mode, fmt_stat(_scale(d["goodput_bps"], 1e-6)),
                     fmt_stat(_scale(d["ideal_ratio"], 100)),
                     fmt_stat(_scale(d["p99_s"], 1e3), "%.0f"),
                     fmt_stat(d["timeouts"], "%.0f"),
+                    fmt_stat(d["rto_timeouts"], "%.0f"),
                     share_text(d["shares"])))
             L.append("")
         if inc.get("analysis"):
@@ -822,11 +825,14 @@ def incast_summary(data: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
             by[m["mode"]] = m
             x = modes.setdefault(m["mode"], {"goodput_bps": [],
                                              "ideal_ratio": [], "p99_s": [],
-                                             "timeouts": [], "shares": []})
+                                             "timeouts": [],
+                                             "rto_timeouts": [],
+                                             "shares": []})
             x["goodput_bps"].append(m["goodput_bps"])
             x["ideal_ratio"].append(m["ideal_ratio"])
             x["p99_s"].append(m["collection_time_s"]["p99"])
             x["timeouts"].append(m["timeouts"])
+            x["rto_timeouts"].append(m["tcp"]["rto_timeouts"])
             x["shares"].append(m.get("pmd_cpu_share"))
         if "stock" in by and "daqring" in by and by["stock"]["goodput_bps"]:
             per_run_ratio.append(by["daqring"]["goodput_bps"]

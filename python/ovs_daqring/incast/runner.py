@@ -500,12 +500,14 @@ class Runner:
                 continue
             self.progress.done(
                 "[%s] %d events, goodput %.1f Mbit/s (%.1f%% of ideal),"
-                " p99 %.1f ms, first byte p50 %.0f us, %d timeouts, PMD "
-                "had %.0f%% of its core"
+                " p99 %.1f ms, first byte p50 %.0f us, %d TCP RTOs, %d "
+                "events >= %.0f ms, PMD had %.0f%% of its core"
                 % (label, r["events"], r["goodput_bps"] / 1e6,
                    100 * r["ideal_ratio"],
                    r["collection_time_s"]["p99"] * 1e3,
-                   r["first_byte_s"]["p50"] * 1e6, r["timeouts"],
+                   r["first_byte_s"]["p50"] * 1e6,
+                   r["tcp"]["rto_timeouts"], r["timeouts"],
+                   self.cfg.rto_threshold_s * 1e3,
                    100 * r["pmd_cpu_share"]))
             if r["pmd_cpu_share"] < 0.9:
                 self.cfg.notes.append(

@@ -216,28 +216,32 @@ def format_table(modes: Sequence[Mapping[str, Any]],
                  ideal_bps: Optional[float] = None) -> str:
     """Fixed-width table, one row per mode run."""
     w = max([16] + [len(m["label"]) for m in modes])
-    fmt = "%-*s %6s %9s %6s %8s %8s %8s %8s %5s %7s %7s %7s %7s"
+    fmt = "%-*s %6s %9s %6s %8s %8s %8s %8s %5s %5s %7s %7s %7s %7s"
     lines = [fmt % (w, "mode", "events", "goodput", "ideal", "mean", "p50",
-                    "p99", "max", "RTOs", "retrans", "sw-drop", "ring-dr",
-                    "qdisc"),
+                    "p99", "max", "slow", "RTOs", "retrans", "sw-drop",
+                    "ring-dr", "qdisc"),
              fmt % (w, "", "", "Mbit/s", "%", "ms", "ms", "ms", "ms", "",
-                    "segs", "pkts", "pkts", "pkts")]
+                    "", "segs", "pkts", "pkts", "pkts")]
     for m in modes:
         if m.get("status") != "ok":
             lines.append("%-*s error: %s" % (w, m["label"], m.get("error")))
             continue
         ct = m["collection_time_s"]
         lines.append(
-            "%-*s %6d %9.1f %6.1f %8.1f %8.1f %8.1f %8.1f %5d %7d %7d %7d "
-            "%7d" % (w, m["label"], m["events"], m["goodput_bps"] / 1e6,
-                     100 * m["ideal_ratio"], ct["mean"] * 1e3,
-                     ct["p50"] * 1e3, ct["p99"] * 1e3, ct["max"] * 1e3,
-                     m["timeouts"], m["tcp"]["retrans_segs"],
-                     m["drops"]["switch_total"], m["drops"]["daqring"],
-                     m["drops"]["qdisc"]))
+            "%-*s %6d %9.1f %6.1f %8.1f %8.1f %8.1f %8.1f %5d %5d %7d %7d "
+            "%7d %7d" % (w, m["label"], m["events"], m["goodput_bps"] / 1e6,
+                         100 * m["ideal_ratio"], ct["mean"] * 1e3,
+                         ct["p50"] * 1e3, ct["p99"] * 1e3, ct["max"] * 1e3,
+                         m["timeouts"], m["tcp"]["rto_timeouts"],
+                         m["tcp"]["retrans_segs"],
+                         m["drops"]["switch_total"], m["drops"]["daqring"],
+                         m["drops"]["qdisc"]))
     if ideal_bps:
         lines.append("ideal goodput: %.1f Mbit/s" % (ideal_bps / 1e6))
-    lines.append("RTOs: events >= the TCP timeout; sw-drop: rx+tx dropped "
+    lines.append("slow: events that took >= --rto-threshold (one TCP "
+                 "minimum RTO; says nothing when an event alone takes that "
+                 "long); RTOs: the kernel's TCP retransmission timeouts in "
+                 "all namespaces (TcpExt.TCPTimeouts); sw-drop: rx+tx dropped "
                  "on the hosts' switch ports, including frames their "
                  "af_packet RX rings had no room for; ring-dr: daqring "
                  "full; qdisc: tbf drops (refusals af_packet retries)")
