@@ -8,6 +8,7 @@ available (daq-incast reserves the hugepages it needs itself).
 
 import argparse
 import json
+import mmap
 import os
 import shutil
 import subprocess
@@ -902,6 +903,92 @@ def test_end_to_end_stock(tmp_path: Any) -> None:
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True,
                         text=True).stdout
     assert "daq-incast.dqi%d." % p.pid not in ps
+
+
+class HugepageThief:
+    """Another process that maps every free hugepage between daq-incast's
+    reservation and its EAL start (the race two DPDK runs can have)."""
+
+    def __init__(self) -> None:
+        self.maps: List[Any] = []
+
+    def steal(self, mount_dir: str) -> int:
+        free, size_kb = hugepages._meminfo()
+        if free:
+            path = os.path.join(mount_dir, "thief")
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                size = free * size_kb * 1024
+                os.ftruncate(fd, size)
+                self.maps.append(mmap.mmap(
+                    fd, size, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE))
+            finally:
+                os.close(fd)
+                os.unlink(path)
+        return free
+
+    def release(self) -> None:
+        while self.maps:
+            self.maps.pop().close()
+
+
+@pytest.mark.skipif(_e2e_skip_reason() is not None,
+                    reason=str(_e2e_skip_reason()))
+@pytest.mark.parametrize("mode", ["auto", "require"])
+def test_hugepages_taken_before_eal(tmp_path: Any, monkeypatch: Any,
+                                    mode: str) -> None:
+    """The hugepages reserved for the run are gone when DPDK starts: with
+    --hugepages auto the switch runs with --no-huge and says so, with
+    require it fails; either way nothing is left behind."""
+    default = config.resolve_binaries(None, None).vswitchd
+    vswitchd = [] if os.access(default, os.X_OK) else ["--vswitchd", STOCK]
+    c = cfg(*vswitchd, "--hugepages", mode, "--socket-mem", "256",
+            h=hosts.probe_host(), env=True)
+    assert c.use_hugepages
+    plan = topology.make_plan(os.getpid(), 1, 1, 1)
+    thief = HugepageThief()
+    stolen: List[int] = []
+    real_reserve = hugepages.reserve
+
+    def reserve_then_steal(want_mb: int, mount_dir: str,
+                           cleanup: Cleanup) -> Optional[str]:
+        why = real_reserve(want_mb, mount_dir, cleanup)
+        assert why is None, why
+        # Pushed after the reservation: undone before it.
+        cleanup.push("thief", thief.release)
+        stolen.append(thief.steal(mount_dir))
+        return why
+    monkeypatch.setattr(hugepages, "reserve", reserve_then_steal)
+    nr_before = hugepages._read_int(hugepages.NR_HUGEPAGES)
+    cleanup = Cleanup()
+    subprocess.run(["ip", "netns", "add", plan.switch_ns], check=True)
+    cleanup.push("netns", lambda: subprocess.run(
+        ["ip", "netns", "delete", plan.switch_ns], check=True))
+    sw = switch.Switch(c, plan, str(tmp_path / "sw"), cleanup)
+    t0 = time.monotonic()
+    try:
+        if mode == "require":
+            with pytest.raises(switch.RunError,
+                               match="did not initialise DPDK"):
+                sw.start()
+        else:
+            sw.start()
+            assert not c.use_hugepages
+            assert any("DPDK could not start with the hugepages" in n
+                       and "--no-huge -m 256" in n for n in c.notes), c.notes
+            sw.alive()
+            extra = sw.vsctl("get", "Open_vSwitch", ".",
+                             "other_config:dpdk-extra")
+            assert "--no-huge" in extra
+            assert "br0" in sw.vsctl("list-br")
+    finally:
+        assert cleanup.run() == []
+    assert stolen and stolen[0] > 0
+    # An EAL that fails is noticed at once, not after the 120 s timeout.
+    assert time.monotonic() - t0 < 60
+    assert hugepages._read_int(hugepages.NR_HUGEPAGES) == nr_before
+    assert plan.switch_ns not in subprocess.run(
+        ["ip", "netns", "list"], capture_output=True, text=True).stdout
 
 
 def test_tcp_nodelay_option() -> None:

@@ -38,16 +38,46 @@ class Switch(Sandbox):
     def start(self) -> None:   # type: ignore[override]
         os.makedirs(self.dir, exist_ok=True)
         self._dpdk_memory()
+        self.cleanup.push("stop ovs-vswitchd and ovsdb-server",
+                          lambda: self.stop(grace=20))
+        try:
+            self._start_dpdk()
+        except RunError as e:
+            # The hugepages were free when reserve() looked, but another
+            # DPDK process can take them before our EAL maps them (EAL:
+            # "Not enough memory available").  Unless they were required,
+            # fall back to --no-huge, as when there were none to begin
+            # with, and say so.
+            cfg = self.cfg
+            if not cfg.use_hugepages or cfg.hugepages_mode == "require":
+                raise
+            self.stop(fast=True)
+            first = str(e).strip().splitlines()
+            cfg.use_hugepages = False
+            cfg.notes.append(
+                "DPDK could not start with the hugepages reserved for the "
+                "run (taken by another process?): %s; DPDK runs with "
+                "--no-huge -m %d (slower)"
+                % (first[-1] if first else "no reason given",
+                   cfg.socket_mem_mb))
+            try:
+                os.unlink(os.path.join(self.dir, "conf.db"))
+            except FileNotFoundError:
+                pass
+            try:
+                self._start_dpdk()
+            except RunError as e2:
+                raise RunError("%s\nand with --no-huge: %s" % (e, e2))
+        self.add_bridge(self.bridge)
+
+    def _start_dpdk(self) -> None:
         memory, extra = hugepages.dpdk_memory_config(
             self.cfg.use_hugepages, str(self.cfg.socket_mem_mb),
             self.cfg.socket_mem_mb, self.plan.tag, self.cleanup)
         settings = dpdk_settings(
             "0x%x" % sum(1 << c for c in self.cfg.pmd_cpus), memory,
             "--no-pci " + extra)
-        self.cleanup.push("stop ovs-vswitchd and ovsdb-server",
-                          lambda: self.stop(grace=20))
         super().start(settings)
-        self.add_bridge(self.bridge)
 
     def _dpdk_memory(self) -> None:
         """Hugepages for the run (reserved if missing, given back after
