@@ -629,6 +629,63 @@ def test_agents_on_loopback() -> None:
         ros.wait(10)
 
 
+def test_dcm_warmup_events_are_collected_not_measured() -> None:
+    """--warmup-events: after the 64-byte round, the DCM asks for that
+    many full-size events, then for the measured ones, and reports only
+    those (with the sizes they have without warm-up)."""
+    import socket
+    import threading
+    agents = load_agents()
+
+    def run_dcm(warmup: int) -> Any:
+        srv = socket.socket()
+        srv.bind(("127.0.0.3", 0))
+        srv.listen(1)
+        reqs: List[Any] = []
+
+        def serve() -> None:
+            conn, _ = srv.accept()
+            buf = b""
+            while True:
+                data = conn.recv(4096)
+                if not data:
+                    break
+                buf += data
+                while len(buf) >= agents.REQ.size:
+                    number, size = agents.REQ.unpack_from(buf)
+                    buf = buf[agents.REQ.size:]
+                    reqs.append((number, size))
+                    conn.sendall(bytes(size))
+            conn.close()
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        spec = {"ip": "127.0.0.1", "ros": ["127.0.0.3"],
+                "port": srv.getsockname()[1], "credits": 1, "seed": 3,
+                "fragment_size": 3000, "fragment_dist": "uniform",
+                "events": 3, "warmup_events": warmup, "event_gap_ms": 0,
+                "event_deadline_s": 10}
+        p = subprocess.run([sys.executable, runner.AGENTS, "dcm",
+                            json.dumps(spec)], input="GO\n",
+                           capture_output=True, text=True, timeout=60)
+        t.join(10)
+        srv.close()
+        assert p.returncode == 0, p.stdout + p.stderr
+        lines = p.stdout.splitlines()
+        assert sum(1 for line in lines if line.startswith("EV ")) == 3
+        return reqs, json.loads(lines[-1][5:])
+
+    reqs0, done0 = run_dcm(0)
+    reqs2, done2 = run_dcm(2)
+    assert reqs0[0] == reqs2[0] == (0xffffffff, agents.WARMUP_SIZE)
+    assert [n for n, _ in reqs0[1:]] == [0, 1, 2]
+    assert [n for n, _ in reqs2[1:]] == [0xfffffffe, 0xfffffffd, 0, 1, 2]
+    assert all(1500 <= size <= 4500 for _, size in reqs2[1:3])
+    # The measured events are the same with and without warm-up.
+    assert reqs2[3:] == reqs0[1:]
+    assert done2["bytes"] == done0["bytes"]
+    assert len(done2["times_ns"]) == 3
+
+
 def load_agents() -> Any:
     import importlib.util
     spec = importlib.util.spec_from_file_location("incast_agents",
@@ -759,6 +816,16 @@ def test_pmd_preempt_option() -> None:
     with pytest.raises(ConfigError):
         cfg("--pmd-preempt", "1/20", "--pmd-cpu-mask", "0x3",
             h=host(cpus=[0, 1, 2]))
+
+
+def test_warmup_events_option() -> None:
+    assert cfg().warmup_events == 1
+    assert cfg("--warmup-events", "0").warmup_events == 0
+    for bad in ("-1", "101"):
+        with pytest.raises(ConfigError, match="--warmup-events"):
+            cfg("--warmup-events", bad)
+    assert "after 1 warm-up" in runner.describe(
+        cfg(), topology.make_plan(4194303, 30, 1, 1))
 
 
 def test_pus_option() -> None:

@@ -179,6 +179,7 @@ class Config:
     fragment_dist: str
     events: int
     pus: int
+    warmup_events: int
     event_gap_ms: float
     credits: int
     credits_auto: bool
@@ -355,6 +356,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--events", type=int, default=50, metavar="N",
                    help="events collected per DCM and mode (default: "
                    "%(default)s)")
+    g.add_argument("--warmup-events", type=int, default=1, metavar="N",
+                   help="full-size events each DCM collects before the "
+                   "measured ones, one at a time with the mode's credits "
+                   "(default: %(default)s): the ROS' TCP connections leave "
+                   "slow start, as in a run that has been taking data for "
+                   "a while; 0: only a 64-byte round that opens the "
+                   "connections.  Counters include them, times do not")
     g.add_argument("--pus", type=int, default=1, metavar="N",
                    help="processing units per DCM, each collecting its own "
                    "event from every ROS: N events in flight (default: "
@@ -542,6 +550,9 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     positive("--dcms", ns.dcms)
     positive("--events", ns.events)
     positive("--pus", ns.pus)
+    if not 0 <= ns.warmup_events <= 100:
+        raise ConfigError("--warmup-events must be 0..100, not %d"
+                          % ns.warmup_events)
     if ns.pus > MAX_PUS:
         raise ConfigError("--pus %d is more than %d" % (ns.pus, MAX_PUS))
     if ns.events > MAX_EVENTS:
@@ -742,6 +753,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     return Config(
         ros=ns.ros, dcms=ns.dcms, ros_per_host=k, fragment_size=fragment,
         fragment_dist=ns.fragment_dist, events=ns.events, pus=ns.pus,
+        warmup_events=ns.warmup_events,
         event_gap_ms=ns.event_gap, credits=credits,
         credits_auto=credits_auto, seed=ns.seed,
         tcp_nodelay=ns.tcp_nodelay == "on", link_rate_bps=rate,

@@ -327,6 +327,7 @@ class Runner:
                     "fragment_size": cfg.fragment_size,
                     "fragment_dist": cfg.fragment_dist,
                     "events": cfg.events, "pus": cfg.pus,
+                    "warmup_events": cfg.warmup_events,
                     "event_gap_ms": cfg.event_gap_ms,
                     "event_deadline_s": cfg.event_deadline_s,
                     "nodelay": cfg.tcp_nodelay,
@@ -569,9 +570,10 @@ def describe(cfg: Config, plan: Plan) -> str:
            100 * eff, 1e3 * ideal_collection_time(
                cfg.link_rate_bps, cfg.ros, cfg.fragment_size, cfg.mss,
                cfg.link_overhead)),
-        "modes: %s; %d events per DCM and mode, %d in flight (processing "
-        "units); credits %d%s; TCP: Linux defaults%s"
-        % (", ".join(cfg.modes), cfg.events, cfg.pus, cfg.credits,
+        "modes: %s; %d events per DCM and mode after %d warm-up, %d in "
+        "flight (processing units); credits %d%s; TCP: Linux defaults%s"
+        % (", ".join(cfg.modes), cfg.events, cfg.warmup_events, cfg.pus,
+           cfg.credits,
            " (auto)" if cfg.credits_auto else "",
            " + TCP_NODELAY" if cfg.tcp_nodelay else ""),
     ]
