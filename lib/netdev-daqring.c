@@ -348,6 +348,15 @@ static struct ovs_list daqring_list OVS_GUARDED_BY(daqring_list_mutex)
 static atomic_uint64_t daqring_total_capacity = ATOMIC_VAR_INIT(0);
 static atomic_bool daqring_check_now = ATOMIC_VAR_INIT(false);
 
+/* Whether a packet has passed DAQRING_MAX_PASSES daqrings, set for good by
+ * the thread that counted that pass (netdev_daqring_reenter()).  Until it
+ * is set no packet can be looping, and netdev_daqring_send() does not look
+ * at each packet's count.  Packets only move from one thread to another
+ * through something that orders the two threads' memory accesses (a ring,
+ * a mutex), so a thread that sends a packet whose pass set this flag sees
+ * it set. */
+static atomic_bool daqring_max_passes_seen = ATOMIC_VAR_INIT(false);
+
 /* Result of the last mempool check: 'true' if 'daqring_total_capacity'
  * exceeds the number of mbufs in the OVS DPDK mempools, and these two
  * numbers. */
@@ -1997,15 +2006,24 @@ netdev_daqring_send(struct netdev *netdev, int qid,
     unsigned int sent = 0;
     struct dp_packet *packet;
     bool looping = false;
+    bool check_passes;
     uint64_t orig;
     size_t cnt;
     bool up;
 
     /* Sizes must be read before enqueueing: from then on the consumer may
-     * already have forwarded and freed the packets. */
-    DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
-        bytes += dp_packet_size(packet);
-        looping |= packet->queue_passes >= DAQRING_MAX_PASSES;
+     * already have forwarded and freed the packets.  Pass counts only
+     * matter once a packet has reached DAQRING_MAX_PASSES. */
+    atomic_read_relaxed(&daqring_max_passes_seen, &check_passes);
+    if (OVS_LIKELY(!check_passes)) {
+        DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
+            bytes += dp_packet_size(packet);
+        }
+    } else {
+        DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
+            bytes += dp_packet_size(packet);
+            looping |= packet->queue_passes >= DAQRING_MAX_PASSES;
+        }
     }
     if (OVS_UNLIKELY(looping)) {
         netdev_daqring_drop_looping(dev, batch);
@@ -2199,6 +2217,9 @@ netdev_daqring_reenter(const struct netdev_daqring *dev,
     }
     if (packet->queue_passes < UINT8_MAX) {
         packet->queue_passes++;
+        if (OVS_UNLIKELY(packet->queue_passes == DAQRING_MAX_PASSES)) {
+            atomic_store_relaxed(&daqring_max_passes_seen, true);
+        }
     }
     dp_packet_reset_cutlen(packet);
     packet->packet_type = htonl(PT_ETH);
