@@ -215,6 +215,12 @@ class Config:
     dry_run: bool
     notes: List[str] = field(default_factory=list)
     flow_buckets: int = 65536       # daqring options:flow-buckets, 0 = FIFO
+    host_rps: bool = True           # hosts' receive on agent_cpus (RPS)
+
+    @property
+    def rps_cpus(self) -> List[int]:
+        """CPUs the hosts' receive processing is steered to, [] = none."""
+        return list(self.agent_cpus) if self.host_rps else []
 
     @property
     def ros_hosts(self) -> int:
@@ -454,6 +460,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pmd-cpu-mask", default="0x2", metavar="MASK",
                    help="PMD cores (default: %(default)s); agents run on "
                    "the other cores")
+    g.add_argument("--host-rps", choices=("on", "off"), default="on",
+                   help="steer the hosts' receive processing (their TCP) "
+                   "off the PMD cores with RPS on every host's veth, as "
+                   "if they were other machines; off: it runs wherever "
+                   "the sender runs, often in the PMD's own sendto() "
+                   "(default: %(default)s)")
     g.add_argument("--pmd-preempt", default="", metavar="BUSY/PERIOD",
                    help="while events are collected, a real-time thread on "
                    "the PMD's core takes BUSY of every PERIOD ms (e.g. "
@@ -758,7 +770,8 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         rto_threshold_s=ns.rto_threshold / 1000.0, json_path=ns.json,
         plot_dir=ns.plot_dir, log_dir=ns.log_dir, progress=not ns.quiet,
         dry_run=ns.dry_run, notes=notes,
-        flow_buckets=_flow_buckets(ns.flow_buckets))
+        flow_buckets=_flow_buckets(ns.flow_buckets),
+        host_rps=ns.host_rps == "on")
 
 
 def _flow_buckets(n: int) -> int:
