@@ -552,6 +552,68 @@ def test_tbf_command() -> None:
                                               2000, 0)
 
 
+def test_rps_mask() -> None:
+    assert topology.rps_mask([]) == ""
+    assert topology.rps_mask([0]) == "00000001"
+    assert topology.rps_mask([0, 2, 3]) == "0000000d"
+    assert topology.rps_mask([33, 0]) == "00000002,00000001"
+
+
+def test_host_rps_option() -> None:
+    """--host-rps: the hosts' receive processing on the CPUs outside
+    --pmd-cpu-mask, or (off) wherever the sender runs."""
+    assert cfg().host_rps is config.HOST_RPS_DEFAULT
+    on = cfg("--host-rps", "on")
+    assert on.host_rps and on.rps_cpus == [0]
+    assert on.as_dict()["host_rps"] is True
+    off = cfg("--host-rps", "off")
+    assert not off.host_rps and off.rps_cpus == []
+    four = cfg("--host-rps", "on", "--pmd-cpu-mask", "0x4",
+               h=host(cpus=[0, 1, 2, 3]))
+    assert four.rps_cpus == [0, 1, 3]
+    plan = topology.make_plan(4194303, 30, 1, 1)
+    assert "hosts' receive: RPS to CPU 0" in runner.describe(on, plan)
+    assert "hosts' receive: where the sender runs" in runner.describe(
+        off, plan)
+    with pytest.raises(SystemExit):
+        parse("--host-rps", "maybe")
+
+
+def _netns_skip_reason() -> Optional[str]:
+    if os.geteuid() != 0:
+        return "needs root"
+    for tool in ("ip", "tc", "ethtool"):
+        if shutil.which(tool) is None:
+            return "needs " + tool
+    return None
+
+
+@pytest.mark.skipif(_netns_skip_reason() is not None,
+                    reason=str(_netns_skip_reason()))
+@pytest.mark.parametrize("rps_cpus,mask", [([0], 1), ([], 0)])
+def test_topology_steers_host_receive(rps_cpus: List[int],
+                                      mask: int) -> None:
+    """Topology.create sets rps_cpus on every host's e0 (and leaves the
+    kernel's default, none, without --host-rps); removing the namespaces
+    leaves nothing behind."""
+    plan = topology.make_plan(os.getpid() % 100000, 2, 1, 1)
+    cleanup = Cleanup()
+    try:
+        topology.Topology(plan, cleanup).create(10**8, 16384, 60000, 24,
+                                                rps_cpus)
+        for h in plan.hosts:
+            text = subprocess.run(
+                ["ip", "netns", "exec", h.ns, "cat",
+                 "/sys/class/net/e0/queues/rx-0/rps_cpus"],
+                capture_output=True, text=True, check=True).stdout
+            assert int(text.strip().replace(",", ""), 16) == mask, h.ns
+    finally:
+        assert cleanup.run() == []
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                          text=True).stdout
+    assert plan.tag + "-" not in left
+
+
 def test_parse_snmp() -> None:
     text = ("Tcp: RtoAlgorithm RetransSegs InErrs\nTcp: 1 42 0\n"
             "TcpExt: TCPTimeouts TCPLossProbes\nTcpExt: 7 3\n")

@@ -50,6 +50,13 @@ DAQRING_FRAME = 1518            # frame size in the daqring rate formula
 # Packet shaping paces full-size frames only, so it keeps a margin.
 BYTES_RATE_FRACTION = 1.0
 PACKETS_RATE_FRACTION = 0.99
+# --host-rps: RPS on every host's veth moves the hosts' TCP receive off
+# the PMD's core, where a veth would otherwise run it (in the PMD's
+# sendto() or the tbf's timer softirq).  Off by default: on this 2-core
+# VM it did not change the daqring's goodput at 1 Gbit/s (it trades the
+# TCP receive for an inter-processor interrupt per sendto(), a VM exit
+# here; bench-results.md, "Hosts' receive off the PMD's core").
+HOST_RPS_DEFAULT = False
 MODES = ("stock", "credits", "daqring")
 SWEEP_PARAMS = {
     # parameter -> (mode it applies to, minimum value)
@@ -215,7 +222,7 @@ class Config:
     dry_run: bool
     notes: List[str] = field(default_factory=list)
     flow_buckets: int = 65536       # daqring options:flow-buckets, 0 = FIFO
-    host_rps: bool = True           # hosts' receive on agent_cpus (RPS)
+    host_rps: bool = HOST_RPS_DEFAULT   # hosts' receive on agent_cpus
 
     @property
     def rps_cpus(self) -> List[int]:
@@ -460,7 +467,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pmd-cpu-mask", default="0x2", metavar="MASK",
                    help="PMD cores (default: %(default)s); agents run on "
                    "the other cores")
-    g.add_argument("--host-rps", choices=("on", "off"), default="on",
+    g.add_argument("--host-rps", choices=("on", "off"),
+                   default="on" if HOST_RPS_DEFAULT else "off",
                    help="steer the hosts' receive processing (their TCP) "
                    "off the PMD cores with RPS on every host's veth, as "
                    "if they were other machines; off: it runs wherever "
