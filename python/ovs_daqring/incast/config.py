@@ -56,7 +56,8 @@ PACKETS_RATE_FRACTION = 0.99
 # VM it did not change the daqring's goodput at 1 Gbit/s (it trades the
 # TCP receive for an inter-processor interrupt per sendto(), a VM exit
 # here; bench-results.md, "Hosts' receive off the PMD's core").
-HOST_RPS_DEFAULT = False
+HOST_RPS_DEFAULT = "off"
+HOST_RPS_KINDS = {"off": (), "on": ("dcm", "ros"), "ros": ("ros",)}
 MODES = ("stock", "credits", "daqring")
 SWEEP_PARAMS = {
     # parameter -> (mode it applies to, minimum value)
@@ -222,12 +223,17 @@ class Config:
     dry_run: bool
     notes: List[str] = field(default_factory=list)
     flow_buckets: int = 65536       # daqring options:flow-buckets, 0 = FIFO
-    host_rps: bool = HOST_RPS_DEFAULT   # hosts' receive on agent_cpus
+    host_rps: str = HOST_RPS_DEFAULT    # off, on (all hosts), ros
 
     @property
     def rps_cpus(self) -> List[int]:
         """CPUs the hosts' receive processing is steered to, [] = none."""
-        return list(self.agent_cpus) if self.host_rps else []
+        return list(self.agent_cpus) if self.rps_kinds else []
+
+    @property
+    def rps_kinds(self) -> Tuple[str, ...]:
+        """Kinds of host ("dcm", "ros") whose receive is steered."""
+        return HOST_RPS_KINDS[self.host_rps]
 
     @property
     def ros_hosts(self) -> int:
@@ -467,13 +473,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pmd-cpu-mask", default="0x2", metavar="MASK",
                    help="PMD cores (default: %(default)s); agents run on "
                    "the other cores")
-    g.add_argument("--host-rps", choices=("on", "off"),
-                   default="on" if HOST_RPS_DEFAULT else "off",
+    g.add_argument("--host-rps", choices=("off", "on", "ros"),
+                   default=HOST_RPS_DEFAULT,
                    help="steer the hosts' receive processing (their TCP) "
                    "off the PMD cores with RPS on every host's veth, as "
                    "if they were other machines; off: it runs wherever "
-                   "the sender runs, often in the PMD's own sendto() "
-                   "(default: %(default)s)")
+                   "the sender runs, often in the PMD's own sendto(); "
+                   "ros: the ROS hosts only (default: %(default)s)")
     g.add_argument("--pmd-preempt", default="", metavar="BUSY/PERIOD",
                    help="while events are collected, a real-time thread on "
                    "the PMD's core takes BUSY of every PERIOD ms (e.g. "
@@ -779,7 +785,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         plot_dir=ns.plot_dir, log_dir=ns.log_dir, progress=not ns.quiet,
         dry_run=ns.dry_run, notes=notes,
         flow_buckets=_flow_buckets(ns.flow_buckets),
-        host_rps=ns.host_rps == "on")
+        host_rps=ns.host_rps)
 
 
 def _flow_buckets(n: int) -> int:

@@ -179,9 +179,10 @@ class Topology:
             raise RunError("namespaces left behind: %s" % " ".join(left))
 
     def create(self, rate_bps: int, burst: int, limit: int,
-               overhead: int, rps_cpus: Sequence[int] = ()) -> None:
-        """`rps_cpus`: CPUs that do the hosts' receive processing (RPS on
-        every host's e0), empty = where the sender runs (see
+               overhead: int, rps_cpus: Sequence[int] = (),
+               rps_kinds: Sequence[str] = ("dcm", "ros")) -> None:
+        """`rps_cpus`: CPUs that do the receive processing of the hosts of
+        `rps_kinds` (RPS on their e0), empty = where the sender runs (see
         _setup_inside)."""
         sw = self.plan.switch_ns
         existing = set(run(["ip", "netns", "list"]).split())
@@ -200,7 +201,8 @@ class Topology:
         run(["ip", "-n", sw, "-batch", "-"], timeout=120, input="".join(
             "link set %s up\n" % h.veth for h in self.plan.hosts))
         for h in self.plan.hosts:
-            self._setup_inside(h, rps_mask(rps_cpus))
+            self._setup_inside(h, rps_mask(rps_cpus)
+                               if h.kind in rps_kinds else "")
         for d in self.plan.dcms:
             run(tbf_command(sw, d.veth, rate_bps, burst, limit, overhead))
 
