@@ -117,6 +117,7 @@ def test_defaults_are_the_demo_scenario() -> None:
     assert c.daqring_rate_bps == c.link_rate_bps
     assert c.ring_rate_fraction == 1.0
     assert c.tcp_nodelay                  # the one non-default TCP setting
+    assert c.rps_kinds == ("ros",)        # ROS receive off the PMD's core
     assert c.pus == 1                     # one event at a time per DCM
     assert c.credits >= 1
     assert c.binaries.vswitchd.endswith("ovs/vswitchd/ovs-vswitchd")
@@ -562,7 +563,7 @@ def test_rps_mask() -> None:
 def test_host_rps_option() -> None:
     """--host-rps: the hosts' receive on the CPUs outside --pmd-cpu-mask
     (all hosts, or the ROS only), or (off) wherever the sender runs."""
-    assert cfg().host_rps == config.HOST_RPS_DEFAULT == "off"
+    assert cfg().host_rps == config.HOST_RPS_DEFAULT == "ros"
     on = cfg("--host-rps", "on")
     assert on.rps_cpus == [0] and on.rps_kinds == ("dcm", "ros")
     assert on.as_dict()["host_rps"] == "on"

@@ -50,13 +50,16 @@ DAQRING_FRAME = 1518            # frame size in the daqring rate formula
 # Packet shaping paces full-size frames only, so it keeps a margin.
 BYTES_RATE_FRACTION = 1.0
 PACKETS_RATE_FRACTION = 0.99
-# --host-rps: RPS on every host's veth moves the hosts' TCP receive off
-# the PMD's core, where a veth would otherwise run it (in the PMD's
-# sendto() or the tbf's timer softirq).  Off by default: on this 2-core
-# VM it did not change the daqring's goodput at 1 Gbit/s (it trades the
-# TCP receive for an inter-processor interrupt per sendto(), a VM exit
-# here; bench-results.md, "Hosts' receive off the PMD's core").
-HOST_RPS_DEFAULT = "off"
+# --host-rps: RPS moves a host's TCP receive off the PMD's core, where a
+# veth would otherwise run it (in the PMD's sendto() or the tbf's timer
+# softirq); on a real network DCMs and ROS are other machines.  Default
+# "ros": the ROS's ACK-clocked sends left the link idle in the first,
+# slow-start event of 128 KiB runs at 1 Gbit/s (daqring 95.4-95.5% of
+# ideal without RPS, 99.0-99.6% with it at 60 ROS); RPS on the DCM as
+# well ("on") let the DCM port's buffer fill and drop frames in 3 of 5
+# runs on this 2-core VM (bench-results.md, "Hosts' receive off the
+# PMD's core").
+HOST_RPS_DEFAULT = "ros"
 HOST_RPS_KINDS = {"off": (), "on": ("dcm", "ros"), "ros": ("ros",)}
 MODES = ("stock", "credits", "daqring")
 SWEEP_PARAMS = {
