@@ -118,6 +118,8 @@ def test_defaults_are_the_demo_scenario() -> None:
     assert c.daqring_rate_bps == c.link_rate_bps
     assert c.ring_rate_fraction == 1.0
     assert c.tcp_nodelay                  # the one non-default TCP setting
+    assert c.rps_kinds == ()              # no RPS on the hosts
+    assert c.warmup_events == 1           # one full-size event, not measured
     assert c.pus == 1                     # one event at a time per DCM
     assert c.credits >= 1
     assert c.binaries.vswitchd.endswith("ovs/vswitchd/ovs-vswitchd")
@@ -559,6 +561,75 @@ def test_tbf_command() -> None:
                         "limit", "49152"]
     assert "stab" not in topology.tbf_command("ns", "v0", 10**8, 2000,
                                               2000, 0)
+
+
+def test_rps_mask() -> None:
+    assert topology.rps_mask([]) == ""
+    assert topology.rps_mask([0]) == "00000001"
+    assert topology.rps_mask([0, 2, 3]) == "0000000d"
+    assert topology.rps_mask([33, 0]) == "00000002,00000001"
+
+
+def test_host_rps_option() -> None:
+    """--host-rps: the hosts' receive on the CPUs outside --pmd-cpu-mask
+    (all hosts, or the ROS only), or (off) wherever the sender runs."""
+    assert cfg().host_rps == config.HOST_RPS_DEFAULT == "off"
+    on = cfg("--host-rps", "on")
+    assert on.rps_cpus == [0] and on.rps_kinds == ("dcm", "ros")
+    assert on.as_dict()["host_rps"] == "on"
+    ros = cfg("--host-rps", "ros")
+    assert ros.rps_cpus == [0] and ros.rps_kinds == ("ros",)
+    off = cfg("--host-rps", "off")
+    assert off.rps_cpus == [] and off.rps_kinds == ()
+    four = cfg("--host-rps", "on", "--pmd-cpu-mask", "0x4",
+               h=host(cpus=[0, 1, 2, 3]))
+    assert four.rps_cpus == [0, 1, 3]
+    plan = topology.make_plan(4194303, 30, 1, 1)
+    assert "hosts' receive: RPS to CPU 0, off the PMD's, for DCM and ROS" \
+        in runner.describe(on, plan)
+    assert "for ROS (--host-rps ros)" in runner.describe(ros, plan)
+    assert "hosts' receive: where the sender runs" in runner.describe(
+        off, plan)
+    with pytest.raises(SystemExit):
+        parse("--host-rps", "maybe")
+
+
+def _netns_skip_reason() -> Optional[str]:
+    if os.geteuid() != 0:
+        return "needs root"
+    for tool in ("ip", "tc", "ethtool"):
+        if shutil.which(tool) is None:
+            return "needs " + tool
+    return None
+
+
+@pytest.mark.skipif(_netns_skip_reason() is not None,
+                    reason=str(_netns_skip_reason()))
+@pytest.mark.parametrize("rps_cpus,kinds,dcm_mask,ros_mask", [
+    ([0], ("dcm", "ros"), 1, 1), ([0], ("ros",), 0, 1),
+    ([], ("dcm", "ros"), 0, 0)])
+def test_topology_steers_host_receive(rps_cpus: List[int], kinds: Any,
+                                      dcm_mask: int, ros_mask: int) -> None:
+    """Topology.create sets rps_cpus on the e0 of every host of the kinds
+    asked for (and leaves the kernel's default, none, elsewhere);
+    removing the namespaces leaves nothing behind."""
+    plan = topology.make_plan(os.getpid() % 100000, 2, 1, 1)
+    cleanup = Cleanup()
+    try:
+        topology.Topology(plan, cleanup).create(10**8, 16384, 60000, 24,
+                                                rps_cpus, kinds)
+        for h in plan.hosts:
+            text = subprocess.run(
+                ["ip", "netns", "exec", h.ns, "cat",
+                 "/sys/class/net/e0/queues/rx-0/rps_cpus"],
+                capture_output=True, text=True, check=True).stdout
+            mask = dcm_mask if h.kind == "dcm" else ros_mask
+            assert int(text.strip().replace(",", ""), 16) == mask, h.ns
+    finally:
+        assert cleanup.run() == []
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                          text=True).stdout
+    assert plan.tag + "-" not in left
 
 
 def test_parse_snmp() -> None:

@@ -50,6 +50,18 @@ DAQRING_FRAME = 1518            # frame size in the daqring rate formula
 # Packet shaping paces full-size frames only, so it keeps a margin.
 BYTES_RATE_FRACTION = 1.0
 PACKETS_RATE_FRACTION = 0.99
+# --host-rps: RPS moves a host's TCP receive off the PMD's core, where a
+# veth would otherwise run it (in the PMD's sendto() or the tbf's timer
+# softirq); on a real network DCMs and ROS are other machines.  "ros"
+# removed the idle link of the first, slow-start event of 128 KiB runs at
+# 1 Gbit/s (daqring 95.4-95.5% of ideal without RPS, 99.0-99.6% with it
+# at 60 ROS); RPS on the DCM as well ("on") let the DCM port's buffer fill
+# and drop frames in 3 of 5 runs on this 2-core VM (bench-results.md,
+# "Hosts' receive off the PMD's core").  Default "off": the full-size
+# warm-up event (--warmup-events) removes that first-event stall without
+# changing where the hosts' work runs.
+HOST_RPS_DEFAULT = "off"
+HOST_RPS_KINDS = {"off": (), "on": ("dcm", "ros"), "ros": ("ros",)}
 MODES = ("stock", "credits", "daqring")
 SWEEP_PARAMS = {
     # parameter -> (mode it applies to, minimum value)
@@ -216,6 +228,17 @@ class Config:
     dry_run: bool
     notes: List[str] = field(default_factory=list)
     flow_buckets: int = 65536       # daqring options:flow-buckets, 0 = FIFO
+    host_rps: str = HOST_RPS_DEFAULT    # off, on (all hosts), ros
+
+    @property
+    def rps_cpus(self) -> List[int]:
+        """CPUs the hosts' receive processing is steered to, [] = none."""
+        return list(self.agent_cpus) if self.rps_kinds else []
+
+    @property
+    def rps_kinds(self) -> Tuple[str, ...]:
+        """Kinds of host ("dcm", "ros") whose receive is steered."""
+        return HOST_RPS_KINDS[self.host_rps]
 
     @property
     def ros_hosts(self) -> int:
@@ -462,6 +485,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pmd-cpu-mask", default="0x2", metavar="MASK",
                    help="PMD cores (default: %(default)s); agents run on "
                    "the other cores")
+    g.add_argument("--host-rps", choices=("off", "on", "ros"),
+                   default=HOST_RPS_DEFAULT,
+                   help="steer the hosts' receive processing (their TCP) "
+                   "off the PMD cores with RPS on every host's veth, as "
+                   "if they were other machines; off: it runs wherever "
+                   "the sender runs, often in the PMD's own sendto(); "
+                   "ros: the ROS hosts only (default: %(default)s)")
     g.add_argument("--pmd-preempt", default="", metavar="BUSY/PERIOD",
                    help="while events are collected, a real-time thread on "
                    "the PMD's core takes BUSY of every PERIOD ms (e.g. "
@@ -770,7 +800,8 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         rto_threshold_s=ns.rto_threshold / 1000.0, json_path=ns.json,
         plot_dir=ns.plot_dir, log_dir=ns.log_dir, progress=not ns.quiet,
         dry_run=ns.dry_run, notes=notes,
-        flow_buckets=_flow_buckets(ns.flow_buckets))
+        flow_buckets=_flow_buckets(ns.flow_buckets),
+        host_rps=ns.host_rps)
 
 
 def _flow_buckets(n: int) -> int:

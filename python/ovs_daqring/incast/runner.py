@@ -136,7 +136,7 @@ class Runner:
         self.progress.show("creating %d namespaces" % len(self.plan.hosts))
         self.topo = Topology(self.plan, self.cleanup)
         self.topo.create(cfg.link_rate_bps, cfg.link_burst, cfg.link_limit,
-                         cfg.link_overhead)
+                         cfg.link_overhead, cfg.rps_cpus, cfg.rps_kinds)
         self.progress.show("starting ovs-vswitchd (DPDK)")
         self.switch = Switch(cfg, self.plan, self.workdir, self.cleanup)
         self.switch.start()
@@ -590,6 +590,12 @@ def describe(cfg: Config, plan: Plan) -> str:
                 "%s (max-burst x 1518 x 8 / poll-interval)"
                 % (cfg.ring_size, cfg.max_burst, cfg.poll_interval_us,
                    format_rate(cfg.daqring_rate_bps)))
+    lines.append("hosts' receive: %s" % (
+        "RPS to CPU %s, off the PMD's, for %s (--host-rps %s)"
+        % (",".join(map(str, cfg.rps_cpus)), " and ".join(
+            k.upper() for k in cfg.rps_kinds), cfg.host_rps)
+        if cfg.rps_cpus else
+        "where the sender runs, the PMD's core included (--host-rps off)"))
     if cfg.preempt_us[0]:
         lines.append("PMD preempted: %g ms of every %g ms by a real-time "
                      "thread on core %d (--pmd-preempt)"

@@ -4,7 +4,7 @@ that build, measure and remove it (root)."""
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
 from ..process import Cleanup, RunError, run
 
@@ -130,6 +130,21 @@ def make_plan(pid: int, ros: int, dcms: int, per_host: int,
     return Plan(tag=tag, dcms=d_hosts, ros_hosts=r_hosts)
 
 
+def rps_mask(cpus: Sequence[int]) -> str:
+    """A CPU list as the kernel's rps_cpus bitmap: hex, 32-bit groups
+    separated by commas, most significant first ("" for none)."""
+    if not cpus:
+        return ""
+    bits = sum(1 << c for c in set(cpus))
+    groups = []
+    while True:
+        groups.append("%08x" % (bits & 0xffffffff))
+        bits >>= 32
+        if not bits:
+            break
+    return ",".join(reversed(groups))
+
+
 def tbf_command(ns: str, veth: str, rate_bps: int, burst: int, limit: int,
                 overhead: int) -> List[str]:
     """The access link: tbf on the switch-side veth of a DCM.  With an
@@ -164,7 +179,11 @@ class Topology:
             raise RunError("namespaces left behind: %s" % " ".join(left))
 
     def create(self, rate_bps: int, burst: int, limit: int,
-               overhead: int) -> None:
+               overhead: int, rps_cpus: Sequence[int] = (),
+               rps_kinds: Sequence[str] = ("dcm", "ros")) -> None:
+        """`rps_cpus`: CPUs that do the receive processing of the hosts of
+        `rps_kinds` (RPS on their e0), empty = where the sender runs (see
+        _setup_inside)."""
         sw = self.plan.switch_ns
         existing = set(run(["ip", "netns", "list"]).split())
         clash = [ns for ns in self.namespaces() if ns in existing]
@@ -182,11 +201,22 @@ class Topology:
         run(["ip", "-n", sw, "-batch", "-"], timeout=120, input="".join(
             "link set %s up\n" % h.veth for h in self.plan.hosts))
         for h in self.plan.hosts:
-            self._setup_inside(h)
+            self._setup_inside(h, rps_mask(rps_cpus)
+                               if h.kind in rps_kinds else "")
         for d in self.plan.dcms:
             run(tbf_command(sw, d.veth, rate_bps, burst, limit, overhead))
 
-    def _setup_inside(self, h: Host) -> None:
+    def _setup_inside(self, h: Host, rps: str = "") -> None:
+        """Addresses, MAC, offloads and static ARP of a host's e0.
+
+        `rps` (an rps_cpus bitmap) steers the host's receive processing
+        to those CPUs.  A veth delivers a frame to its peer in the
+        sender's context: what the switch's PMD sends (through af_packet,
+        the link's tbf and the veth) would otherwise be received, and the
+        host's TCP would process it and answer (ACKs, the next segments),
+        in the PMD's own sendto() or the tbf's timer softirq, on the PMD's
+        core.  On a real network DCMs and ROS are other machines; with RPS
+        the PMD's core only queues the frame to another CPU's backlog."""
         script = [
             NO_IPV6 + "ip link set lo up",
             "ip link set e0 address %s" % h.mac,
@@ -195,6 +225,9 @@ class Topology:
         # Without this, frames captured by af_packet carry partial
         # checksums and TCP never comes up (tx off also turns off TSO).
         script += ["ethtool -K e0 tx off >/dev/null", "ip link set e0 up"]
+        if rps:
+            script.append("echo %s > /sys/class/net/e0/queues/rx-0/rps_cpus"
+                          % rps)
         run(["ip", "netns", "exec", h.ns, "sh", "-c", "\n".join(script)])
         # Static ARP: no ARP traffic, no ARP-induced delays.
         peers = self.plan.ros_hosts if h.kind == "dcm" else self.plan.dcms
