@@ -1008,10 +1008,7 @@ def _e2e_skip_reason() -> Optional[str]:
     default = config.resolve_binaries(None, None).vswitchd
     if not (os.access(default, os.X_OK) or os.access(STOCK, os.X_OK)):
         return "needs an ovs-vswitchd with DPDK"
-    for tool in ("ip", "tc", "ethtool"):
-        if shutil.which(tool) is None:
-            return "needs " + tool
-    return None
+    return _netns_skip_reason()
 
 
 @pytest.mark.skipif(_e2e_skip_reason() is not None,
