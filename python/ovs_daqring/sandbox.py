@@ -213,6 +213,8 @@ class Sandbox:
             run(["ip", "netns", "exec", self.netns, "ip", "link", "set",
                  "lo", "up"])
         db = os.path.join(self.dir, "conf.db")
+        if os.path.exists(db):          # a start again after a failed one
+            os.unlink(db)
         run([self.bin.ovsdb_tool, "create", db, self.bin.schema])
         self.ovsdb = self._spawn("ovsdb-server", [
             self.bin.ovsdb_server, db, "--remote=punix:" + self.sock,

@@ -61,10 +61,6 @@ class Switch(Sandbox):
                 % (first[-1] if first else "no reason given",
                    cfg.socket_mem_mb))
             try:
-                os.unlink(os.path.join(self.dir, "conf.db"))
-            except FileNotFoundError:
-                pass
-            try:
                 self._start_dpdk()
             except RunError as e2:
                 raise RunError("%s\nand with --no-huge: %s" % (e, e2))
