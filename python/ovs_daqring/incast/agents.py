@@ -15,6 +15,13 @@ time; their requests share the connections (a ROS answers the requests
 of one connection in order, so the DCM knows which event the bytes
 belong to) and, in credits mode, one pool of credits.
 
+The DCM's sockets carry the kernel's receive time (SO_TIMESTAMPNS) with
+every read; the first read of a fragment takes only the ROS' stamp, so
+that it returns the arrival of the fragment's first segment alone.  Per
+event the DCM reports when its first and its last frame reached the DCM
+host: the link's share of the collection time, apart from the request
+before it and the DCM process' reading after it.
+
 Agent -> orchestrator, on stdout, one line each:
   READY                    listening (ROS) / connected and warmed up (DCM)
   EV <n> <ns> <bytes>      DCM: event n collected in <ns> nanoseconds
@@ -49,6 +56,13 @@ REQ = struct.Struct("!II")
 # the way back.
 STAMP = struct.Struct("!QQ")
 WARMUP_SIZE = 64
+# SO_TIMESTAMPNS, which Python's socket module does not name (the generic
+# Linux value, x86_64's and aarch64's): every read returns a control
+# message with the kernel's receive time (CLOCK_REALTIME) of the last
+# segment it copied.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+TIMESPEC = struct.Struct("@qq")
+STAMPS_ANCSIZE = socket.CMSG_SPACE(TIMESPEC.size)
 
 
 def say(line: str) -> None:
@@ -168,7 +182,7 @@ def fragment_sizes(cfg: Dict[str, Any], rng: random.Random) -> List[int]:
 class Event:
     """One event a processing unit collects."""
     __slots__ = ("number", "pu", "sizes", "left", "t0", "first", "last",
-                 "ros_read", "ros_sent")
+                 "ros_read", "ros_sent", "arrival_first", "arrival_last")
 
     def __init__(self, number: int, pu: int, sizes: List[int],
                  t0: int) -> None:
@@ -181,6 +195,8 @@ class Event:
         self.last = 0                   # its last byte arrived
         self.ros_read = 0               # first ROS read its request
         self.ros_sent = 0               # first ROS started to send
+        self.arrival_first = 0          # kernel got its first segment
+        self.arrival_last = 0           # kernel got its last segment
 
 
 class Collector:
@@ -207,13 +223,40 @@ class Collector:
         self.sent: List[Deque[List[Any]]] = [deque() for _ in range(n)]
         self.waiting: Deque[Any] = deque()    # (event, ROS) without credit
         self.outstanding = 0
+        # Kernel receive times, if every socket has them, and what to add
+        # to a CLOCK_REALTIME time to get a CLOCK_MONOTONIC one (as taken
+        # by perf_counter_ns()), refreshed at every event's start.
+        self.kstamps = True
+        for s in socks:
+            try:
+                s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            except OSError:
+                self.kstamps = False
+        self.real_to_mono = time.perf_counter_ns() - time.time_ns()
 
     def start(self, ev: Event) -> None:
         """The PU of `ev` asks every ROS for its fragment (those beyond
         the free credits wait for credits, in order)."""
         for i in range(len(self.socks)):
             self.waiting.append((ev, i))
+        self.real_to_mono = time.perf_counter_ns() - time.time_ns()
         self._send()
+
+    def _read(self, i: int, want: int) -> Tuple[int, int]:
+        """Reads at most `want` bytes from connection i into the buffer;
+        returns how many and the kernel's receive time (CLOCK_MONOTONIC
+        ns) of the last segment read, or 0 without kernel stamps."""
+        sock = self.socks[i]
+        if not self.kstamps:
+            return sock.recv_into(self.view, want), 0
+        got, anc, _, _ = sock.recvmsg_into([self.view[:want]],
+                                           STAMPS_ANCSIZE)
+        for level, kind, data in anc:
+            if (level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS
+                    and len(data) >= TIMESPEC.size):
+                sec, nsec = TIMESPEC.unpack_from(data)
+                return got, sec * 10**9 + nsec + self.real_to_mono
+        return got, 0
 
     def _send(self) -> None:
         while self.waiting and self.outstanding < self.window:
@@ -238,15 +281,25 @@ class Collector:
                 raise ConnectionError("ROS %s sent unrequested data"
                                       % self.ros[i])
             head = q[0]
-            got = self.socks[i].recv_into(self.view,
-                                          min(head[1], len(self.buf)))
+            want = min(head[1], len(self.buf))
+            fresh = head[1] == head[2]
+            if fresh and self.kstamps and want > STAMP.size:
+                # The fragment's first read: the ROS' stamp alone, so
+                # that the kernel's time is its first segment's.
+                want = STAMP.size
+            got, arrived = self._read(i, want)
             if got == 0:
                 raise ConnectionError("ROS %s closed" % self.ros[i])
             now = time.perf_counter_ns()
             ev = head[0]
             if not ev.first:
                 ev.first = now
-            if head[1] == head[2] and got >= STAMP.size:
+            if arrived:
+                if fresh and (not ev.arrival_first
+                              or arrived < ev.arrival_first):
+                    ev.arrival_first = arrived
+                ev.arrival_last = max(ev.arrival_last, arrived)
+            if fresh and got >= STAMP.size:
                 read, sent = STAMP.unpack_from(self.buf)
                 # A ROS without stamps sends zeros; a stamp split by a
                 # short send is out of order.
@@ -345,6 +398,12 @@ def dcm_main(cfg: Dict[str, Any]) -> int:
         # 0 where no fragment carried a stamp.
         "ros_read_ns": [max(0, e.ros_read - e.t0) for e in finished],
         "ros_sent_ns": [max(0, e.ros_sent - e.t0) for e in finished],
+        # The first and the last segment's arrival at the DCM host (0
+        # without kernel stamps).
+        "arrival_first_ns": [max(0, e.arrival_first - e.t0)
+                             if e.arrival_first else 0 for e in finished],
+        "arrival_last_ns": [max(0, e.arrival_last - e.t0)
+                            if e.arrival_last else 0 for e in finished],
         "start_ns": [e.t0 - t_go for e in finished],
         "pu": [e.pu for e in finished]}))
     return 0

@@ -18,8 +18,9 @@ from . import VERSION
 from .config import (SWEEP_PARAMS, Config, ConfigError, build_parser,
                      format_rate, validate)
 from .stats import (SCHEMA, busy_time, counter_delta, format_table,
-                    ideal_collection_time, ideal_goodput, payload_efficiency,
-                    summarize_mode, summarize_times, validate_results)
+                    ideal_collection_time, ideal_goodput, link_split,
+                    link_words, payload_efficiency, summarize_mode,
+                    summarize_times, validate_results)
 from ..hosts import probe_host
 from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
                        install_signal_handlers, pid_alive, run,
@@ -422,6 +423,13 @@ class Runner:
         first: List[float] = []
         ros_read: List[float] = []
         ros_sent: List[float] = []
+        # Per event with kernel stamps: its first frame's arrival at the
+        # DCM host, the frames' span (first to last arrival) and the
+        # event's bytes, and the DCM process' lag behind its last frame.
+        arrival: List[float] = []
+        span: List[float] = []
+        span_bytes: List[int] = []
+        read_lag: List[float] = []
         busy = 0.0
         for i in sorted(results):
             r = results[i]
@@ -431,10 +439,20 @@ class Runner:
             # 0: no fragment of the event carried the ROS' stamps.
             ros_read += [t / 1e9 for t in r.get("ros_read_ns", []) if t]
             ros_sent += [t / 1e9 for t in r.get("ros_sent_ns", []) if t]
+            for a, z, t, b in zip(r.get("arrival_first_ns", []),
+                                  r.get("arrival_last_ns", []),
+                                  r["times_ns"], r["bytes"]):
+                if a and z:
+                    arrival.append(a / 1e9)
+                    span.append((z - a) / 1e9)
+                    span_bytes.append(b)
+                    read_lag.append(max(0, t - z) / 1e9)
             busy += busy_time([(s / 1e9, (s + t) / 1e9) for s, t in
                                zip(r["start_ns"], r["times_ns"])])
         return {"times": times, "bytes": nbytes, "first_byte": first,
-                "ros_read": ros_read, "ros_sent": ros_sent, "busy": busy}
+                "ros_read": ros_read, "ros_sent": ros_sent, "busy": busy,
+                "arrival": arrival, "span": span, "span_bytes": span_bytes,
+                "read_lag": read_lag}
 
     def run_mode(self, mode: str, params: Dict[str, Any], label: str
                  ) -> Dict[str, Any]:
@@ -487,6 +505,13 @@ class Runner:
         for key in ("ros_read", "ros_sent"):
             if got[key]:
                 result[key + "_s"] = summarize_times(got[key])
+        # Where an event's time went, from the kernel's receive times at
+        # the DCM: request path to its first frame, the frames' span on
+        # the link, the DCM process' read after the last frame.
+        if got["span"]:
+            result["link"] = link_split(got["arrival"], got["span"],
+                                        got["span_bytes"], got["read_lag"],
+                                        self.ideal["goodput_bps"])
         result["event_bytes"] = nbytes
         result["wall_s"] = time.monotonic() - t0
         return result
@@ -501,12 +526,12 @@ class Runner:
                 continue
             self.progress.done(
                 "[%s] %d events, goodput %.1f Mbit/s (%.1f%% of ideal),"
-                " p99 %.1f ms, first byte p50 %.0f us, %d TCP RTOs, %d "
+                " p99 %.1f ms, first byte p50 %.0f us,%s %d TCP RTOs, %d "
                 "events >= %.0f ms, PMD had %.0f%% of its core"
                 % (label, r["events"], r["goodput_bps"] / 1e6,
                    100 * r["ideal_ratio"],
                    r["collection_time_s"]["p99"] * 1e3,
-                   r["first_byte_s"]["p50"] * 1e6,
+                   r["first_byte_s"]["p50"] * 1e6, link_words(r),
                    r["tcp"]["rto_timeouts"], r["timeouts"],
                    self.cfg.rto_threshold_s * 1e3,
                    100 * r["pmd_cpu_share"]))

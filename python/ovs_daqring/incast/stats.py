@@ -111,6 +111,44 @@ def ideal_collection_time(link_bps: float, ros: int, fragment: int,
     return ros * wire_bytes(fragment, mss, overhead) * 8 / link_bps
 
 
+def link_split(arrival: Sequence[float], span: Sequence[float],
+               event_bytes: Sequence[int], read_lag: Sequence[float],
+               ideal_bps: float) -> Dict[str, Any]:
+    """Where the events' time went, from the kernel's receive times at the
+    DCM host: per event the time from its first request to its first
+    frame's arrival (`arrival`: request path, ROS and switch), the span
+    from its first to its last frame's arrival (`span`: the access link
+    carrying it) and the DCM process' time from its last frame to its
+    read (`read_lag`).  `busy_ratio` is the time the link needs for the
+    events' bytes at the ideal goodput over the sum of their spans: 1.0
+    when the link carried every event without a pause once its first frame
+    arrived (a little above 1.0 where the link's burst let the first
+    frames through at once)."""
+    n = len(span)
+    if not n or {len(arrival), len(event_bytes), len(read_lag)} != {n}:
+        raise ValueError("need arrival, span, bytes and read lag per event")
+    if ideal_bps <= 0:
+        raise ValueError("ideal goodput must be positive")
+    need = sum(b * 8 / ideal_bps for b in event_bytes)
+    total = sum(span)
+    return {"events": n,
+            "first_frame_s": summarize_times(arrival),
+            "span_s": summarize_times(span),
+            "read_lag_s": summarize_times(read_lag),
+            "busy_ratio": need / total if total > 0 else 0.0}
+
+
+def link_words(mode: Mapping[str, Any]) -> str:
+    """' first frame p50 X us, link busy Y%,' for a mode's summary line,
+    or '' without kernel receive times."""
+    link = mode.get("link")
+    if not link:
+        return ""
+    return (" first frame p50 %.0f us, link busy %.1f%%,"
+            % (link["first_frame_s"]["p50"] * 1e6,
+               100 * link["busy_ratio"]))
+
+
 def counter_delta(before: Mapping[str, int],
                   after: Mapping[str, int]) -> Dict[str, int]:
     """after - before per key; keys missing before count from 0."""
