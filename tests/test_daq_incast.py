@@ -1161,11 +1161,45 @@ def test_hugepages_taken_before_eal(tmp_path: Any, monkeypatch: Any,
         ["ip", "netns", "list"], capture_output=True, text=True).stdout
 
 
+def test_request_yield(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DCM gives up its CPU after every --request-yield requests it
+    sends in a row (default 8), never after the last one, and not at all
+    with 0 or when credits let fewer go."""
+    import socket
+    agents = load_agents()
+    yields: List[int] = []
+    monkeypatch.setattr(agents.os, "sched_yield",
+                        lambda: yields.append(1))
+    pairs = [socket.socketpair() for _ in range(5)]
+    dcm = [a for a, _ in pairs]
+    try:
+        for every, window, want in ((2, 5, 2), (1, 5, 4), (0, 5, 0),
+                                    (8, 5, 0), (2, 2, 0)):
+            yields.clear()
+            col = agents.Collector(dcm, ["r"] * 5, window, 5, every)
+            col.start(agents.Event(0, 0, [1] * 5, 0))
+            assert col.outstanding == window
+            assert len(yields) == want, (every, window)
+    finally:
+        for a, b in pairs:
+            a.close()
+            b.close()
+    assert cfg().request_yield == 8
+    assert cfg("--request-yield", "0").request_yield == 0
+    with pytest.raises(ConfigError, match="--request-yield"):
+        cfg("--request-yield", "-1")
+    plan = topology.make_plan(4194303, 30, 1, 1)
+    assert "the DCM yields its CPU every 8 requests" in runner.describe(
+        cfg(), plan)
+    assert "the DCM yields its CPU never while it requests" in \
+        runner.describe(cfg("--request-yield", "0"), plan)
+
+
 def test_tcp_nodelay_option() -> None:
     """--tcp-nodelay off runs with Linux's TCP defaults only."""
     c = cfg("--tcp-nodelay", "off")
     assert not c.tcp_nodelay
-    assert "TCP: Linux defaults\n" in runner.describe(
-        c, topology.make_plan(4194303, 30, 1, 1)) + "\n"
+    assert "TCP: Linux defaults;" in runner.describe(
+        c, topology.make_plan(4194303, 30, 1, 1))
     assert "TCP: Linux defaults + TCP_NODELAY" in runner.describe(
         cfg(), topology.make_plan(4194303, 30, 1, 1))

@@ -207,8 +207,13 @@ class Collector:
     over all PUs together (the ATLAS rule)."""
 
     def __init__(self, socks: List[socket.socket], ros: List[str],
-                 window: int, deadline_s: float) -> None:
+                 window: int, deadline_s: float,
+                 request_yield: int = 0) -> None:
         self.socks = socks
+        # Give up the CPU after this many requests in a row (0: never):
+        # the ROS agents share it and, on a real network, would answer
+        # while the DCM still sends requests to the others.
+        self.request_yield = request_yield
         self.ros = ros
         self.window = window
         self.deadline_s = deadline_s
@@ -259,12 +264,16 @@ class Collector:
         return got, 0
 
     def _send(self) -> None:
+        n = 0
         while self.waiting and self.outstanding < self.window:
+            if self.request_yield and n and n % self.request_yield == 0:
+                os.sched_yield()
             ev, i = self.waiting.popleft()
             self.sent[i].append([ev, ev.sizes[i], ev.sizes[i]])
             self.outstanding += 1
             self.socks[i].send(REQ.pack(ev.number & 0xffffffff,
                                         ev.sizes[i]))
+            n += 1
 
     def poll(self) -> List[Event]:
         """Reads what arrived; returns the events completed."""
@@ -339,7 +348,8 @@ def dcm_main(cfg: Dict[str, Any]) -> int:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.setblocking(False)
         socks.append(s)
-    col = Collector(socks, ros, window, cfg["event_deadline_s"])
+    col = Collector(socks, ros, window, cfg["event_deadline_s"],
+                    int(cfg.get("request_yield", 0)))
 
     # Warm-up: one round of small fragments, one PU, all at once.
     warm = Event(0xffffffff, 0, [WARMUP_SIZE] * n, time.perf_counter_ns())

@@ -61,6 +61,13 @@ PACKETS_RATE_FRACTION = 0.99
 # warm-up event (--warmup-events) removes that first-event stall without
 # changing where the hosts' work runs.
 HOST_RPS_DEFAULT = "off"
+# --request-yield: the DCM agent and every ROS agent share core 0, and
+# Linux's scheduler (EEVDF: a waking task does not preempt one that has
+# not used its slice) let a DCM send all its requests before any ROS agent
+# ran.  With 120 ROS the first frame reached the DCM 0.6 ms after the first
+# request; yielding every 8 requests, 0.27-0.31 ms (bench-results.md,
+# "Where an event's time goes").
+REQUEST_YIELD = 8
 HOST_RPS_KINDS = {"off": (), "on": ("dcm", "ros"), "ros": ("ros",)}
 MODES = ("stock", "credits", "daqring")
 SWEEP_PARAMS = {
@@ -197,6 +204,7 @@ class Config:
     credits_auto: bool
     seed: int
     tcp_nodelay: bool
+    request_yield: int              # DCM yields core 0 every N requests
     link_rate_bps: int
     link_burst: int
     link_limit: int
@@ -394,6 +402,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--event-gap", type=float, default=0.0, metavar="MS",
                    help="pause of a processing unit between its events, "
                    "e.g. its processing time (default: 0)")
+    g.add_argument("--request-yield", type=int, default=REQUEST_YIELD,
+                   metavar="N",
+                   help="the DCM agent gives up its CPU after every N "
+                   "requests it sends in a row, so that the ROS agents, "
+                   "which share that CPU, answer while it requests, as "
+                   "other machines would (default: %(default)s; 0: it "
+                   "sends all of them first)")
     g.add_argument("--credits", type=int, default=0, metavar="N",
                    help="credits mode: outstanding fragment requests per "
                    "DCM, all its processing units together (default: the "
@@ -580,6 +595,9 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     positive("--dcms", ns.dcms)
     positive("--events", ns.events)
     positive("--pus", ns.pus)
+    if not 0 <= ns.request_yield <= 100_000:
+        raise ConfigError("--request-yield must be 0..100000, not %d"
+                          % ns.request_yield)
     if not 0 <= ns.warmup_events <= 100:
         raise ConfigError("--warmup-events must be 0..100, not %d"
                           % ns.warmup_events)
@@ -787,6 +805,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         event_gap_ms=ns.event_gap, credits=credits,
         credits_auto=credits_auto, seed=ns.seed,
         tcp_nodelay=ns.tcp_nodelay == "on", link_rate_bps=rate,
+        request_yield=ns.request_yield,
         link_burst=burst, link_limit=limit, link_overhead=ns.link_overhead,
         port_frames=ns.port_frames,
         mtu=mtu, modes=modes, ring_size=ring, max_burst=max_burst,

@@ -332,6 +332,7 @@ class Runner:
                     "event_gap_ms": cfg.event_gap_ms,
                     "event_deadline_s": cfg.event_deadline_s,
                     "nodelay": cfg.tcp_nodelay,
+                    "request_yield": cfg.request_yield,
                     "cpus": ",".join(map(str, cfg.agent_cpus))}
             procs.append(self._agent(d.ns, ["dcm", json.dumps(spec)], d.ns))
         hog = None
@@ -596,11 +597,14 @@ def describe(cfg: Config, plan: Plan) -> str:
                cfg.link_rate_bps, cfg.ros, cfg.fragment_size, cfg.mss,
                cfg.link_overhead)),
         "modes: %s; %d events per DCM and mode after %d warm-up, %d in "
-        "flight (processing units); credits %d%s; TCP: Linux defaults%s"
+        "flight (processing units); credits %d%s; TCP: Linux defaults%s; "
+        "the DCM yields its CPU %s"
         % (", ".join(cfg.modes), cfg.events, cfg.warmup_events, cfg.pus,
            cfg.credits,
            " (auto)" if cfg.credits_auto else "",
-           " + TCP_NODELAY" if cfg.tcp_nodelay else ""),
+           " + TCP_NODELAY" if cfg.tcp_nodelay else "",
+           "every %d requests" % cfg.request_yield if cfg.request_yield
+           else "never while it requests"),
     ]
     if "daqring" in cfg.modes:
         if cfg.max_rate_bps:
