@@ -433,21 +433,25 @@ def test_link_split() -> None:
     1 MB events at 8 Mbit/s of ideal goodput need 1 s of link each; spans
     of 1 s and 1.5 s make the link busy 2 s of 2.5 s."""
     s = stats.link_split([1e-4, 3e-4], [1.0, 1.5], [1_000_000] * 2,
-                         [2e-5, 4e-5], 8e6)
+                         [2e-5, 4e-5], 2.5, 8e6)
     assert s["events"] == 2
     assert s["busy_ratio"] == pytest.approx(0.8)
     assert s["first_frame_s"]["max"] == pytest.approx(3e-4)
     assert s["span_s"]["min"] == pytest.approx(1.0)
     assert s["read_lag_s"]["mean"] == pytest.approx(3e-5)
+    # Overlapping events (processing units): the union of their spans.
+    assert stats.link_split([1e-4] * 2, [1.0] * 2, [1_000_000] * 2,
+                            [0.0] * 2, 2.0, 8e6)["busy_ratio"] == \
+        pytest.approx(1.0)
     assert stats.link_words({"link": s}) == (
         " first frame p50 200 us, link busy 80.0%,")
     assert stats.link_words({}) == ""
     for bad in (([], [], [], []), ([1e-4], [1.0, 1.0], [1, 1], [0, 0]),
                 ([1e-4], [1.0], [1], [])):
         with pytest.raises(ValueError):
-            stats.link_split(*bad, 8e6)
+            stats.link_split(*bad, 1.0, 8e6)
     with pytest.raises(ValueError):
-        stats.link_split([1e-4], [1.0], [1], [0.0], 0)
+        stats.link_split([1e-4], [1.0], [1], [0.0], 1.0, 0)
 
 
 def test_ideal_goodput() -> None:

@@ -113,29 +113,31 @@ def ideal_collection_time(link_bps: float, ros: int, fragment: int,
 
 def link_split(arrival: Sequence[float], span: Sequence[float],
                event_bytes: Sequence[int], read_lag: Sequence[float],
-               ideal_bps: float) -> Dict[str, Any]:
+               link_time: float, ideal_bps: float) -> Dict[str, Any]:
     """Where the events' time went, from the kernel's receive times at the
     DCM host: per event the time from its first request to its first
     frame's arrival (`arrival`: request path, ROS and switch), the span
     from its first to its last frame's arrival (`span`: the access link
     carrying it) and the DCM process' time from its last frame to its
-    read (`read_lag`).  `busy_ratio` is the time the link needs for the
-    events' bytes at the ideal goodput over the sum of their spans: 1.0
-    when the link carried every event without a pause once its first frame
-    arrived (a little above 1.0 where the link's burst let the first
-    frames through at once)."""
+    read (`read_lag`).  `link_time` is the time during which the links
+    carried events: per DCM the union of its events' spans (they overlap
+    with several processing units), summed over the DCMs.  `busy_ratio` is
+    the time the links need for the events' bytes at the ideal goodput
+    over `link_time`: 1.0 when they carried every event without a pause
+    once its first frame arrived (a little above 1.0 where the link's
+    burst let the first frames through at once)."""
     n = len(span)
     if not n or {len(arrival), len(event_bytes), len(read_lag)} != {n}:
         raise ValueError("need arrival, span, bytes and read lag per event")
     if ideal_bps <= 0:
         raise ValueError("ideal goodput must be positive")
     need = sum(b * 8 / ideal_bps for b in event_bytes)
-    total = sum(span)
     return {"events": n,
             "first_frame_s": summarize_times(arrival),
             "span_s": summarize_times(span),
             "read_lag_s": summarize_times(read_lag),
-            "busy_ratio": need / total if total > 0 else 0.0}
+            "link_time_s": link_time,
+            "busy_ratio": need / link_time if link_time > 0 else 0.0}
 
 
 def link_words(mode: Mapping[str, Any]) -> str:
