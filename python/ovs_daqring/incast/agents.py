@@ -16,11 +16,12 @@ of one connection in order, so the DCM knows which event the bytes
 belong to) and, in credits mode, one pool of credits.
 
 The DCM's sockets carry the kernel's receive time (SO_TIMESTAMPNS) with
-every read; the first read of a fragment takes only the ROS' stamp, so
-that it returns the arrival of the fragment's first segment alone.  Per
-event the DCM reports when its first and its last frame reached the DCM
-host: the link's share of the collection time, apart from the request
-before it and the DCM process' reading after it.
+every read: per event the DCM reports when its last frame reached the DCM
+host, which splits the time after the first ROS started to send into the
+switch and link's part and the DCM process' read.  (Only the last frame's
+time is exact: TCP merges a segment into the one before it while the
+reader has not read that yet, and the merged buffer takes the newer
+time.)
 
 Agent -> orchestrator, on stdout, one line each:
   READY                    listening (ROS) / connected and warmed up (DCM)
@@ -182,7 +183,7 @@ def fragment_sizes(cfg: Dict[str, Any], rng: random.Random) -> List[int]:
 class Event:
     """One event a processing unit collects."""
     __slots__ = ("number", "pu", "sizes", "left", "t0", "first", "last",
-                 "ros_read", "ros_sent", "arrival_first", "arrival_last")
+                 "ros_read", "ros_sent", "arrival_last")
 
     def __init__(self, number: int, pu: int, sizes: List[int],
                  t0: int) -> None:
@@ -195,7 +196,6 @@ class Event:
         self.last = 0                   # its last byte arrived
         self.ros_read = 0               # first ROS read its request
         self.ros_sent = 0               # first ROS started to send
-        self.arrival_first = 0          # kernel got its first segment
         self.arrival_last = 0           # kernel got its last segment
 
 
@@ -290,24 +290,15 @@ class Collector:
                 raise ConnectionError("ROS %s sent unrequested data"
                                       % self.ros[i])
             head = q[0]
-            want = min(head[1], len(self.buf))
             fresh = head[1] == head[2]
-            if fresh and self.kstamps and want > STAMP.size:
-                # The fragment's first read: the ROS' stamp alone, so
-                # that the kernel's time is its first segment's.
-                want = STAMP.size
-            got, arrived = self._read(i, want)
+            got, arrived = self._read(i, min(head[1], len(self.buf)))
             if got == 0:
                 raise ConnectionError("ROS %s closed" % self.ros[i])
             now = time.perf_counter_ns()
             ev = head[0]
             if not ev.first:
                 ev.first = now
-            if arrived:
-                if fresh and (not ev.arrival_first
-                              or arrived < ev.arrival_first):
-                    ev.arrival_first = arrived
-                ev.arrival_last = max(ev.arrival_last, arrived)
+            ev.arrival_last = max(ev.arrival_last, arrived)
             if fresh and got >= STAMP.size:
                 read, sent = STAMP.unpack_from(self.buf)
                 # A ROS without stamps sends zeros; a stamp split by a
@@ -408,10 +399,8 @@ def dcm_main(cfg: Dict[str, Any]) -> int:
         # 0 where no fragment carried a stamp.
         "ros_read_ns": [max(0, e.ros_read - e.t0) for e in finished],
         "ros_sent_ns": [max(0, e.ros_sent - e.t0) for e in finished],
-        # The first and the last segment's arrival at the DCM host (0
-        # without kernel stamps).
-        "arrival_first_ns": [max(0, e.arrival_first - e.t0)
-                             if e.arrival_first else 0 for e in finished],
+        # The last segment's arrival at the DCM host (0 without kernel
+        # stamps).
         "arrival_last_ns": [max(0, e.arrival_last - e.t0)
                             if e.arrival_last else 0 for e in finished],
         "start_ns": [e.t0 - t_go for e in finished],

@@ -424,15 +424,15 @@ class Runner:
         first: List[float] = []
         ros_read: List[float] = []
         ros_sent: List[float] = []
-        # Per event with kernel stamps: its first frame's arrival at the
-        # DCM host, the frames' span (first to last arrival) and the
-        # event's bytes, and the DCM process' lag behind its last frame.
-        arrival: List[float] = []
-        span: List[float] = []
-        span_bytes: List[int] = []
+        # Per event with the ROS' stamps and the kernel's receive times:
+        # its transfer (from the first ROS' send to its last frame's
+        # arrival at the DCM host), its bytes, and the DCM process' lag
+        # behind its last frame.
+        transfer: List[float] = []
+        transfer_bytes: List[int] = []
         read_lag: List[float] = []
-        # Per DCM (each has its own link) the union of its events' spans:
-        # with several processing units the events overlap.
+        # Per DCM (each has its own link) the union of its events'
+        # transfers: with several processing units the events overlap.
         link_time = 0.0
         busy = 0.0
         for i in sorted(results):
@@ -445,13 +445,12 @@ class Runner:
             ros_sent += [t / 1e9 for t in r.get("ros_sent_ns", []) if t]
             spans = []
             for s, a, z, t, b in zip(r["start_ns"],
-                                     r.get("arrival_first_ns", []),
+                                     r.get("ros_sent_ns", []),
                                      r.get("arrival_last_ns", []),
                                      r["times_ns"], r["bytes"]):
-                if a and z:
-                    arrival.append(a / 1e9)
-                    span.append((z - a) / 1e9)
-                    span_bytes.append(b)
+                if a and z > a:
+                    transfer.append((z - a) / 1e9)
+                    transfer_bytes.append(b)
                     read_lag.append(max(0, t - z) / 1e9)
                     spans.append(((s + a) / 1e9, (s + z) / 1e9))
             link_time += busy_time(spans)
@@ -459,7 +458,7 @@ class Runner:
                                zip(r["start_ns"], r["times_ns"])])
         return {"times": times, "bytes": nbytes, "first_byte": first,
                 "ros_read": ros_read, "ros_sent": ros_sent, "busy": busy,
-                "arrival": arrival, "span": span, "span_bytes": span_bytes,
+                "transfer": transfer, "transfer_bytes": transfer_bytes,
                 "read_lag": read_lag, "link_time": link_time}
 
     def run_mode(self, mode: str, params: Dict[str, Any], label: str
@@ -513,13 +512,13 @@ class Runner:
         for key in ("ros_read", "ros_sent"):
             if got[key]:
                 result[key + "_s"] = summarize_times(got[key])
-        # Where an event's time went, from the kernel's receive times at
-        # the DCM: request path to its first frame, the frames' span on
-        # the link, the DCM process' read after the last frame.
-        if got["span"]:
-            result["link"] = link_split(got["arrival"], got["span"],
-                                        got["span_bytes"], got["read_lag"],
-                                        got["link_time"],
+        # Where an event's time went after its request path (ros_sent_s):
+        # the transfer through switch and link to its last frame, and the
+        # DCM process' read after that.
+        if got["transfer"]:
+            result["link"] = link_split(got["transfer"],
+                                        got["transfer_bytes"],
+                                        got["read_lag"], got["link_time"],
                                         self.ideal["goodput_bps"])
         result["event_bytes"] = nbytes
         result["wall_s"] = time.monotonic() - t0

@@ -111,44 +111,42 @@ def ideal_collection_time(link_bps: float, ros: int, fragment: int,
     return ros * wire_bytes(fragment, mss, overhead) * 8 / link_bps
 
 
-def link_split(arrival: Sequence[float], span: Sequence[float],
-               event_bytes: Sequence[int], read_lag: Sequence[float],
-               link_time: float, ideal_bps: float) -> Dict[str, Any]:
-    """Where the events' time went, from the kernel's receive times at the
-    DCM host: per event the time from its first request to its first
-    frame's arrival (`arrival`: request path, ROS and switch), the span
-    from its first to its last frame's arrival (`span`: the access link
-    carrying it) and the DCM process' time from its last frame to its
-    read (`read_lag`).  `link_time` is the time during which the links
-    carried events: per DCM the union of its events' spans (they overlap
-    with several processing units), summed over the DCMs.  `busy_ratio` is
-    the time the links need for the events' bytes at the ideal goodput
-    over `link_time`: 1.0 when they carried every event without a pause
-    once its first frame arrived (a little above 1.0 where the link's
-    burst let the first frames through at once)."""
-    n = len(span)
-    if not n or {len(arrival), len(event_bytes), len(read_lag)} != {n}:
-        raise ValueError("need arrival, span, bytes and read lag per event")
+def link_split(transfer: Sequence[float], event_bytes: Sequence[int],
+               read_lag: Sequence[float], link_time: float,
+               ideal_bps: float) -> Dict[str, Any]:
+    """Where the events' time went after their request path: per event the
+    `transfer`, from the first ROS' send (its stamp) to the arrival of the
+    event's last frame at the DCM host (the kernel's receive time), which
+    is the switch's and the access link's part, and the DCM process' time
+    from that arrival to its read (`read_lag`).  `link_time` is the time
+    during which transfers ran: per DCM the union of its events' transfers
+    (they overlap with several processing units), summed over the DCMs.
+    `busy_ratio` is the time the links need for the events' bytes at the
+    ideal goodput over `link_time`: 1.0 when the link carried every event
+    at its rate from the first send on (a little above 1.0 where the
+    link's burst let the first frames through at once; below it by the
+    first frame's way through the switch, tens of microseconds)."""
+    n = len(transfer)
+    if not n or {len(event_bytes), len(read_lag)} != {n}:
+        raise ValueError("need transfer, bytes and read lag per event")
     if ideal_bps <= 0:
         raise ValueError("ideal goodput must be positive")
     need = sum(b * 8 / ideal_bps for b in event_bytes)
     return {"events": n,
-            "first_frame_s": summarize_times(arrival),
-            "span_s": summarize_times(span),
+            "transfer_s": summarize_times(transfer),
             "read_lag_s": summarize_times(read_lag),
             "link_time_s": link_time,
             "busy_ratio": need / link_time if link_time > 0 else 0.0}
 
 
 def link_words(mode: Mapping[str, Any]) -> str:
-    """' first frame p50 X us, link busy Y%,' for a mode's summary line,
-    or '' without kernel receive times."""
+    """' link busy X% after the first send,' for a mode's summary line, or
+    '' without the ROS' stamps and kernel receive times."""
     link = mode.get("link")
     if not link:
         return ""
-    return (" first frame p50 %.0f us, link busy %.1f%%,"
-            % (link["first_frame_s"]["p50"] * 1e6,
-               100 * link["busy_ratio"]))
+    return (" link busy %.1f%% after the first send,"
+            % (100 * link["busy_ratio"]))
 
 
 def counter_delta(before: Mapping[str, int],
