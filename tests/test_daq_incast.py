@@ -282,7 +282,7 @@ def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
     monkeypatch.setattr(switch, "daqctl",
                         lambda sw, *args, **kw: calls.append(list(args)))
     switch.program_daqrings(FakeSwitch(), plan, 2048, 16,  # type: ignore
-                            poll, max_rate, 24)
+                            poll, max_rate, 24, buckets)
     assert calls == [["apply", str(tmp_path / "dcm-map.json")]]
     with open(calls[0][1]) as f:
         doc = json.load(f)
@@ -304,12 +304,55 @@ def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
 
 
 def test_flow_buckets() -> None:
-    assert cfg().flow_buckets == 65536
+    assert cfg().flow_buckets is None                 # auto
+    assert cfg("--flow-buckets", "auto").flow_buckets is None
     assert cfg("--flow-buckets", "0").flow_buckets == 0
     assert cfg("--flow-buckets", "65536").flow_buckets == 65536
-    for bad in ("1", "3", "-2", "131072"):
-        with pytest.raises(ConfigError):
+    for bad in ("1", "3", "-2", "131072", "x", ""):
+        with pytest.raises(ConfigError, match="--flow-buckets"):
             cfg("--flow-buckets", bad)
+    # Given: as given, whatever the ring.
+    assert cfg("--flow-buckets", "64").flow_buckets_for(4096, 1e9,
+                                                        True) == 64
+
+
+def test_auto_flow_buckets() -> None:
+    """Flow fairness where a full ring takes half of TCP's minimum RTO
+    (100 ms) or more to drain, a FIFO where it drains faster; unshaped
+    rings (rate unknown) keep it."""
+    from ovs_daqring.daqctl.model import auto_flow_buckets
+    assert auto_flow_buckets(4096, 1e9, 1538 * 8) == 0         # 50 ms
+    assert auto_flow_buckets(16384, 1e9, 1538 * 8) == 65536    # 202 ms
+    assert auto_flow_buckets(2048, 200e6, 1538 * 8) == 65536   # 126 ms
+    assert auto_flow_buckets(8130, 1e9, 1538 * 8) == 65536     # 100.0 ms
+    assert auto_flow_buckets(8120, 1e9, 1538 * 8) == 0         # 99.9 ms
+    assert auto_flow_buckets(512, 0) == 65536
+    assert auto_flow_buckets(512, float("inf")) == 65536
+    # daq-incast's scenarios: per run, from the run's ring and rate.
+    plan = topology.make_plan(4242, 120, 1, 4)
+
+    def buckets(*args: str) -> int:
+        c = cfg(*args)
+        p = [r[1] for r in runner.mode_runs(c) if r[0] == "daqring"][0]
+        assert p["flow_buckets"] == c.flow_buckets_for(
+            p["ring_size"], p["rate_bps"], bool(p["max_rate_bps"]))
+        return p["flow_buckets"]
+    gbit16 = ("--ros", "120", "--fragment-size", "16KiB", "--link-rate",
+              "1gbit")
+    assert buckets(*gbit16) == 0
+    assert "flow-buckets 0, a FIFO (auto: a full ring drains in 50 ms)" \
+        in runner.describe(cfg(*gbit16), plan)
+    assert buckets(*gbit16, "--link-rate", "100mbit") == 65536
+    assert buckets(*gbit16, "--flow-buckets", "1024") == 1024
+    assert "flow-buckets 1024\n" in runner.describe(
+        cfg(*gbit16, "--flow-buckets", "1024"), plan) + "\n"
+    assert buckets() == 65536           # the default scenario: 126 ms
+    # Packet shaping: 2048 packets at 32 per 500 us drain in 32 ms.
+    assert buckets("--poll-interval", "500", "--max-burst", "32") == 0
+    assert buckets("--poll-interval", "0") == 65536         # unshaped
+    runs = runner.mode_runs(cfg(*gbit16, "--modes", "daqring", "--sweep",
+                                "ring-size=4096,16384"))
+    assert [r[1]["flow_buckets"] for r in runs] == [0, 65536]
 
 
 def test_cpu_mask() -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import TOP
+from ..daqctl.model import auto_flow_buckets
 from ..hosts import ConfigError, HostInfo, parse_cpu_mask
 from ..sandbox import Binaries, tree_binaries
 
@@ -235,7 +236,9 @@ class Config:
     progress: bool
     dry_run: bool
     notes: List[str] = field(default_factory=list)
-    flow_buckets: int = 65536       # daqring options:flow-buckets, 0 = FIFO
+    # daqring options:flow-buckets, 0 = FIFO; None: by the ring's drain
+    # time (flow_buckets_for()).
+    flow_buckets: Optional[int] = None
     host_rps: str = HOST_RPS_DEFAULT    # off, on (all hosts), ros
 
     @property
@@ -268,6 +271,25 @@ class Config:
             return float("inf")
         return self.max_burst * DAQRING_FRAME * 8 / (
             self.poll_interval_us * 1e-6)
+
+    def flow_buckets_for(self, ring_size: int, rate_bps: float,
+                         byte_shaping: bool) -> int:
+        """options:flow-buckets of a daqring of `ring_size` packets shaped
+        to `rate_bps` (0: unshaped; the rate of 1518-byte frames unless
+        `byte_shaping`): --flow-buckets, or by default flow fairness where
+        a full ring of full-size frames takes half of TCP's minimum RTO to
+        drain (auto_flow_buckets), a FIFO where it takes less."""
+        if self.flow_buckets is not None:
+            return self.flow_buckets
+        return auto_flow_buckets(ring_size, rate_bps,
+                                 self.ring_frame_bits(byte_shaping))
+
+    def ring_frame_bits(self, byte_shaping: bool) -> int:
+        """Bits a full-size frame takes of a daqring's rate: counted like
+        the link with byte shaping, 1518 bytes with packet shaping."""
+        if byte_shaping:
+            return (self.mtu + 14 + self.link_overhead) * 8
+        return DAQRING_FRAME * 8
 
     def as_dict(self) -> Dict[str, object]:
         d = dict(self.__dict__)
@@ -468,10 +490,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="daqring poll-interval in microseconds, 0 = "
                    "unshaped; implies --shaper packets (default: chosen "
                    "with --max-burst)")
-    g.add_argument("--flow-buckets", type=int, default=65536, metavar="N",
+    g.add_argument("--flow-buckets", default="auto", metavar="N",
                    help="daqring flow fairness: flows served round-robin, "
                    "a flow with nothing queued first, in N flow buckets (a "
-                   "power of 2; default: %(default)s); 0 = a strict FIFO")
+                   "power of 2); 0 = a strict FIFO (default: auto: 65536 "
+                   "where a full ring drains in 100 ms or more, half of "
+                   "TCP's minimum RTO, at the ring's rate; 0 where it "
+                   "drains faster)")
     g.add_argument("--ring-rate-fraction", type=float, default=None,
                    metavar="F", help="automatic daqring shaping targets F "
                    "x the link's rate (default: %s with --shaper bytes, "
@@ -823,10 +848,16 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         host_rps=ns.host_rps)
 
 
-def _flow_buckets(n: int) -> int:
+def _flow_buckets(text: str) -> Optional[int]:
+    if text == "auto":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
     if n != 0 and (n < 2 or n > 65536 or n & (n - 1)):
-        raise ConfigError("--flow-buckets must be 0 or a power of 2 from 2 "
-                          "to 65536")
+        raise ConfigError("--flow-buckets must be auto, 0 or a power of 2 "
+                          "from 2 to 65536")
     return n
 
 

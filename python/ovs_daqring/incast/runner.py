@@ -60,6 +60,21 @@ class Progress:
             sys.stderr.write(text + "\n")
 
 
+def fairness_words(cfg: Config) -> str:
+    """The daqrings' flow fairness, for the plan line."""
+    rate = (cfg.daqring_rate_bps if cfg.poll_interval_us or cfg.max_rate_bps
+            else 0)
+    byte_shaping = bool(cfg.max_rate_bps)
+    n = cfg.flow_buckets_for(cfg.ring_size, rate, byte_shaping)
+    what = "flow-buckets %d" % n if n else "flow-buckets 0, a FIFO"
+    if cfg.flow_buckets is not None:
+        return what
+    if not rate:
+        return what + " (auto: unshaped)"
+    return what + " (auto: a full ring drains in %.0f ms)" % (
+        1e3 * cfg.ring_size * cfg.ring_frame_bits(byte_shaping) / rate)
+
+
 def mode_runs(cfg: Config) -> List[Tuple[str, Dict[str, Any], str]]:
     """(mode, parameters, label) of every run, in order."""
     def params(mode: str, **over: int) -> Dict[str, Any]:
@@ -82,6 +97,8 @@ def mode_runs(cfg: Config) -> List[Tuple[str, Dict[str, Any], str]]:
                                  / (p["poll_interval_us"] * 1e-6))
             else:
                 p["rate_bps"] = 0
+            p["flow_buckets"] = cfg.flow_buckets_for(
+                p["ring_size"], p["rate_bps"], bool(p["max_rate_bps"]))
             return p
         return {}
 
@@ -475,7 +492,8 @@ class Runner:
                                  params["max_burst"],
                                  params["poll_interval_us"],
                                  params["max_rate_bps"],
-                                 params["frame_overhead"])
+                                 params["frame_overhead"],
+                                 params["flow_buckets"])
             except ModeUnavailable as e:
                 result.update(status="error", error=str(e))
                 return result
@@ -617,15 +635,15 @@ def describe(cfg: Config, plan: Plan) -> str:
         if cfg.max_rate_bps:
             lines.append(
                 "daqring: ring-size %d, max-rate %s (bytes, +%d B/frame "
-                "like the link), max-burst %d"
+                "like the link), max-burst %d, %s"
                 % (cfg.ring_size, format_rate(cfg.max_rate_bps),
-                   cfg.link_overhead, cfg.max_burst))
+                   cfg.link_overhead, cfg.max_burst, fairness_words(cfg)))
         else:
             lines.append(
                 "daqring: ring-size %d, max-burst %d, poll-interval %d us = "
-                "%s (max-burst x 1518 x 8 / poll-interval)"
+                "%s (max-burst x 1518 x 8 / poll-interval), %s"
                 % (cfg.ring_size, cfg.max_burst, cfg.poll_interval_us,
-                   format_rate(cfg.daqring_rate_bps)))
+                   format_rate(cfg.daqring_rate_bps), fairness_words(cfg)))
     lines.append("hosts' receive: %s" % (
         "RPS to CPU %s, off the PMD's, for %s (--host-rps %s)"
         % (",".join(map(str, cfg.rps_cpus)), " and ".join(

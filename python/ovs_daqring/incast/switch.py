@@ -208,7 +208,8 @@ def daqctl(sw: Switch, *args: str, timeout: float = 120) -> str:
 
 def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
                      poll_us: int, max_rate: int = 0,
-                     frame_overhead: int = 24) -> Dict[str, int]:
+                     frame_overhead: int = 24,
+                     flow_buckets: int = 65536) -> Dict[str, int]:
     """Per DCM a daqring, priority=100 ip,nw_dst=DCM -> ring and
     priority=101 in_port=ring -> DCM port, through ovs-daqctl (one OVSDB
     transaction, one OpenFlow bundle); NORMAL (priority 0) stays for
@@ -225,7 +226,7 @@ def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
             for d in plan.dcms]
     defaults: Dict[str, object] = {"ring-size": ring_size,
                                    "max-burst": max_burst,
-                                   "flow-buckets": sw.cfg.flow_buckets}
+                                   "flow-buckets": flow_buckets}
     if max_rate:
         # Byte shaping: ovs-daqctl writes a rate as the ring's max-rate.
         defaults.update({"rate": "%dbit" % max_rate,
