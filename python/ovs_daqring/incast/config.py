@@ -65,8 +65,8 @@ HOST_RPS_DEFAULT = "off"
 # --request-yield: the DCM agent and every ROS agent share core 0, and
 # Linux's scheduler (EEVDF: a waking task does not preempt one that has
 # not used its slice) let a DCM send all its requests before any ROS agent
-# ran.  With 120 ROS the first frame reached the DCM 0.6 ms after the first
-# request; yielding every 8 requests, 0.27-0.31 ms (bench-results.md,
+# ran.  With 120 ROS the first ROS started to send 0.41-0.47 ms after the
+# first request; yielding every 8 requests, 0.17-0.22 ms (bench-results.md,
 # "Where an event's time goes").
 REQUEST_YIELD = 8
 HOST_RPS_KINDS = {"off": (), "on": ("dcm", "ros"), "ros": ("ros",)}
