@@ -62,14 +62,13 @@ class Progress:
 
 def fairness_words(cfg: Config) -> str:
     """The daqrings' flow fairness, for the plan line."""
-    rate = (cfg.daqring_rate_bps if cfg.poll_interval_us or cfg.max_rate_bps
-            else 0)
+    rate = cfg.daqring_rate_bps             # infinite: unshaped
     byte_shaping = bool(cfg.max_rate_bps)
     n = cfg.flow_buckets_for(cfg.ring_size, rate, byte_shaping)
     what = "flow-buckets %d" % n if n else "flow-buckets 0, a FIFO"
     if cfg.flow_buckets is not None:
         return what
-    if not rate:
+    if rate == float("inf"):
         return what + " (auto: unshaped)"
     return what + " (auto: a full ring drains in %.0f ms)" % (
         1e3 * cfg.ring_size * cfg.ring_frame_bits(byte_shaping) / rate)
