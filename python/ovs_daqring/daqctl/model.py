@@ -163,8 +163,16 @@ def auto_flow_buckets(ring_size: int, rate_bps: float,
     frames drains in 50 ms) that took 1-5% of the link."""
     if rate_bps <= 0 or rate_bps == float("inf"):
         return FLOW_BUCKETS_DEFAULT
-    drain_s = ring_size * frame_bits / rate_bps
-    return FLOW_BUCKETS_DEFAULT if drain_s >= TCP_RTO_MIN_S / 2 else 0
+    return (FLOW_BUCKETS_DEFAULT
+            if ring_drain_s(ring_size, rate_bps, frame_bits)
+            >= TCP_RTO_MIN_S / 2 else 0)
+
+
+def ring_drain_s(ring_size: int, rate_bps: float,
+                 frame_bits: int = FRAME_BITS) -> float:
+    """Seconds a full daqring of `ring_size` frames of `frame_bits` takes
+    to drain at `rate_bps` (> 0)."""
+    return ring_size * frame_bits / rate_bps
 
 
 @dataclass

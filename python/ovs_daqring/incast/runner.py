@@ -21,6 +21,7 @@ from .stats import (SCHEMA, busy_time, counter_delta, format_table,
                     ideal_collection_time, ideal_goodput, link_split,
                     link_words, payload_efficiency, summarize_mode,
                     summarize_times, validate_results)
+from ..daqctl.model import ring_drain_s
 from ..hosts import probe_host
 from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
                        install_signal_handlers, pid_alive, run,
@@ -71,7 +72,8 @@ def fairness_words(cfg: Config) -> str:
     if rate == float("inf"):
         return what + " (auto: unshaped)"
     return what + " (auto: a full ring drains in %.0f ms)" % (
-        1e3 * cfg.ring_size * cfg.ring_frame_bits(byte_shaping) / rate)
+        1e3 * ring_drain_s(cfg.ring_size, rate,
+                           cfg.ring_frame_bits(byte_shaping)))
 
 
 def mode_runs(cfg: Config) -> List[Tuple[str, Dict[str, Any], str]]:

@@ -9,6 +9,7 @@ import time
 from typing import Dict, List, Set
 
 from .. import hugepages, tool_path
+from ..daqctl.model import FLOW_BUCKETS_DEFAULT
 from ..process import Cleanup, RunError, run
 from ..sandbox import Sandbox, dpdk_settings
 from .config import Config
@@ -209,7 +210,8 @@ def daqctl(sw: Switch, *args: str, timeout: float = 120) -> str:
 def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
                      poll_us: int, max_rate: int = 0,
                      frame_overhead: int = 24,
-                     flow_buckets: int = 65536) -> Dict[str, int]:
+                     flow_buckets: int = FLOW_BUCKETS_DEFAULT
+                     ) -> Dict[str, int]:
     """Per DCM a daqring, priority=100 ip,nw_dst=DCM -> ring and
     priority=101 in_port=ring -> DCM port, through ovs-daqctl (one OVSDB
     transaction, one OpenFlow bundle); NORMAL (priority 0) stays for
