@@ -59,6 +59,7 @@ COVERAGE_DEFINE(daqring_idle_poll);
 COVERAGE_DEFINE(daqring_loop_drop);
 COVERAGE_DEFINE(daqring_wait_poll);
 COVERAGE_DEFINE(daqring_egress_drop);
+COVERAGE_DEFINE(daqring_fq_late);
 
 static struct vlog_rate_limit loop_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 
@@ -121,46 +122,65 @@ struct daqring_config {
  *
  * Flows are told apart by their RSS hash (the 5-tuple hash that
  * dpif-netdev computes for its flow caches, or the NIC's), in 'n_buckets'
- * buckets.  A packet's rank is its place in its bucket's backlog: 0 if
- * nothing of its bucket is queued (a sparse flow, fq_codel's "new flow"),
- * otherwise one more than the rank of the bucket's previous packet, up to
- * DAQRING_FQ_RANKS.  A packet of rank R < DAQRING_FQ_RANKS goes to rank
- * ring R; rank DAQRING_FQ_RANKS is the daqring's ring itself ("bulk").  The
- * polling thread always dequeues from the lowest nonempty ring: the first
- * packets of all backlogged flows, then their second packets, and so on,
- * while a flow that had nothing queued goes first.
+ * buckets.  Ranks are rounds of a calendar: 'round' is the rank the polling
+ * thread serves now, and a packet's rank is the round in which it leaves.
+ * A packet whose bucket has nothing queued (a sparse flow, fq_codel's "new
+ * flow") gets the current round; otherwise the rank after its bucket's
+ * previous packet, but at least the current round and at most the last
+ * round of the calendar's window (DAQRING_FQ_AHEAD rounds from the current
+ * one), where a bucket with a deeper backlog queues the rest of it.  Round
+ * R's packets go to rank ring R % DAQRING_FQ_RANKS.  The polling thread
+ * dequeues from the first nonempty rank ring in round order, and moves
+ * 'round' forward to it: the first packets of all backlogged flows, then
+ * their second packets, and so on, while a flow that had nothing queued
+ * joins the round being served.  So a flow's rank follows the service,
+ * not its own history: a flow that stays backlogged for a long time keeps
+ * its turn in every round instead of sinking behind flows that came later.
+ *
+ * The daqring's ring itself is the "bulk" ring, served only when all rank
+ * rings are empty: a rank ring holds at most DAQRING_FQ_RANK_SIZE packets,
+ * and the packets that do not fit go to the bulk ring, and so do their
+ * buckets' next packets until the bucket has nothing queued.
  *
  * Order: a bucket's packets get nondecreasing ranks in the order they come
- * (equal ranks only in the bulk ring, which is a FIFO), so they leave in
- * that order.  Senders enqueue a batch's packets in order and set the bit of
- * each ring in 'nonempty' right after enqueueing to it, so the polling
- * thread never sees a bucket's later packet in a higher ring without its
- * earlier packet's ring marked; it clears a ring's bit when it emptied it
- * and looks again.  'queued' counts are incremented by the senders
- * (atomically: PMD threads send concurrently) before they enqueue and
- * decremented by the polling thread after it dequeued.  Flows that share a
- * bucket share its ranks, never their order.  A rank ring holds at most
- * one packet per bucket and DAQRING_FQ_RANK_SIZE packets: beyond that many
- * flows at one rank, the packets that do not fit go to the bulk ring, and
- * so do their buckets' next packets.
+ * (equal ranks share a ring, which is a FIFO), so they leave in that order.
+ * Senders enqueue a batch's packets in order and set the bit of each ring
+ * in 'nonempty' right after enqueueing to it, so the polling thread never
+ * sees a bucket's later packet in a later ring without its earlier packet's
+ * ring marked; it clears a ring's bit when it emptied it and looks again.
+ * A sender reads 'round' before it enqueues, so the polling thread may have
+ * moved past the round it chose (that ring was empty a moment before): the
+ * DAQRING_FQ_BEHIND rounds before the current one are therefore searched
+ * first, oldest first, and a sender more than that many rounds late (i.e.
+ * preempted while it enqueued) finds its packets served a calendar later,
+ * counted by the coverage counter daqring_fq_late.  'queued' counts are
+ * incremented by the senders (atomically: PMD threads send concurrently)
+ * before they enqueue and decremented by the polling thread after it
+ * dequeued.  Flows that share a bucket share its ranks, never their order.
  *
  * Capacity: 'total' counts the packets in all rings (reserved by senders
  * before they enqueue), at most the capacity of the daqring's ring, so
  * "ring-size" bounds the backlog exactly as for a FIFO and the bulk ring is
  * never full.  The stash is served before all rings and is not counted. */
 #define DAQRING_FQ_RANKS 127
+#define DAQRING_FQ_BEHIND 16
+#define DAQRING_FQ_AHEAD (DAQRING_FQ_RANKS - DAQRING_FQ_BEHIND)
 #define DAQRING_FQ_RANK_SIZE 256
 #define DAQRING_FQ_WORDS ((DAQRING_FQ_RANKS + 64) / 64)
+#define DAQRING_FQ_BULK UINT64_MAX  /* The rank of the bulk ring. */
 
 struct daqring_fq_bucket {
     atomic_uint32_t queued;     /* Packets of the bucket in all rings. */
-    atomic_uint32_t last_rank;  /* Rank of its last packet enqueued. */
+    atomic_uint64_t last_rank;  /* Rank of its last packet enqueued. */
 };
 
 struct daqring_fq {
     uint32_t n_buckets;         /* A power of 2. */
     uint32_t mask;              /* 'n_buckets - 1'. */
     atomic_uint32_t total;      /* Packets in all rings, see above. */
+    atomic_uint64_t round;      /* Rank served now, at least
+                                 * DAQRING_FQ_BEHIND.  Written only by the
+                                 * polling thread. */
     atomic_uint64_t nonempty[DAQRING_FQ_WORDS]; /* Bit R: ring of rank R may
                                                  * have packets. */
     struct rte_ring *rank[DAQRING_FQ_RANKS]; /* Rank rings. */
@@ -678,7 +698,7 @@ static struct daqring_fq *
 netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets,
                         int numa_id OVS_UNUSED, char **errp)
 {
-    uint32_t size = MIN(n_buckets, DAQRING_FQ_RANK_SIZE);
+    uint32_t size = DAQRING_FQ_RANK_SIZE;
     ssize_t memsize = rte_ring_get_memsize(rte_align32pow2(size + 1));
     struct daqring_fq *fq;
 
@@ -692,6 +712,7 @@ netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets,
     fq = xcalloc(1, sizeof *fq + n_buckets * sizeof fq->buckets[0]);
     fq->n_buckets = n_buckets;
     fq->mask = n_buckets - 1;
+    atomic_init(&fq->round, DAQRING_FQ_BEHIND);
     for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
         char ring_name[RTE_RING_NAMESIZE];
         int error;
@@ -748,7 +769,16 @@ netdev_daqring_fq_bucket(const struct daqring_fq *fq,
     return dp_packet_get_rss_hash(packet) & fq->mask;
 }
 
-/* Returns the ring of rank 'r' of 'fq' over daqring ring 'ring'. */
+/* Returns the index of the ring of rank 'rank' (DAQRING_FQ_RANKS for the
+ * bulk ring). */
+static inline int
+netdev_daqring_fq_index(uint64_t rank)
+{
+    return rank == DAQRING_FQ_BULK ? DAQRING_FQ_RANKS
+                                   : rank % DAQRING_FQ_RANKS;
+}
+
+/* Returns the ring with index 'r' of 'fq' over daqring ring 'ring'. */
 static inline struct rte_ring *
 netdev_daqring_fq_ring(const struct daqring_fq *fq, struct rte_ring *ring,
                        int r)
@@ -756,7 +786,7 @@ netdev_daqring_fq_ring(const struct daqring_fq *fq, struct rte_ring *ring,
     return r < DAQRING_FQ_RANKS ? fq->rank[r] : ring;
 }
 
-/* Marks the ring of rank 'r' of 'fq' as possibly nonempty.  Called after
+/* Marks the ring with index 'r' of 'fq' as possibly nonempty.  Called after
  * enqueueing to it. */
 static inline void
 netdev_daqring_fq_mark(struct daqring_fq *fq, int r)
@@ -772,10 +802,10 @@ netdev_daqring_fq_mark(struct daqring_fq *fq, int r)
     }
 }
 
-/* Called by the polling thread when it found the ring of rank 'r' of 'fq'
- * over daqring ring 'ring' empty: clears its mark, then looks again, so
- * that a packet that a sender enqueued meanwhile, and did not mark because
- * the mark was still set, is not overlooked. */
+/* Called by the polling thread when it found the ring with index 'r' of
+ * 'fq' over daqring ring 'ring' empty: clears its mark, then looks again,
+ * so that a packet that a sender enqueued meanwhile, and did not mark
+ * because the mark was still set, is not overlooked. */
 static inline void
 netdev_daqring_fq_unmark(struct daqring_fq *fq, struct rte_ring *ring,
                          int r)
@@ -789,26 +819,56 @@ netdev_daqring_fq_unmark(struct daqring_fq *fq, struct rte_ring *ring,
     }
 }
 
-/* Enqueues the 'n' packets of 'pkts', all of rank 'r' under 'fq' over
- * daqring ring 'ring', and marks the ring.  A rank ring that is full (more
- * than DAQRING_FQ_RANK_SIZE flows at rank 'r') hands the packets that do
- * not fit to 'ring', the highest rank, and their buckets' next packets
- * follow them there, so that they stay in order.  Returns true in that
- * case. */
+/* Returns the rank a packet of bucket 'b' takes in round 'round', given
+ * 'orig', the number of packets of the bucket queued before it. */
+static inline uint64_t
+netdev_daqring_fq_rank(struct daqring_fq_bucket *b, uint32_t orig,
+                       uint64_t round)
+{
+    uint64_t last;
+
+    if (!orig) {
+        return round;
+    }
+    atomic_read_relaxed(&b->last_rank, &last);
+    if (last == DAQRING_FQ_BULK) {
+        return DAQRING_FQ_BULK;
+    }
+    /* A bucket that already has a packet in the window's last round (only
+     * if another thread's round was behind this one's) keeps it. */
+    return MIN(MAX(last + 1, round),
+               MAX(round + DAQRING_FQ_AHEAD - 1, last));
+}
+
+/* Enqueues the 'n' packets of 'pkts', all of rank 'rank' under 'fq' over
+ * daqring ring 'ring', and marks the ring.  A rank ring that is full hands
+ * the packets that do not fit to 'ring', the bulk ring, and their buckets'
+ * next packets follow them there, so that they stay in order.  Returns
+ * true in that case. */
 static bool
 netdev_daqring_fq_enqueue_rank(struct daqring_fq *fq, struct rte_ring *ring,
-                               int r, struct dp_packet **pkts, size_t n)
+                               uint64_t rank, struct dp_packet **pkts,
+                               size_t n)
 {
+    int r = netdev_daqring_fq_index(rank);
     unsigned int sent;
 
     sent = rte_ring_mp_rts_enqueue_burst(netdev_daqring_fq_ring(fq, ring, r),
                                          (void *const *) pkts, n, NULL);
     netdev_daqring_fq_mark(fq, r);
+    if (rank != DAQRING_FQ_BULK && sent) {
+        uint64_t round;
+
+        atomic_read_relaxed(&fq->round, &round);
+        if (OVS_UNLIKELY(rank + DAQRING_FQ_BEHIND < round)) {
+            COVERAGE_INC(daqring_fq_late);
+        }
+    }
     if (OVS_UNLIKELY(sent < n)) {
         for (size_t j = sent; j < n; j++) {
             atomic_store_relaxed(
                 &fq->buckets[netdev_daqring_fq_bucket(fq, pkts[j])].last_rank,
-                DAQRING_FQ_RANKS);
+                DAQRING_FQ_BULK);
         }
         while (sent < n) {
             /* Never full: the caller reserved room. */
@@ -831,8 +891,8 @@ netdev_daqring_fq_enqueue(struct daqring_fq *fq, struct rte_ring *ring,
                           struct dp_packet **pkts, size_t cnt)
 {
     uint32_t limit = rte_ring_get_capacity(ring);
+    uint64_t run_rank = 0, round;
     size_t allowed, start = 0;
-    int run_rank = -1;
     uint32_t orig;
 
     /* Reserve room in the backlog. */
@@ -845,33 +905,27 @@ netdev_daqring_fq_enqueue(struct daqring_fq *fq, struct rte_ring *ring,
 
     /* In order, one burst per run of equal ranks, each enqueued and marked
      * before the next packet's rank is computed. */
+    atomic_read_relaxed(&fq->round, &round);
     for (size_t i = 0; i < allowed; i++) {
         struct daqring_fq_bucket *b
             = &fq->buckets[netdev_daqring_fq_bucket(fq, pkts[i])];
-        uint32_t last;
-        int r;
+        uint64_t rank;
 
         atomic_add_relaxed(&b->queued, 1, &orig);
-        if (!orig) {
-            r = 0;
-        } else {
-            atomic_read_relaxed(&b->last_rank, &last);
-            r = MIN(last + 1, DAQRING_FQ_RANKS);
-        }
-        if (r != run_rank) {
+        rank = netdev_daqring_fq_rank(b, orig, round);
+        if (!i || rank != run_rank) {
             if (i > start
                 && netdev_daqring_fq_enqueue_rank(fq, ring, run_rank,
                                                   &pkts[start], i - start)
                 && orig) {
                 /* The run may have sent this bucket's previous packet to
-                 * the highest rank. */
-                atomic_read_relaxed(&b->last_rank, &last);
-                r = MIN(last + 1, DAQRING_FQ_RANKS);
+                 * the bulk ring. */
+                rank = netdev_daqring_fq_rank(b, orig, round);
             }
             start = i;
-            run_rank = r;
+            run_rank = rank;
         }
-        atomic_store_relaxed(&b->last_rank, r);
+        atomic_store_relaxed(&b->last_rank, rank);
     }
     if (allowed > start) {
         netdev_daqring_fq_enqueue_rank(fq, ring, run_rank, &pkts[start],
@@ -1554,8 +1608,16 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     memcpy(pkts, &dev->stash[dev->stash_pos], n_stash * sizeof *pkts);
     n = n_stash;
     if (dev->fq) {
-        /* Rank by rank: each bucket's packets in order. */
-        for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
+        /* Round by round, from the oldest one the polling thread would
+         * look at: each bucket's packets in order. */
+        uint64_t round;
+        int start;
+
+        atomic_read_relaxed(&dev->fq->round, &round);
+        start = (round - DAQRING_FQ_BEHIND) % DAQRING_FQ_RANKS;
+        for (int i = 0; i < DAQRING_FQ_RANKS; i++) {
+            int r = (start + i) % DAQRING_FQ_RANKS;
+
             n += netdev_daqring_ring_drain(dev->fq->rank[r], &pkts[n]);
         }
     }
@@ -1585,7 +1647,7 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
             uint32_t orig;
 
             atomic_add_relaxed(&b->queued, 1, &orig);
-            atomic_store_relaxed(&b->last_rank, DAQRING_FQ_RANKS);
+            atomic_store_relaxed(&b->last_rank, DAQRING_FQ_BULK);
         }
         atomic_store_relaxed(&new_fq->total, n - excess);
         for (int i = 0; i < DAQRING_FQ_WORDS; i++) {
@@ -2269,6 +2331,71 @@ netdev_daqring_dequeue(struct rte_ring *ring, const struct daqring_shaper *s,
     return keep;
 }
 
+/* Returns the bits of word 'w' of a ring bitmap for the ring indexes in
+ * ['from', 'to'). */
+static inline uint64_t
+netdev_daqring_fq_word_mask(int w, int from, int to)
+{
+    int lo = MAX(from - w * 64, 0);
+    int hi = MIN(to - w * 64, 64);
+
+    if (hi <= lo) {
+        return 0;
+    }
+    return (hi == 64 ? UINT64_MAX : (UINT64_C(1) << hi) - 1)
+           & ~((UINT64_C(1) << lo) - 1);
+}
+
+/* Returns the lowest index in ['from', 'to') of a rank ring of 'fq' marked
+ * nonempty, or -1. */
+static inline int
+netdev_daqring_fq_find(struct daqring_fq *fq, int from, int to)
+{
+    for (int w = from / 64; w * 64 < to; w++) {
+        uint64_t bits;
+
+        atomic_read_relaxed(&fq->nonempty[w], &bits);
+        bits &= netdev_daqring_fq_word_mask(w, from, to);
+        if (bits) {
+            return w * 64 + raw_ctz(bits);
+        }
+    }
+    return -1;
+}
+
+/* Finds the ring that the polling thread of 'fq' serves next: the first
+ * rank ring marked nonempty in round order, from DAQRING_FQ_BEHIND rounds
+ * before the current one (see struct daqring_fq), or else the bulk ring if
+ * it is marked.  Stores its rank in '*rankp' and moves the current round
+ * forward to it, or returns false if no ring is marked.  Called only by the
+ * polling thread. */
+static inline bool
+netdev_daqring_fq_next(struct daqring_fq *fq, uint64_t *rankp)
+{
+    uint64_t round, oldest;
+    int start, r;
+
+    atomic_read_relaxed(&fq->round, &round);
+    oldest = round - DAQRING_FQ_BEHIND;
+    start = oldest % DAQRING_FQ_RANKS;
+    r = netdev_daqring_fq_find(fq, start, DAQRING_FQ_RANKS);
+    if (r >= 0) {
+        *rankp = oldest + (r - start);
+    } else {
+        r = netdev_daqring_fq_find(fq, 0, start);
+        if (r < 0) {
+            *rankp = DAQRING_FQ_BULK;
+            return netdev_daqring_fq_find(fq, DAQRING_FQ_RANKS,
+                                          DAQRING_FQ_RANKS + 1) >= 0;
+        }
+        *rankp = oldest + (r + DAQRING_FQ_RANKS - start);
+    }
+    if (*rankp > round) {
+        atomic_store_relaxed(&fq->round, *rankp);
+    }
+    return true;
+}
+
 /* Dequeues like netdev_daqring_dequeue() from 'dev''s ring or, with flow
  * fairness, from its lowest nonempty rank ring first (see struct
  * daqring_fq), and uncounts the packets. */
@@ -2288,19 +2415,13 @@ netdev_daqring_dequeue_fair(struct netdev_daqring *dev,
 
     while (got < n && (!s->rate || *budget > 0)) {
         unsigned int left, k;
-        uint64_t bits = 0;
-        int r = -1;
+        uint64_t rank;
+        int r;
 
-        for (int w = 0; w < DAQRING_FQ_WORDS; w++) {
-            atomic_read_relaxed(&fq->nonempty[w], &bits);
-            if (bits) {
-                r = w * 64 + raw_ctz(bits);
-                break;
-            }
-        }
-        if (r < 0) {
+        if (!netdev_daqring_fq_next(fq, &rank)) {
             break;
         }
+        r = netdev_daqring_fq_index(rank);
         k = netdev_daqring_dequeue(netdev_daqring_fq_ring(fq, dev->ring, r),
                                    s, budget, &pkts[got], n - got, &left);
         got += k;
