@@ -885,6 +885,70 @@ def test_collector_credits_bound_all_pus_together() -> None:
         sck.close()
 
 
+def test_collector_pipeline_one_request_per_connection() -> None:
+    """With --pipeline 1 a PU's request to a ROS that still owes an
+    answer waits, without a credit, until that answer is complete, and
+    then goes before requests still waiting for credits; with 0 all go at
+    once.  The default is 1 and the header says it."""
+    import socket
+    agents = load_agents()
+    pairs = [socket.socketpair() for _ in range(2)]
+    dcm = [a for a, _ in pairs]
+    ros = [b for _, b in pairs]
+    for sck in dcm + ros:
+        sck.setblocking(False)
+
+    def requests(i: int) -> List[Any]:
+        try:
+            data = ros[i].recv(4096)
+        except BlockingIOError:
+            return []
+        return [agents.REQ.unpack_from(data, k)
+                for k in range(0, len(data), agents.REQ.size)]
+
+    try:
+        col = agents.Collector(dcm, ["r0", "r1"], 3, 5, 0, 1)
+        evs = [agents.Event(k, k, [100 + k, 200 + k], k) for k in range(3)]
+        for ev in evs:
+            col.start(ev)
+        # One request per connection; the held ones hold no credit, so
+        # the third credit stays free.
+        assert requests(0) == [(0, 100)]
+        assert requests(1) == [(0, 200)]
+        assert col.outstanding == 2
+        assert [len(h) for h in col.held] == [2, 2]
+        # ROS 1 answers part of event 0: nothing new goes.
+        ros[1].send(bytes(150))
+        assert col.poll() == []
+        assert requests(1) == []
+        # ... and the rest: event 1's request to ROS 1 goes, not event 2's.
+        ros[1].send(bytes(50))
+        assert col.poll() == []
+        assert requests(1) == [(1, 201)]
+        assert [len(h) for h in col.held] == [2, 1]
+        ros[0].send(bytes(100))
+        assert col.poll() == [evs[0]]
+        assert requests(0) == [(1, 101)]
+        assert col.outstanding == 2
+        # Without the limit every request goes at once.
+        col0 = agents.Collector(dcm, ["r0", "r1"], 6, 5, 0, 0)
+        for k in range(3):
+            col0.start(agents.Event(10 + k, k, [1, 1], k))
+        assert col0.outstanding == 6 and not any(col0.held)
+    finally:
+        for sck in dcm + ros:
+            sck.close()
+    assert cfg().pipeline == 1
+    assert cfg("--pipeline", "0").pipeline == 0
+    for bad in ("-1", "1025"):
+        with pytest.raises(ConfigError, match="--pipeline"):
+            cfg("--pipeline", bad)
+    plan = topology.make_plan(4194303, 30, 1, 1)
+    assert "requests per connection 1;" in runner.describe(cfg(), plan)
+    assert "requests per connection unlimited;" in runner.describe(
+        cfg("--pipeline", "0"), plan)
+
+
 def test_agents_pus_on_loopback() -> None:
     """Three processing units: three events in flight at once (their
     intervals overlap), each collected completely, with its first-byte

@@ -13,7 +13,10 @@ wait for.
 A DCM runs `pus` processing units (PUs), each collecting one event at a
 time; their requests share the connections (a ROS answers the requests
 of one connection in order, so the DCM knows which event the bytes
-belong to) and, in credits mode, one pool of credits.
+belong to) and, in credits mode, one pool of credits.  At most
+`pipeline` requests are outstanding on a connection (0: no limit); a
+PU's request for a ROS that still owes that many answers waits until it
+answered one.
 
 The DCM's sockets carry the kernel's receive time (SO_TIMESTAMPNS) with
 every read: per event the DCM reports when its last frame reached the DCM
@@ -204,12 +207,14 @@ class Collector:
     its own event, all of them sharing one persistent connection per ROS
     (requests on a connection are answered in order) and, in credits mode,
     one pool of credits: at most `window` fragment requests outstanding
-    over all PUs together (the ATLAS rule)."""
+    over all PUs together (the ATLAS rule), and at most `pipeline` (0: no
+    limit) on one connection."""
 
     def __init__(self, socks: List[socket.socket], ros: List[str],
                  window: int, deadline_s: float,
-                 request_yield: int = 0) -> None:
+                 request_yield: int = 0, pipeline: int = 0) -> None:
         self.socks = socks
+        self.pipeline = pipeline
         # Give up the CPU after this many requests in a row (0: never):
         # the ROS agents share it and, on a real network, would answer
         # while the DCM still sends requests to the others.
@@ -227,6 +232,9 @@ class Collector:
         # first: [event, bytes still to come, fragment size].
         self.sent: List[Deque[List[Any]]] = [deque() for _ in range(n)]
         self.waiting: Deque[Any] = deque()    # (event, ROS) without credit
+        # Per connection, the requests that wait for it to answer one
+        # (pipeline), oldest first; they hold no credit.
+        self.held: List[Deque[Any]] = [deque() for _ in range(n)]
         self.outstanding = 0
         # Kernel receive times, if every socket has them, and what to add
         # to a CLOCK_REALTIME time to get a CLOCK_MONOTONIC one (as taken
@@ -269,6 +277,9 @@ class Collector:
             if self.request_yield and n and n % self.request_yield == 0:
                 os.sched_yield()
             ev, i = self.waiting.popleft()
+            if self.pipeline and len(self.sent[i]) >= self.pipeline:
+                self.held[i].append(ev)
+                continue
             self.sent[i].append([ev, ev.sizes[i], ev.sizes[i]])
             self.outstanding += 1
             self.socks[i].send(REQ.pack(ev.number & 0xffffffff,
@@ -312,6 +323,10 @@ class Collector:
             if head[1]:
                 continue
             q.popleft()
+            if self.held[i]:
+                # Next in line for a credit: it was asked for before the
+                # requests still waiting for one.
+                self.waiting.appendleft((self.held[i].popleft(), i))
             self.outstanding -= 1
             ev.left -= 1
             if not ev.left:
@@ -340,7 +355,8 @@ def dcm_main(cfg: Dict[str, Any]) -> int:
         s.setblocking(False)
         socks.append(s)
     col = Collector(socks, ros, window, cfg["event_deadline_s"],
-                    int(cfg.get("request_yield", 0)))
+                    int(cfg.get("request_yield", 0)),
+                    int(cfg.get("pipeline", 0)))
 
     # Warm-up: one round of small fragments, one PU, all at once.
     warm = Event(0xffffffff, 0, [WARMUP_SIZE] * n, time.perf_counter_ns())

@@ -76,6 +76,16 @@ HOST_RPS_DEFAULT = "off"
 # first request; yielding every 8 requests, 0.17-0.22 ms (bench-results.md,
 # "Where an event's time goes").
 REQUEST_YIELD = 8
+# --pipeline: a request's acknowledgement rides on the ROS's answer, behind
+# everything that ROS sent before on the connection.  With several PUs a
+# DCM that asks a ROS for the next event while it still owes the previous
+# answer makes the request wait for that answer in the switch: behind a
+# daqring backlog longer than TCP's minimum RTO (two events of 60 x 128
+# KiB at 100 Mbit/s: 1.3 s) the DCM's timer fired for 60-87 requests per
+# run.  One request per connection at a time: none (bench-results.md,
+# "Requests one at a time per connection").
+PIPELINE = 1
+MAX_PIPELINE = 1024
 HOST_RPS_KINDS = {"off": (), "on": ("dcm", "ros"), "ros": ("ros",)}
 MODES = ("stock", "credits", "daqring")
 SWEEP_PARAMS = {
@@ -213,6 +223,7 @@ class Config:
     seed: int
     tcp_nodelay: bool
     request_yield: int              # DCM yields core 0 every N requests
+    pipeline: int                   # requests outstanding per connection
     link_rate_bps: int
     link_burst: int
     link_limit: int
@@ -438,6 +449,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "which share that CPU, answer while it requests, as "
                    "other machines would (default: %(default)s; 0: it "
                    "sends all of them first)")
+    g.add_argument("--pipeline", type=int, default=PIPELINE, metavar="N",
+                   help="fragment requests a DCM keeps outstanding on one "
+                   "ROS connection, its processing units together; the "
+                   "next waits until the ROS answered one (default: "
+                   "%(default)s; 0: no limit)")
     g.add_argument("--credits", type=int, default=0, metavar="N",
                    help="credits mode: outstanding fragment requests per "
                    "DCM, all its processing units together (default: the "
@@ -627,6 +643,9 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     positive("--dcms", ns.dcms)
     positive("--events", ns.events)
     positive("--pus", ns.pus)
+    if not 0 <= ns.pipeline <= MAX_PIPELINE:
+        raise ConfigError("--pipeline must be 0..%d, not %d"
+                          % (MAX_PIPELINE, ns.pipeline))
     if not 0 <= ns.request_yield <= 100_000:
         raise ConfigError("--request-yield must be 0..100000, not %d"
                           % ns.request_yield)
@@ -837,7 +856,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         event_gap_ms=ns.event_gap, credits=credits,
         credits_auto=credits_auto, seed=ns.seed,
         tcp_nodelay=ns.tcp_nodelay == "on", link_rate_bps=rate,
-        request_yield=ns.request_yield,
+        request_yield=ns.request_yield, pipeline=ns.pipeline,
         link_burst=burst, link_limit=limit, link_overhead=ns.link_overhead,
         port_frames=ns.port_frames,
         mtu=mtu, modes=modes, ring_size=ring, max_burst=max_burst,

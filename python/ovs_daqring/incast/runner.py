@@ -351,6 +351,7 @@ class Runner:
                     "event_deadline_s": cfg.event_deadline_s,
                     "nodelay": cfg.tcp_nodelay,
                     "request_yield": cfg.request_yield,
+                    "pipeline": cfg.pipeline,
                     "cpus": ",".join(map(str, cfg.agent_cpus))}
             procs.append(self._agent(d.ns, ["dcm", json.dumps(spec)], d.ns))
         hog = None
@@ -623,11 +624,12 @@ def describe(cfg: Config, plan: Plan) -> str:
                cfg.link_rate_bps, cfg.ros, cfg.fragment_size, cfg.mss,
                cfg.link_overhead)),
         "modes: %s; %d events per DCM and mode after %d warm-up, %d in "
-        "flight (processing units); credits %d%s; TCP: Linux defaults%s; "
-        "the DCM yields its CPU %s"
+        "flight (processing units); credits %d%s; requests per connection "
+        "%s; TCP: Linux defaults%s; the DCM yields its CPU %s"
         % (", ".join(cfg.modes), cfg.events, cfg.warmup_events, cfg.pus,
            cfg.credits,
            " (auto)" if cfg.credits_auto else "",
+           cfg.pipeline or "unlimited",
            " + TCP_NODELAY" if cfg.tcp_nodelay else "",
            "every %d requests" % cfg.request_yield if cfg.request_yield
            else "never while it requests"),
