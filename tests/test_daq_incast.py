@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -837,19 +837,17 @@ def load_agents() -> Any:
     return mod
 
 
-def test_collector_credits_bound_all_pus_together() -> None:
-    """Three PUs' events over two ROS connections with 3 credits: at most
-    3 fragment requests are outstanding over all PUs, a completed
-    fragment frees a credit for the next request (in order), and bytes
-    are attributed to events in request order per connection."""
+def _collector_links(agents: Any, n: int) -> Tuple[List[Any], List[Any],
+                                                   Callable[[int], List[Any]]]:
+    """`n` nonblocking socket pairs standing for a DCM's ROS connections:
+    the DCM's ends, the ROS' ends, and a function returning the requests
+    (event, size) that ROS i received since it was last called."""
     import socket
-    agents = load_agents()
-    pairs = [socket.socketpair() for _ in range(2)]
+    pairs = [socket.socketpair() for _ in range(n)]
     dcm = [a for a, _ in pairs]
     ros = [b for _, b in pairs]
     for sck in dcm + ros:
         sck.setblocking(False)
-    col = agents.Collector(dcm, ["r0", "r1"], 3, 5)
 
     def requests(i: int) -> List[Any]:
         try:
@@ -858,7 +856,17 @@ def test_collector_credits_bound_all_pus_together() -> None:
             return []
         return [agents.REQ.unpack_from(data, k)
                 for k in range(0, len(data), agents.REQ.size)]
+    return dcm, ros, requests
 
+
+def test_collector_credits_bound_all_pus_together() -> None:
+    """Three PUs' events over two ROS connections with 3 credits: at most
+    3 fragment requests are outstanding over all PUs, a completed
+    fragment frees a credit for the next request (in order), and bytes
+    are attributed to events in request order per connection."""
+    agents = load_agents()
+    dcm, ros, requests = _collector_links(agents, 2)
+    col = agents.Collector(dcm, ["r0", "r1"], 3, 5)
     evs = [agents.Event(k, k, [100 + k, 200 + k], k) for k in range(3)]
     for ev in evs:
         col.start(ev)
@@ -890,22 +898,8 @@ def test_collector_pipeline_one_request_per_connection() -> None:
     answer waits, without a credit, until that answer is complete, and
     then goes before requests still waiting for credits; with 0 all go at
     once.  The default is 1 and the header says it."""
-    import socket
     agents = load_agents()
-    pairs = [socket.socketpair() for _ in range(2)]
-    dcm = [a for a, _ in pairs]
-    ros = [b for _, b in pairs]
-    for sck in dcm + ros:
-        sck.setblocking(False)
-
-    def requests(i: int) -> List[Any]:
-        try:
-            data = ros[i].recv(4096)
-        except BlockingIOError:
-            return []
-        return [agents.REQ.unpack_from(data, k)
-                for k in range(0, len(data), agents.REQ.size)]
-
+    dcm, ros, requests = _collector_links(agents, 2)
     try:
         col = agents.Collector(dcm, ["r0", "r1"], 3, 5, 0, 1)
         evs = [agents.Event(k, k, [100 + k, 200 + k], k) for k in range(3)]
