@@ -613,6 +613,13 @@ def test_analysis_texts() -> None:
     res = results()
     assert "1.3x target is not met" in res["hop"]["analysis"]
     assert "EMC" in res["hop"]["analysis"]
+    hop = copy.deepcopy(res["hop"])
+    for d in hop["sizes"].values():
+        d.pop("ratio_bound", None)
+    assert "this run did not measure it" in db.hop_analysis(hop)
+    hop["sizes"]["64"]["ratio_bound"] = db.summarize([1.1])
+    assert "64 B 1.10 x" in db.hop_analysis(hop)
+    assert "one-pass design" in db.hop_analysis(hop)
     a = res["scale"]["analysis"]
     assert "1.1x target is not met" in a
     assert "56% of the PMD thread's time" in a
@@ -733,3 +740,7 @@ def test_incast_analysis() -> None:
     inc = {"ideal_bps": 188e6, "ring_rate_fraction": 0.95,
            **db.incast_summary([incast_run(10e6, 187e6)])}
     assert db.incast_analysis(inc) == ""
+    inc["deep"] = {"ideal_bps": 188e6,
+                   **db.incast_summary([incast_run(18.9e6, 187e6)])}
+    assert "deeper-collapse run the ideal goodput is 9.95 x" \
+        in db.incast_analysis(inc)
