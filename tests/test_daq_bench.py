@@ -737,6 +737,9 @@ def test_incast_analysis() -> None:
     t = db.incast_analysis(inc)
     assert "95% of the access link's frame rate" in t
     assert "only 9.7 x the stock goodput" in t
+    # A ring paced at 0.999 of the link does not explain 88% of ideal.
+    inc["ring_rate_fraction"] = 0.999
+    assert "access link's frame rate" not in db.incast_analysis(inc)
     inc = {"ideal_bps": 188e6, "ring_rate_fraction": 0.95,
            **db.incast_summary([incast_run(10e6, 187e6)])}
     assert db.incast_analysis(inc) == ""

@@ -985,7 +985,7 @@ def incast_analysis(inc: Dict[str, Any]) -> str:
         return ""
     parts = []
     frac = inc.get("ring_rate_fraction")
-    if frac and frac < 1 and dq["ideal_ratio"]["median"] < 0.99:
+    if frac and frac < 0.99 and dq["ideal_ratio"]["median"] < 0.99:
         parts.append(
             "daq-incast shapes each daqring to %.0f%% of the access link's "
             "frame rate (--ring-rate-fraction), so the daqring goodput "
