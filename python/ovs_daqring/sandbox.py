@@ -241,11 +241,16 @@ class Sandbox:
                                "dpdk_initialized=true", timeout=2)
                     break
                 except RunError:
-                    if (self.vswitchd.poll() is not None
-                            or time.monotonic() > deadline):
-                        raise RunError(
-                            "%s: ovs-vswitchd did not initialise DPDK:\n%s"
-                            % (self.label, self.log_tail()))
+                    rc = self.vswitchd.poll()
+                    if rc is not None:
+                        why = "it exited with status %d" % rc
+                    elif time.monotonic() > deadline:
+                        why = "not within 120 s"
+                    else:
+                        continue
+                    raise RunError(
+                        "%s: ovs-vswitchd did not initialise DPDK (%s):\n%s"
+                        % (self.label, why, self.log_tail()))
         self.alive()
 
     def _wait_for(self, path: str, p: "subprocess.Popen[bytes]",

@@ -424,6 +424,20 @@ def dcm_main(cfg: Dict[str, Any]) -> int:
     return 0
 
 
+def hog_next(nxt: int, now: int, period: int) -> int:
+    """The start of the hog's next busy time after the one that started
+    at `nxt` (all in ns), when it is `now`: one period later, or, if the
+    hog woke up so late that that start has passed, the first period
+    start after `now`.  Missed periods are skipped, never caught up with:
+    a late wake-up (the hog shares its CPU with interrupts and other
+    real-time threads) must not turn into back-to-back busy times, which
+    would preempt the PMD for longer than asked."""
+    nxt += period
+    if nxt < now:
+        nxt += (now - nxt) // period * period + period
+    return nxt
+
+
 def hog_main(cpu: int, busy_us: int, period_us: int) -> int:
     """Take `busy_us` of every `period_us` from `cpu` at real-time
     priority (SCHED_FIFO 1, above any normal thread): the PMD thread that
@@ -438,7 +452,7 @@ def hog_main(cpu: int, busy_us: int, period_us: int) -> int:
         end = nxt + busy
         while time.perf_counter_ns() < end:
             pass
-        nxt += period
+        nxt = hog_next(nxt, time.perf_counter_ns(), period)
         # select(2) waits to the microsecond; epoll (selectors' default)
         # rounds up to whole milliseconds, which cut the busy periods
         # short (1/10 took 3% of the CPU instead of 10%).
