@@ -388,11 +388,20 @@ def incast_run(stock_bps: float, daq_bps: float, timeouts: int = 0,
                 "tcp": {"retrans_segs": 2 * rto, "rto_timeouts": rto},
                 "collection_time_s": {"p99": 0.1}, "pmd_cpu_share": 0.99,
                 "drops": {"switch_total": drops, "daqring": 0, "qdisc": 0}}
-    return {"modes": [mode("stock", stock_bps, 50, 70, 3000),
-                      mode("credits", credits_bps, 0, 0, 0)
-                      if credits_bps else
-                      {"mode": "credits", "status": "skipped"},
-                      mode("daqring", daq_bps, timeouts, rtos, daq_drops)]}
+    # A mode not asked for has no entry (credits here unless given).
+    return {"modes": [mode("stock", stock_bps, 50, 70, 3000)]
+            + ([mode("credits", credits_bps, 0, 0, 0)] if credits_bps
+               else [])
+            + [mode("daqring", daq_bps, timeouts, rtos, daq_drops)]}
+
+
+def failed_daqring(stock_bps: float = 10e6) -> Dict[str, Any]:
+    """A daq-incast run whose daqring mode failed (status error)."""
+    r = incast_run(stock_bps, 0)
+    r["modes"][-1] = {"mode": "daqring", "label": "daqring",
+                      "status": "error", "error": "no DCM progress for 12 s",
+                      "params": {}}
+    return r
 
 
 def test_incast_summary() -> None:
@@ -409,7 +418,7 @@ def test_incast_summary() -> None:
                                       daq_drops=2)])
     assert s["vs_credits"]["values"] == [180 / 186, 187 / 186]
     assert s["modes"]["daqring"]["drops"]["values"] == [0, 2]
-    assert db.incast_summary([]) == {"modes": {}}
+    assert db.incast_summary([]) == {"modes": {}, "asked": 0}
 
 
 def window(cycles: float, share: float = 0.99) -> Dict[str, Any]:
@@ -575,7 +584,7 @@ def test_verdicts_and_markdown() -> None:
         assert row["incast_credits"]["met"] is vs
         assert row["incast_drops"]["met"] is dropped
         assert row["incast_drops"]["value"] == (
-            "%d frames dropped per run" % drops)
+            "%d frames dropped per run (n=1)" % drops)
     res["verdicts"] = db.verdicts(res)
     md = db.markdown(res)
     assert md.startswith("# ovs-daqring benchmark results")
@@ -601,6 +610,93 @@ def test_verdicts_and_markdown() -> None:
     res["builds"]["base_note"] = "skipped (BENCH_BASE=0)"
     assert "Cost of the patches alone: skipped (BENCH_BASE=0)." \
         in db.markdown(res)
+
+
+def test_incast_verdicts_count_every_run() -> None:
+    """daqring failing 2 runs of 3: every incast target FAILED, not MET
+    on the one run that finished; a run that wrote no results counts as
+    failed too; all runs finished: judged as before, with n."""
+    res = results()
+    ok = incast_run(10e6, 187e6, credits_bps=186e6)
+    res["incast"].update(db.incast_summary([ok, failed_daqring(),
+                                            failed_daqring()]))
+    assert res["incast"]["asked"] == 3
+    assert res["incast"]["failed"] == {
+        "daqring": ["daqring: no DCM progress for 12 s"] * 2}
+    rows = {v["key"]: v for v in db.verdicts(res)}
+    for key in ("incast_ideal", "incast_credits", "incast_drops",
+                "incast_timeouts", "incast_ratio"):
+        assert rows[key]["met"] is False, key
+        assert "daqring: 2 of 3 runs failed or missing" in \
+            rows[key]["value"], rows[key]["value"]
+    assert "no DCM progress" in rows["incast_ideal"]["value"]
+    # Two runs with results, three asked (one exited without JSON).
+    res["incast"].update(db.incast_summary([ok, ok]))
+    res["incast"].pop("failed")
+    res["incast"]["asked"] = 3
+    rows = {v["key"]: v for v in db.verdicts(res)}
+    assert rows["incast_ideal"]["met"] is False
+    assert "1 of 3 runs failed or missing" in rows["incast_ideal"]["value"]
+    assert "Failed: 1 of 3 runs gave no results" in db.markdown(
+        dict(res, verdicts=[]))
+    # daqring failed in every run: FAILED, not "not run".
+    res["incast"].update(db.incast_summary([failed_daqring()]))
+    res["incast"]["asked"] = 1
+    assert "daqring" not in res["incast"]["modes"]
+    rows = {v["key"]: v for v in db.verdicts(res)}
+    assert rows["incast_ideal"]["met"] is False
+    assert rows["incast_ideal"]["value"].startswith("FAILED: daqring: 1 of 1")
+    # Every run finished: met, and n said.
+    res["incast"].update(db.incast_summary([ok, ok, ok]))
+    res["incast"].pop("failed", None)
+    rows = {v["key"]: v for v in db.verdicts(res)}
+    assert rows["incast_ideal"]["met"] is True
+    assert rows["incast_ideal"]["value"].endswith("(n=3)")
+
+
+def test_shaping_verdicts_count_every_point() -> None:
+    """An unmeasured point (no sample, or never reached) is FAILED, and an
+    achieved rate of 0 is the worst point, not a perfect one."""
+    res = results()
+    rows = {v["key"]: v for v in db.verdicts(copy.deepcopy(res))}
+    assert rows["shaping"]["met"] is True
+    assert rows["shaping"]["value"].endswith("4 of 4 points within 2%")
+    r = copy.deepcopy(res)
+    r["shaping"]["points"][0]["ratio"] = db.summarize([])
+    row = {v["key"]: v for v in db.verdicts(r)}["shaping"]
+    assert row["met"] is False
+    assert "3 of 4 points within 2%" in row["value"]
+    assert "FAILED: 1 of 4 points not measured" in row["value"]
+    # The grid asked for 6 points, the part stopped after 4.
+    r = copy.deepcopy(res)
+    r["shaping"]["asked_points"] = 6
+    r["shaping"]["error"] = "ovs-vswitchd died"
+    row = {v["key"]: v for v in db.verdicts(r)}["shaping"]
+    assert row["met"] is False
+    assert "FAILED: 2 of 6 points not measured (ovs-vswitchd died)" \
+        in row["value"]
+    assert "2 of the points asked for were not measured" in \
+        db.shaping_analysis(r["shaping"])
+    # Achieved 0 at one point: the worst, -100%.
+    r = copy.deepcopy(res)
+    r["shaping"]["points"][1]["ratio"] = db.summarize([0.0])
+    r["shaping"]["byte_points"][0]["ratio"] = db.summarize([0.0])
+    rows = {v["key"]: v for v in db.verdicts(r)}
+    assert rows["shaping"]["met"] is False
+    assert rows["shaping"]["value"].startswith("worst -100.00% (US=10, B=32)")
+    assert rows["shaping_bytes"]["met"] is False
+    assert rows["shaping_bytes"]["value"].startswith(
+        "worst -100.00% (10 Mbit/s, 64 B)")
+    # Byte points asked for but never measured.
+    r = copy.deepcopy(res)
+    r["shaping"]["byte_asked"] = 4
+    row = {v["key"]: v for v in db.verdicts(r)}["shaping_bytes"]
+    assert row["met"] is False
+    assert "FAILED: 1 of 4 points not measured" in row["value"]
+    r["shaping"]["byte_points"] = []
+    row = {v["key"]: v for v in db.verdicts(r)}["shaping_bytes"]
+    assert row["met"] is False
+    assert "FAILED: 4 of 4 points not measured" in row["value"]
 
 
 def test_verdicts_when_nothing_ran() -> None:

@@ -8,7 +8,8 @@ targets, the analyses and the Markdown summary."""
 
 import os
 import statistics
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, List, Optional, Sequence,
+                    Tuple)
 
 from .. import TOP
 from .parse import profile_text
@@ -273,36 +274,52 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
         add("create_2048", "not run", None)
 
     sh = res.get("shaping")
-    if sh and sh.get("points"):
-        errs = [abs(p["ratio"]["median"] - 1) for p in sh["points"]
-                if p["ratio"]["median"] is not None]
-        worst = max(sh["points"],
-                    key=lambda p: abs((p["ratio"]["median"] or 1) - 1))
-        shares = [s for p in sh["points"] for s in p["shares"]]
-        add("shaping", "worst %+.2f%% (US=%d, B=%d); %d of %d points "
-            "within 2%%" % (100 * (worst["ratio"]["median"] - 1),
-                            worst["poll_interval_us"], worst["max_burst"],
-                            sum(e <= 0.02 for e in errs), len(errs)),
-            all(e <= 0.02 for e in errs), shares)
+    if sh:
+        pts = sh.get("points") or []
+        asked = max(sh.get("asked_points", 0), len(pts))
+        got = [p for p in pts if p["ratio"]["median"] is not None]
+        errs = [abs(p["ratio"]["median"] - 1) for p in got]
+        value = "%d of %d points within 2%%" % (
+            sum(e <= 0.02 for e in errs), asked)
+        if got:
+            worst = max(got, key=lambda p: abs(p["ratio"]["median"] - 1))
+            value = "worst %+.2f%% (US=%d, B=%d); %s" % (
+                100 * (worst["ratio"]["median"] - 1),
+                worst["poll_interval_us"], worst["max_burst"], value)
+        if len(got) < asked or not asked:
+            value += "; FAILED: %d of %d points not measured%s" % (
+                asked - len(got), asked,
+                " (%s)" % sh["error"] if sh.get("error") else "")
+        add("shaping", value,
+            bool(asked) and len(got) == asked
+            and all(e <= 0.02 for e in errs),
+            [s for p in pts for s in p["shares"]])
     else:
         add("shaping", "not run", None)
 
-    bp = (sh or {}).get("byte_points")
-    if bp:
-        errs = [abs(p["ratio"]["median"] - 1) for p in bp
-                if p["ratio"]["median"] is not None]
-        worst = max(bp, key=lambda p: abs((p["ratio"]["median"] or 1) - 1))
-        rates = [p["max_rate_bps"] for p in bp]
-        add("shaping_bytes", "worst %+.2f%% (%s, %d B); %d of %d points "
-            "within 1%%, %s to %s" % (
-                100 * ((worst["ratio"]["median"] or 1) - 1),
-                fmt_bps(worst["max_rate_bps"]), worst["frame_len"],
-                sum(e <= 0.01 for e in errs), len(bp),
-                fmt_bps(min(rates)), fmt_bps(max(rates))),
-            len(errs) == len(bp) and all(e <= 0.01 for e in errs),
+    bp = (sh or {}).get("byte_points") or []
+    b_asked = max((sh or {}).get("byte_asked", 0), len(bp))
+    if bp or b_asked:
+        got = [p for p in bp if p["ratio"]["median"] is not None]
+        errs = [abs(p["ratio"]["median"] - 1) for p in got]
+        value = "%d of %d points within 1%%" % (
+            sum(e <= 0.01 for e in errs), b_asked)
+        if got:
+            worst = max(got, key=lambda p: abs(p["ratio"]["median"] - 1))
+            rates = [p["max_rate_bps"] for p in got]
+            value = "worst %+.2f%% (%s, %d B); %s, %s to %s" % (
+                100 * (worst["ratio"]["median"] - 1),
+                fmt_bps(worst["max_rate_bps"]), worst["frame_len"], value,
+                fmt_bps(min(rates)), fmt_bps(max(rates)))
+        if len(got) < b_asked:
+            value += "; FAILED: %d of %d points not measured%s" % (
+                b_asked - len(got), b_asked,
+                " (%s)" % sh["error"] if sh and sh.get("error") else "")
+        add("shaping_bytes", value,
+            len(got) == b_asked and all(e <= 0.01 for e in errs),
             [x for p in bp for x in p["shares"]])
     else:
-        add("shaping_bytes", "not run", None)
+        add("shaping_bytes", (sh or {}).get("byte_note") or "not run", None)
 
     fa = res.get("fairness")
     if fa and fa.get("scenarios"):
@@ -336,60 +353,116 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
             (bu.get("regression_note") or "not run"), None)
 
     inc = res.get("incast")
-    if inc and inc.get("modes", {}).get("daqring"):
-        dq = inc["modes"]["daqring"]
-        st = inc["modes"].get("stock")
-        add("incast_ideal", "%s%% of ideal (%s Mbit/s)"
-            % (fmt_stat(_scale(dq["ideal_ratio"], 100)),
-               fmt_stat(_scale(dq["goodput_bps"], 1e-6))),
-            dq["ideal_ratio"]["median"] >= 0.99, dq["shares"])
-        cr = inc["modes"].get("credits")
-        vc = inc.get("vs_credits")
-        if cr and vc and vc["median"] is not None:
-            add("incast_credits", "daqring / credits goodput %s x "
-                "(credits %s%% of ideal)"
-                % (fmt_stat(vc, "%.3f"),
-                   fmt_stat(_scale(cr["ideal_ratio"], 100))),
-                vc["median"] >= 1.0, cr["shares"] + dq["shares"])
-        else:
-            add("incast_credits", "credits mode not run", None)
-        if dq.get("drops", {}).get("n"):
-            add("incast_drops", "%s frames dropped per run"
-                % fmt_stat(dq["drops"], "%.0f"),
-                dq["drops"]["max"] == 0, dq["shares"])
-        else:
-            add("incast_drops", "no drop counts", None)
-        add("incast_timeouts", "%s TCP RTOs per run (%s events >= 200 ms)"
-            % (fmt_stat(dq["rto_timeouts"], "%.0f"),
-               fmt_stat(dq["timeouts"], "%.0f")),
-            dq["rto_timeouts"]["max"] == 0, dq["shares"])
-        if st and inc.get("ratio") and inc["ratio"]["median"] is not None:
-            add("incast_ratio", "%s x (stock %s Mbit/s)"
-                % (fmt_stat(inc["ratio"], "%.1f"),
-                   fmt_stat(_scale(st["goodput_bps"], 1e-6))),
-                inc["ratio"]["median"] >= 10, st["shares"] + dq["shares"])
-        else:
-            add("incast_ratio", "stock mode not run", None)
-        dp = inc.get("deep")
-        if dp and dp.get("ratio") and dp["ratio"]["median"] is not None:
-            dm = dp["modes"]
-            add("incast_ratio_deep", "%s x (stock %s, daqring %s Mbit/s, "
-                "%s TCP RTOs; %s)" % (
-                    fmt_stat(dp["ratio"], "%.1f"),
-                    fmt_stat(_scale(dm["stock"]["goodput_bps"], 1e-6)),
-                    fmt_stat(_scale(dm["daqring"]["goodput_bps"], 1e-6)),
-                    fmt_stat(dm["daqring"]["rto_timeouts"], "%.0f"),
-                    dp["command"].split(" -q ", 1)[-1]),
-                dp["ratio"]["median"] >= 10,
-                dm["stock"]["shares"] + dm["daqring"]["shares"])
-        else:
-            add("incast_ratio_deep", "not run", None)
+    if inc and (inc.get("modes", {}).get("daqring") or inc_asked(inc)):
+        incast_verdicts(inc, add)
     else:
         note = "not run" if not inc else inc.get("error") or "no daqring"
         for k in ("incast_ideal", "incast_credits", "incast_drops",
                   "incast_timeouts", "incast_ratio", "incast_ratio_deep"):
             add(k, note, None)
     return rows
+
+
+def inc_asked(inc: Dict[str, Any]) -> int:
+    """How many daq-incast runs the incast part (or summary) asked for."""
+    return int(inc.get("asked", inc.get("runs", 0)) or 0)
+
+
+def incast_verdicts(inc: Dict[str, Any],
+                    add: Callable[..., None]) -> None:
+    """The incast rows of verdicts().  Each counts every run that was
+    asked for: a run that failed or is missing (daq-incast exited
+    non-zero, a mode ended in error) makes the target FAILED, whatever
+    the runs that did finish show."""
+    asked = inc_asked(inc)
+    modes = inc.get("modes", {})
+    failed = inc.get("failed", {})
+
+    def short(*names: str) -> str:
+        """'' if every asked run of the modes finished, else why not."""
+        why = []
+        for name in names:
+            m = modes.get(name)
+            n = m["ideal_ratio"]["n"] if m else 0
+            if n < asked:
+                why.append("%s: %d of %d runs failed or missing%s" % (
+                    name, asked - n, asked,
+                    " (%s)" % "; ".join(failed[name][:3])
+                    if failed.get(name) else ""))
+        return "; ".join(why)
+
+    def row(key: str, value: str, met: Optional[bool],
+            shares: Sequence[Optional[float]], *names: str) -> None:
+        why = short(*names)
+        if why:
+            add(key, "FAILED: %s; finished runs: %s" % (why, value), False,
+                shares)
+        else:
+            add(key, value + " (n=%d)" % asked, met, shares)
+
+    dq = modes.get("daqring")
+    if not dq:
+        why = short("daqring") or inc.get("error") or "no daqring"
+        for k in ("incast_ideal", "incast_credits", "incast_drops",
+                  "incast_timeouts", "incast_ratio", "incast_ratio_deep"):
+            add(k, "FAILED: " + why, False)
+        return
+    st = modes.get("stock")
+    row("incast_ideal", "%s%% of ideal (%s Mbit/s)"
+        % (fmt_stat(_scale(dq["ideal_ratio"], 100)),
+           fmt_stat(_scale(dq["goodput_bps"], 1e-6))),
+        dq["ideal_ratio"]["median"] >= 0.99, dq["shares"], "daqring")
+    cr = modes.get("credits")
+    vc = inc.get("vs_credits")
+    if cr and vc and vc["median"] is not None:
+        row("incast_credits", "daqring / credits goodput %s x "
+            "(credits %s%% of ideal)"
+            % (fmt_stat(vc, "%.3f"),
+               fmt_stat(_scale(cr["ideal_ratio"], 100))),
+            vc["median"] >= 1.0, cr["shares"] + dq["shares"], "daqring",
+            "credits")
+    elif failed.get("credits"):
+        add("incast_credits", "FAILED: " + short("credits"), False)
+    else:
+        add("incast_credits", "credits mode not run", None)
+    if dq.get("drops", {}).get("n"):
+        row("incast_drops", "%s frames dropped per run"
+            % fmt_stat(dq["drops"], "%.0f"),
+            dq["drops"]["max"] == 0, dq["shares"], "daqring")
+    else:
+        add("incast_drops", "no drop counts", None)
+    row("incast_timeouts", "%s TCP RTOs per run (%s events >= 200 ms)"
+        % (fmt_stat(dq["rto_timeouts"], "%.0f"),
+           fmt_stat(dq["timeouts"], "%.0f")),
+        dq["rto_timeouts"]["max"] == 0, dq["shares"], "daqring")
+    if st and inc.get("ratio") and inc["ratio"]["median"] is not None:
+        row("incast_ratio", "%s x (stock %s Mbit/s)"
+            % (fmt_stat(inc["ratio"], "%.1f"),
+               fmt_stat(_scale(st["goodput_bps"], 1e-6))),
+            inc["ratio"]["median"] >= 10, st["shares"] + dq["shares"],
+            "daqring", "stock")
+    elif failed.get("stock"):
+        add("incast_ratio", "FAILED: " + short("stock"), False)
+    else:
+        add("incast_ratio", "stock mode not run", None)
+    dp = inc.get("deep")
+    if dp and dp.get("ratio") and dp["ratio"]["median"] is not None \
+            and not dp.get("failed"):
+        dm = dp["modes"]
+        add("incast_ratio_deep", "%s x (stock %s, daqring %s Mbit/s, "
+            "%s TCP RTOs; %s)" % (
+                fmt_stat(dp["ratio"], "%.1f"),
+                fmt_stat(_scale(dm["stock"]["goodput_bps"], 1e-6)),
+                fmt_stat(_scale(dm["daqring"]["goodput_bps"], 1e-6)),
+                fmt_stat(dm["daqring"]["rto_timeouts"], "%.0f"),
+                dp["command"].split(" -q ", 1)[-1]),
+            dp["ratio"]["median"] >= 10,
+            dm["stock"]["shares"] + dm["daqring"]["shares"])
+    elif dp and (dp.get("failed") or dp.get("error")):
+        add("incast_ratio_deep", "FAILED: %s" % (dp.get("error") or "; ".join(
+            x for v in dp["failed"].values() for x in v)), False)
+    else:
+        add("incast_ratio_deep", "not run", None)
 
 
 def _scale(st: Dict[str, Any], f: float) -> Dict[str, Any]:
@@ -705,6 +778,13 @@ def markdown(res: Dict[str, Any]) -> str:
         L.append("`%s`, %d run(s); JSON and plots in `%s`."
                  % (inc["command"], inc["runs"], inc["dir"]))
         L.append("")
+        if inc_asked(inc) > inc["runs"] or inc.get("failed"):
+            L.append("Failed: %d of %d runs gave no results; mode runs "
+                     "that failed: %s." % (
+                         inc_asked(inc) - inc["runs"], inc_asked(inc),
+                         "; ".join(x for v in inc.get("failed", {}).values()
+                                   for x in v) or "none"))
+            L.append("")
         L.extend(incast_table(inc["modes"]))
         L.append("")
         if inc.get("ratio"):
@@ -840,12 +920,18 @@ def incast_summary(data: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     over daq-incast runs, and the daqring / stock and daqring / credits
     goodput ratios per run."""
     modes: Dict[str, Dict[str, List[float]]] = {}
+    failed: Dict[str, List[str]] = {}
     per_run_ratio = []
     per_run_credits = []
     for d in data:
         by = {}
         for m in d.get("modes", []):
             if m.get("status") != "ok":
+                # Counted, never skipped: verdicts() fails a target
+                # whose mode failed in any run.
+                failed.setdefault(m.get("mode", "?"), []).append(
+                    "%s: %s" % (m.get("label", m.get("mode")),
+                                m.get("error") or m.get("status")))
                 continue
             by[m["mode"]] = m
             x = modes.setdefault(m["mode"], {"goodput_bps": [],
@@ -872,7 +958,9 @@ def incast_summary(data: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         if "stock" in by and "daqring" in by and by["stock"]["goodput_bps"]:
             per_run_ratio.append(by["daqring"]["goodput_bps"]
                                  / by["stock"]["goodput_bps"])
-    out: Dict[str, Any] = {"modes": {}}
+    out: Dict[str, Any] = {"modes": {}, "asked": len(data)}
+    if failed:
+        out["failed"] = failed
     for mode, x in modes.items():
         out["modes"][mode] = {k: summarize(v) for k, v in x.items()
                               if k != "shares"}
@@ -946,6 +1034,11 @@ def shaping_analysis(sh: Dict[str, Any]) -> str:
     bad = [p for p in sh["points"]
            if p["ratio"]["median"] is not None
            and abs(p["ratio"]["median"] - 1) > 0.02]
+    missing = max(sh.get("asked_points", 0), len(sh["points"])) - sum(
+        p["ratio"]["median"] is not None for p in sh["points"])
+    if missing:
+        return ("%d of the points asked for were not measured; %d measured "
+                "points miss 2%%." % (missing, len(bad)))
     if not bad:
         return "Every point is within 2% of the configured rate."
 

@@ -368,7 +368,10 @@ class Parts:
         min_int = 100 if self.quick else 200
         out: Dict[str, Any] = {"ring_size": 4096, "window_s": self.window,
                                "min_intervals": min_int, "repeats": reps,
-                               "points": []}
+                               "points": [], "asked_points": len(grid)}
+        if self.args.src_devargs is None:
+            # What the verdicts count, measured or not.
+            out["byte_asked"] = len(self.byte_grid()[0])
         self.res["shaping"] = out
         samples: Dict[Tuple[int, int], List[Tuple[float, float]]] = {
             p: [] for p in grid}
@@ -407,6 +410,18 @@ class Parts:
                 "ratio": summarize([x[0] / conf for x in s]),
                 "shares": [x[1] for x in s]})
 
+    def byte_grid(self) -> Tuple[List[Tuple[int, int]], List[str]]:
+        """The (frame size, max-rate) points of shaping_bytes, and those
+        left out because the source cannot send that many frames."""
+        grid, skipped = [], []
+        for size in self.args.shaping_frames:
+            for rate in self.args.shaping_rates:
+                if rate / ((size + 24) * 8) > self.args.shaping_max_fps:
+                    skipped.append("%s of %d B" % (fmt_bps(rate), size))
+                else:
+                    grid.append((size, rate))
+        return grid, skipped
+
     def shaping_bytes(self, sw: Switch, out: Dict[str, Any],
                       reps: int) -> None:
         """max-rate points: the ring of part_shaping with byte shaping, fed
@@ -422,15 +437,9 @@ class Parts:
                                 "no frame size to choose")
             self.note("shaping: max-rate points " + out["byte_note"])
             return
+        grid, out["byte_skipped"] = self.byte_grid()
         for k, size in enumerate(self.args.shaping_frames):
-            rates = []
-            for rate in self.args.shaping_rates:
-                fps = rate / ((size + ovh) * 8)
-                if fps > self.args.shaping_max_fps:
-                    out["byte_skipped"].append("%s of %d B" % (
-                        fmt_bps(rate), size))
-                else:
-                    rates.append(rate)
+            rates = [r for f, r in grid if f == size]
             if not rates:
                 continue
             # A source of this frame size in place of the previous one (a
@@ -633,12 +642,18 @@ class Parts:
             except BaseException:
                 stop_process(p, grace=60)
                 raise
-        if rc != 0 or not os.path.exists(js):
+        if rc != 0:
             self.note("daq-incast %s exited %d (see %s)" % (
                 name, rc, rel(os.path.join(d, "%s.out" % name))))
+        try:
+            with open(js) as f:
+                data: Dict[str, Any] = json.load(f)
+        except (OSError, ValueError) as e:
+            if rc == 0:
+                self.note("daq-incast %s: no results: %s" % (name, e))
             return None
-        with open(js) as f:
-            data: Dict[str, Any] = json.load(f)
+        # A run that exited non-zero but wrote its results (a mode
+        # failed) is kept: incast_summary() counts its failed modes.
         return data
 
     def part_incast(self) -> None:
@@ -673,6 +688,9 @@ class Parts:
                                                      % (i + 1))))
             out["runs"] += 1
         out.update(incast_summary(data))
+        # Every run asked for counts, including those that never wrote
+        # results (verdicts() fails the targets they leave unmeasured).
+        out["asked"] = runs
         if data:
             out["ideal_bps"] = data[0].get("ideal", {}).get("goodput_bps")
             out["ring_rate_fraction"] = data[0].get("config", {}).get(
@@ -686,6 +704,9 @@ class Parts:
                 out["deep"]["command"] = show(base + extra + deep)
                 out["deep"]["ideal_bps"] = r.get("ideal", {}).get(
                     "goodput_bps")
+            else:
+                out["deep"] = {"error": self.notes[-1], "modes": {},
+                               "command": show(base + extra + deep)}
         out["analysis"] = incast_analysis(out)
 
     def incast_preexec(self) -> None:

@@ -746,9 +746,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         doc = runner.document()
     if doc is None:
         return rc
+    return report(doc, cfg, runner.ideal["goodput_bps"],
+                  cfg.notes[len(early_notes):], rc)
+
+
+def failed_runs(doc: Dict[str, Any]) -> List[str]:
+    """'label: error' of every mode run of DOC that did not finish."""
+    return ["%s: %s" % (m.get("label"), m.get("error") or m.get("status"))
+            for m in doc.get("modes", []) if m.get("status") != "ok"]
+
+
+def report(doc: Dict[str, Any], cfg: Config, ideal_bps: float,
+           notes: Sequence[str], rc: int = 0) -> int:
+    """Prints the table and the notes, writes the JSON and the plots of
+    DOC; the exit status: RC, or 1 if a mode run failed (a failed run is
+    never a result) or the results do not match the schema."""
     print()
-    print(format_table(doc["modes"], runner.ideal["goodput_bps"]))
-    for note in cfg.notes[len(early_notes):]:
+    print(format_table(doc["modes"], ideal_bps))
+    for note in notes:
         print("note: " + note)
     errors = validate_results(doc)
     if errors:
@@ -763,4 +778,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .plot import write_plots
         for path in write_plots(doc, cfg.plot_dir):
             print("plot: %s" % path)
+    failed = failed_runs(doc)
+    if failed:
+        sys.stderr.write("daq-incast: error: %d of %d mode run(s) failed "
+                         "(their results are not counted): %s\n"
+                         % (len(failed), len(doc["modes"]),
+                            "; ".join(failed)))
+        rc = rc or 1
     return rc

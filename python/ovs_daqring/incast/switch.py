@@ -243,9 +243,13 @@ def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
     try:
         daqctl(sw, "apply", path)
         sw._check_ports([plan.ring_name(d) for d in plan.dcms])
-    except (ModeUnavailable, RunError):
-        remove_daqrings(sw, plan)
-        raise
+    except (ModeUnavailable, RunError) as e:
+        why = str(e)
+        try:
+            remove_daqrings(sw, plan)
+        except RunError as e2:
+            why += "; and removing them failed: %s" % e2
+        raise ModeUnavailable(why)
     return {plan.ring_name(d): plan.ring_ofport(d) for d in plan.dcms}
 
 
