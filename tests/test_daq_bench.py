@@ -508,6 +508,7 @@ def results() -> Dict[str, Any]:
     incast["deep"]["command"] = "utilities/daq-incast -q --ros 60"
     incast["ideal_bps"] = 188e6
     incast["ring_rate_fraction"] = 0.95
+    incast["congestion_control"] = "cubic"
     incast["analysis"] = db.incast_analysis(incast)
     res = {"schema": db.SCHEMA, "command": "utilities/daq-bench",
            "quick": False, "started": "2026-01-01T00:00:00",
@@ -597,7 +598,8 @@ def test_verdicts_and_markdown() -> None:
                  "patched is faster than base",
                  "**no**", "**yes**", "LOW", "AMD EPYC",
                  "dp_netdev_pmd_flush_output_packets",
-                 "2116653 rx-queue assignment lines", "a note"):
+                 "2116653 rx-queue assignment lines", "a note",
+                 "TCP congestion control: cubic."):
         assert text in md, text
     # Every table row has as many cells as its header.
     for block in md.split("\n\n"):

@@ -750,6 +750,75 @@ def test_topology_steers_host_receive(rps_cpus: List[int], kinds: Any,
     assert plan.tag + "-" not in left
 
 
+def _kernel_ccs() -> List[str]:
+    try:
+        return config.available_congestion_control()
+    except ConfigError:
+        return []
+
+
+@pytest.mark.skipif(_netns_skip_reason() is not None,
+                    reason=str(_netns_skip_reason()))
+@pytest.mark.parametrize("cc", ["cubic", "reno"])
+def test_topology_sets_congestion_control(cc: str) -> None:
+    """Every host namespace runs the congestion control asked for, read
+    back from the namespace itself (not inherited from the machine), and
+    the results record it per host."""
+    if cc not in _kernel_ccs():
+        pytest.skip("this kernel has no %s" % cc)
+    allowed = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+    with open(allowed) as f:
+        allowed_before = f.read()
+    plan = topology.make_plan(os.getpid() % 100000, 3, 1, 1)
+    cleanup = Cleanup()
+    try:
+        topo = topology.Topology(plan, cleanup)
+        topo.create(10**8, 16384, 60000, 24, congestion_control=cc)
+        # The machine's list of allowed ones is put back at once.
+        with open(allowed) as f:
+            assert f.read() == allowed_before
+        for h in plan.hosts:
+            got = subprocess.run(
+                ["ip", "netns", "exec", h.ns, "sysctl", "-n",
+                 "net.ipv4.tcp_congestion_control"],
+                capture_output=True, text=True, check=True).stdout
+            assert got.strip() == cc, h.ns
+        hosts_cc = topo.congestion_control()
+        assert hosts_cc == {h.ns: cc for h in plan.hosts}
+        c = cfg("--congestion-control", cc)
+        d = runner.topology_dict(c, plan, hosts_cc)
+        assert d["congestion_control"] == {"configured": cc,
+                                           "hosts": hosts_cc}
+        assert runner.cc_line({"topology": d}) == (
+            "TCP congestion control: %s in all 4 host namespaces" % cc)
+    finally:
+        assert cleanup.run() == []
+
+
+def test_congestion_control_option() -> None:
+    """--congestion-control: cubic by default, recorded in the config and
+    the plan line; a bad name or one the kernel lacks is refused."""
+    assert cfg().congestion_control == config.CONGESTION_CONTROL_DEFAULT \
+        == "cubic"
+    reno = cfg("--congestion-control", "reno")
+    assert reno.as_dict()["congestion_control"] == "reno"
+    plan = topology.make_plan(4194303, 30, 1, 1)
+    assert "TCP: congestion control reno (--congestion-control)" in \
+        runner.describe(reno, plan)
+    assert "TCP: congestion control cubic" in runner.describe(cfg(), plan)
+    for bad in ("", "Cubic", "cubic;reboot", "x" * 17):
+        with pytest.raises(ConfigError, match="not a congestion control"):
+            cfg("--congestion-control", bad)
+    config.check_congestion_control("bbr", ["reno", "bbr", "cubic"])
+    with pytest.raises(ConfigError) as e:
+        config.check_congestion_control("dctcp", ["reno", "bbr", "cubic"])
+    assert str(e.value) == ("--congestion-control dctcp: not available on "
+                            "this kernel (it offers: reno, bbr, cubic)")
+    assert runner.cc_line({"topology": {"congestion_control": {
+        "configured": "cubic", "hosts": {"a": "cubic", "b": "bbr"}}}}) == (
+        "TCP congestion control: cubic configured; hosts: a cubic, b bbr")
+
+
 def test_parse_snmp() -> None:
     text = ("Tcp: RtoAlgorithm RetransSegs InErrs\nTcp: 1 42 0\n"
             "TcpExt: TCPTimeouts TCPLossProbes\nTcpExt: 7 3\n")
@@ -1353,10 +1422,11 @@ def test_request_yield(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_tcp_nodelay_option() -> None:
-    """--tcp-nodelay off runs with Linux's TCP defaults only."""
+    """--tcp-nodelay off runs with Linux's TCP defaults only (but the
+    congestion control)."""
     c = cfg("--tcp-nodelay", "off")
     assert not c.tcp_nodelay
-    assert "TCP: Linux defaults;" in runner.describe(
+    assert "otherwise Linux defaults;" in runner.describe(
         c, topology.make_plan(4194303, 30, 1, 1))
-    assert "TCP: Linux defaults + TCP_NODELAY" in runner.describe(
+    assert "otherwise Linux defaults + TCP_NODELAY" in runner.describe(
         cfg(), topology.make_plan(4194303, 30, 1, 1))

@@ -775,8 +775,11 @@ def markdown(res: Dict[str, Any]) -> str:
     if inc and inc.get("modes"):
         L.append("## Incast (daq-incast)")
         L.append("")
-        L.append("`%s`, %d run(s); JSON and plots in `%s`."
-                 % (inc["command"], inc["runs"], inc["dir"]))
+        L.append("`%s`, %d run(s); JSON and plots in `%s`.%s"
+                 % (inc["command"], inc["runs"], inc["dir"],
+                    "  TCP congestion control: %s."
+                    % inc["congestion_control"]
+                    if inc.get("congestion_control") else ""))
         L.append("")
         if inc_asked(inc) > inc["runs"] or inc.get("failed"):
             L.append("Failed: %d of %d runs gave no results; mode runs "

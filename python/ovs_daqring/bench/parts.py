@@ -695,6 +695,8 @@ class Parts:
             out["ideal_bps"] = data[0].get("ideal", {}).get("goodput_bps")
             out["ring_rate_fraction"] = data[0].get("config", {}).get(
                 "ring_rate_fraction")
+            out["congestion_control"] = data[0].get("config", {}).get(
+                "congestion_control", "the machine's default")
         deep = shlex.split(self.args.incast_deep_args or "")
         if deep and not self.quick and not out.get("error"):
             self.say("incast deeper collapse: %s" % " ".join(deep))

@@ -58,6 +58,11 @@ DAQRING_FRAME = 1518            # frame size in the daqring rate formula
 # Packet shaping paces full-size frames only, so it keeps a margin.
 BYTES_RATE_FRACTION = 0.999
 PACKETS_RATE_FRACTION = 0.99
+# --congestion-control: what every host namespace's TCP runs.  Cubic is
+# Linux's usual default, EL9's and the thesis's baseline; a namespace
+# inherits the machine's default otherwise (BBR on some kernels).
+CONGESTION_CONTROL_DEFAULT = "cubic"
+AVAILABLE_CC = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 # --host-rps: RPS moves a host's TCP receive off the PMD's core, where a
 # veth would otherwise run it (in the PMD's sendto() or the tbf's timer
 # softirq); on a real network DCMs and ROS are other machines.  "ros"
@@ -258,6 +263,8 @@ class Config:
     # time (flow_buckets_for()).
     flow_buckets: Optional[int] = None
     host_rps: str = HOST_RPS_DEFAULT    # off, on (all hosts), ros
+    # net.ipv4.tcp_congestion_control of every host namespace.
+    congestion_control: str = CONGESTION_CONTROL_DEFAULT
 
     @property
     def rps_cpus(self) -> List[int]:
@@ -460,10 +467,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "fragments that fit the port buffer, >= 1)")
     g.add_argument("--tcp-nodelay", choices=("on", "off"), default="on",
                    help="set TCP_NODELAY on every connection, the only "
-                   "TCP setting daq-incast changes from Linux's defaults "
+                   "socket option daq-incast changes from Linux's defaults "
                    "(default: %(default)s; off: Nagle's algorithm holds "
                    "a fragment's last partial segment until the previous "
                    "ones are acknowledged)")
+    g.add_argument("--congestion-control", default=CONGESTION_CONTROL_DEFAULT,
+                   metavar="NAME",
+                   help="TCP congestion control of every host namespace "
+                   "(net.ipv4.tcp_congestion_control): cubic (the "
+                   "default, as on EL9 and in the thesis), reno, bbr, or "
+                   "any the kernel lists in %s; set explicitly because new "
+                   "namespaces inherit the machine's default, which may "
+                   "differ (BBR on some kernels)" % AVAILABLE_CC)
     g.add_argument("--seed", type=int, default=1, metavar="N",
                    help="seed for fragment sizes (default: %(default)s)")
     g = p.add_argument_group("Access-Link Options")
@@ -816,6 +831,9 @@ def validate(ns: argparse.Namespace, host: HostInfo,
 
     binaries = resolve_binaries(ns.ovs_build, ns.vswitchd)
     use_huge = ns.hugepages != "off"
+    check_congestion_control(ns.congestion_control,
+                             available_congestion_control()
+                             if check_env else None)
     if check_env:
         if not host.is_root:
             raise ConfigError("must run as root (namespaces, veths, qdiscs, "
@@ -871,7 +889,31 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         plot_dir=ns.plot_dir, log_dir=ns.log_dir, progress=not ns.quiet,
         dry_run=ns.dry_run, notes=notes,
         flow_buckets=_flow_buckets(ns.flow_buckets),
-        host_rps=ns.host_rps)
+        host_rps=ns.host_rps, congestion_control=ns.congestion_control)
+
+
+def available_congestion_control(path: str = AVAILABLE_CC) -> List[str]:
+    """The TCP congestion controls this kernel offers (every namespace
+    can choose among them)."""
+    try:
+        with open(path) as f:
+            return f.read().split()
+    except OSError as e:
+        raise ConfigError("cannot read the kernel's TCP congestion "
+                          "controls: %s" % e)
+
+
+def check_congestion_control(name: str,
+                             available: Optional[Sequence[str]]) -> None:
+    """Raise ConfigError unless NAME is a congestion control's name and,
+    when AVAILABLE is given, one of them."""
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,15}", name):
+        raise ConfigError("--congestion-control: %r is not a congestion "
+                          "control's name (e.g. cubic, reno, bbr)" % name)
+    if available is not None and name not in available:
+        raise ConfigError("--congestion-control %s: not available on this "
+                          "kernel (it offers: %s)"
+                          % (name, ", ".join(available) or "none"))
 
 
 def _flow_buckets(text: str) -> Optional[int]:

@@ -130,6 +130,8 @@ class Runner:
         self.last_traffic = 0.0
         self.workdir = ""
         self.topo: Optional[Topology] = None
+        # Each host namespace's TCP congestion control, as read back.
+        self.hosts_cc: Dict[str, str] = {}
         self.switch: Optional[Switch] = None
         ideal_bps = ideal_goodput(cfg.link_rate_bps, cfg.fragment_size,
                                   cfg.mss, cfg.link_overhead)
@@ -155,7 +157,9 @@ class Runner:
         self.progress.show("creating %d namespaces" % len(self.plan.hosts))
         self.topo = Topology(self.plan, self.cleanup)
         self.topo.create(cfg.link_rate_bps, cfg.link_burst, cfg.link_limit,
-                         cfg.link_overhead, cfg.rps_cpus, cfg.rps_kinds)
+                         cfg.link_overhead, cfg.rps_cpus, cfg.rps_kinds,
+                         cfg.congestion_control)
+        self.hosts_cc = self.topo.congestion_control()
         self.progress.show("starting ovs-vswitchd (DPDK)")
         self.switch = Switch(cfg, self.plan, self.workdir, self.cleanup)
         self.switch.start()
@@ -590,14 +594,21 @@ class Runner:
                      "hugepages": self.cfg.use_hugepages,
                      "other_vswitchd": host.other_vswitchd},
             "config": self.cfg.as_dict(),
-            "topology": topology_dict(self.cfg, self.plan),
+            "topology": topology_dict(self.cfg, self.plan,
+                                      self.hosts_cc),
             "notes": self.cfg.notes,
             "ideal": self.ideal, "modes": list(self.modes), "sweep": sweep,
         }
 
 
-def topology_dict(cfg: Config, plan: Plan) -> Dict[str, Any]:
+def topology_dict(cfg: Config, plan: Plan,
+                  hosts_cc: Optional[Dict[str, str]] = None
+                  ) -> Dict[str, Any]:
+    """The hosts, and the TCP congestion control each ran (read back from
+    its namespace; {} if the run stopped before they were created)."""
     return {
+        "congestion_control": {"configured": cfg.congestion_control,
+                               "hosts": dict(hosts_cc or {})},
         "ros": cfg.ros, "dcms": cfg.dcms, "ros_per_host": cfg.ros_per_host,
         "ros_hosts": len(plan.ros_hosts), "ethdev_ports": cfg.ethdev_ports,
         "aggregated": cfg.ros_per_host > 1,
@@ -625,11 +636,12 @@ def describe(cfg: Config, plan: Plan) -> str:
                cfg.link_overhead)),
         "modes: %s; %d events per DCM and mode after %d warm-up, %d in "
         "flight (processing units); credits %d%s; requests per connection "
-        "%s; TCP: Linux defaults%s; the DCM yields its CPU %s"
+        "%s; TCP: congestion control %s (--congestion-control), "
+        "otherwise Linux defaults%s; the DCM yields its CPU %s"
         % (", ".join(cfg.modes), cfg.events, cfg.warmup_events, cfg.pus,
            cfg.credits,
            " (auto)" if cfg.credits_auto else "",
-           cfg.pipeline or "unlimited",
+           cfg.pipeline or "unlimited", cfg.congestion_control,
            " + TCP_NODELAY" if cfg.tcp_nodelay else "",
            "every %d requests" % cfg.request_yield if cfg.request_yield
            else "never while it requests"),
@@ -750,6 +762,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   cfg.notes[len(early_notes):], rc)
 
 
+def cc_line(doc: Dict[str, Any]) -> str:
+    """The TCP congestion control the hosts ran, for the summary."""
+    cc = doc.get("topology", {}).get("congestion_control")
+    if not cc:
+        return ""
+    hosts = cc.get("hosts", {})
+    got = sorted(set(hosts.values()))
+    if got == [cc.get("configured")]:
+        return ("TCP congestion control: %s in all %d host namespaces"
+                % (got[0], len(hosts)))
+    return ("TCP congestion control: %s configured; hosts: %s"
+            % (cc.get("configured"), ", ".join(
+                "%s %s" % kv for kv in sorted(hosts.items())) or "none"))
+
+
 def failed_runs(doc: Dict[str, Any]) -> List[str]:
     """'label: error' of every mode run of DOC that did not finish."""
     return ["%s: %s" % (m.get("label"), m.get("error") or m.get("status"))
@@ -763,6 +790,8 @@ def report(doc: Dict[str, Any], cfg: Config, ideal_bps: float,
     never a result) or the results do not match the schema."""
     print()
     print(format_table(doc["modes"], ideal_bps))
+    if cc_line(doc):
+        print(cc_line(doc))
     for note in notes:
         print("note: " + note)
     errors = validate_results(doc)

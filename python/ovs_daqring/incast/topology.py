@@ -4,7 +4,7 @@ that build, measure and remove it (root)."""
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence
 
 from ..process import Cleanup, RunError, run
 
@@ -18,6 +18,8 @@ RING_OFPORT_BASE = 1000
 MAX_QPAIRS = 16
 # Frames a host port's RX side must hold: DPDK's default af_packet ring.
 RX_FRAMES = 512
+# The congestion controls a namespace may make its default.
+ALLOWED_CC = "net.ipv4.tcp_allowed_congestion_control"
 # No IPv6 (router solicitations, MLD) on our links: only the emulated
 # traffic crosses the switch.
 NO_IPV6 = ("set -e\n"
@@ -180,10 +182,13 @@ class Topology:
 
     def create(self, rate_bps: int, burst: int, limit: int,
                overhead: int, rps_cpus: Sequence[int] = (),
-               rps_kinds: Sequence[str] = ("dcm", "ros")) -> None:
+               rps_kinds: Sequence[str] = ("dcm", "ros"),
+               congestion_control: str = "cubic") -> None:
         """`rps_cpus`: CPUs that do the receive processing of the hosts of
         `rps_kinds` (RPS on their e0), empty = where the sender runs (see
-        _setup_inside)."""
+        _setup_inside).  `congestion_control`: the TCP congestion control
+        of every host, checked after it is set (a new namespace inherits
+        the machine's default, which is not always cubic)."""
         sw = self.plan.switch_ns
         existing = set(run(["ip", "netns", "list"]).split())
         clash = [ns for ns in self.namespaces() if ns in existing]
@@ -200,14 +205,49 @@ class Topology:
             % (h.veth, h.ns) for h in self.plan.hosts))
         run(["ip", "-n", sw, "-batch", "-"], timeout=120, input="".join(
             "link set %s up\n" % h.veth for h in self.plan.hosts))
-        for h in self.plan.hosts:
-            self._setup_inside(h, rps_mask(rps_cpus)
-                               if h.kind in rps_kinds else "")
+        restore = self._allow(congestion_control)
+        try:
+            for h in self.plan.hosts:
+                self._setup_inside(h, rps_mask(rps_cpus)
+                                   if h.kind in rps_kinds else "",
+                                   congestion_control)
+        finally:
+            restore()
+        wrong = {ns: cc for ns, cc in self.congestion_control().items()
+                 if cc != congestion_control}
+        if wrong:
+            raise RunError("TCP congestion control is not %s in %s"
+                           % (congestion_control, ", ".join(
+                               "%s (%s)" % kv for kv in wrong.items())))
         for d in self.plan.dcms:
             run(tbf_command(sw, d.veth, rate_bps, burst, limit, overhead))
 
-    def _setup_inside(self, h: Host, rps: str = "") -> None:
-        """Addresses, MAC, offloads and static ARP of a host's e0.
+    def _allow(self, cc: str) -> Callable[[], None]:
+        """A namespace other than the machine's may make its default only
+        a congestion control of net.ipv4.tcp_allowed_congestion_control
+        (else EPERM), a list of the whole machine (those unprivileged
+        sockets may choose) that holds the machine's default and reno.
+        Adds `cc` to it while the hosts are set up; returns what puts the
+        list back (at once, or by the Cleanup if the run dies first)."""
+        allowed = run(["sysctl", "-n", ALLOWED_CC]).split()
+        if cc in allowed:
+            return lambda: None
+        done = []
+
+        def restore() -> None:
+            if not done:
+                done.append(True)
+                run(["sysctl", "-q", "-w", "%s=%s"
+                     % (ALLOWED_CC, " ".join(allowed))])
+        self.cleanup.push("restore " + ALLOWED_CC, restore)
+        run(["sysctl", "-q", "-w", "%s=%s"
+             % (ALLOWED_CC, " ".join(allowed + [cc]))])
+        return restore
+
+    def _setup_inside(self, h: Host, rps: str = "",
+                      congestion_control: str = "cubic") -> None:
+        """Addresses, MAC, offloads, TCP congestion control and static ARP
+        of a host.
 
         `rps` (an rps_cpus bitmap) steers the host's receive processing
         to those CPUs.  A veth delivers a frame to its peer in the
@@ -220,6 +260,9 @@ class Topology:
         script = [
             NO_IPV6 + "ip link set lo up",
             "ip link set e0 address %s" % h.mac,
+            # Per namespace (Linux >= 4.15): this host's TCP only.
+            "sysctl -q -w net.ipv4.tcp_congestion_control=%s"
+            % congestion_control,
         ]
         script += ["ip addr add %s/%d dev e0" % (ip, PREFIX) for ip in h.ips]
         # Without this, frames captured by af_packet carry partial
@@ -234,6 +277,12 @@ class Topology:
         neigh = ["neigh replace %s lladdr %s dev e0 nud permanent"
                  % (ip, p.mac) for p in peers for ip in p.ips]
         run(["ip", "-n", h.ns, "-batch", "-"], input="\n".join(neigh) + "\n")
+
+    def congestion_control(self) -> Dict[str, str]:
+        """Per host namespace: its net.ipv4.tcp_congestion_control."""
+        return {h.ns: run(["ip", "netns", "exec", h.ns, "sysctl", "-n",
+                           "net.ipv4.tcp_congestion_control"]).strip()
+                for h in self.plan.hosts}
 
     # ------------------------------------------------------------ counters
     def tcp_counters(self) -> Dict[str, Dict[str, int]]:
