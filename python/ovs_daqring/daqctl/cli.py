@@ -621,6 +621,10 @@ See ovs-daqctl(8) and utilities/dcm-map.example.yaml.""")
     r = cmd("rate", cmd_rate, "convert a rate to max-burst/poll-interval")
     r.add_argument("rate", metavar="RATE")
     r.add_argument("--max-burst", type=int, metavar="B")
+
+    # ovs-daqctl fabric apply|status|plan (Documentation/topics/fabric.rst).
+    from ..fabric.cli import add_fabric
+    add_fabric(sub, add_common)
     return p
 
 

@@ -1,0 +1,28 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""The fabric: a parallel leaf-spine of ovs-daqring switches (thesis
+ch. 6) programmed from one DCM map through a clustered fabric database
+(daqfabric.ovsschema).  See Documentation/topics/fabric.rst."""
+
+import os
+
+SCHEMA_NAME = "daqfabric"
+
+
+def schema_path() -> str:
+    """The fabric schema shipped with this package."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "daqfabric.ovsschema")

@@ -1,0 +1,302 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""ovs-daqctl fabric: apply a fabric map to the fabric database in one
+transaction, show the fabric's status, run one planner round."""
+
+import argparse
+import os
+import socket
+import sys
+import time
+from typing import Any, Callable, Dict, List
+
+import ovs.dirs
+
+from ..daqctl.model import (DaqctlError, EXIT_BAD_INPUT, EXIT_FAILED,
+                            EXIT_OK)
+from .db import FabricDb, Planner, now_ms
+from .fabmap import read_fabric_map, state_digest
+from .planner import plan
+from .slice import slices
+
+# A node is up while its agent's last report is younger than this many
+# report intervals.
+UP_INTERVALS = 3
+
+
+def default_fabric_db() -> str:
+    env = os.environ.get("OVS_DAQFABRIC_DB")
+    if env:
+        return env
+    rundir = os.environ.get("OVS_RUNDIR") or ovs.dirs.RUNDIR
+    return "unix:%s/daqfabric.sock" % rundir
+
+
+def _remote(args: argparse.Namespace) -> str:
+    return args.db or default_fabric_db()
+
+
+def _who() -> str:
+    return "ovs-daqctl %d@%s" % (os.getpid(), socket.gethostname())
+
+
+def cmd_fabric_apply(args: argparse.Namespace) -> int:
+    state = read_fabric_map(args.map, args.rate_tolerance / 100.0)
+    digest = state_digest(state)
+    rep = args.report
+    rep["fabric"] = {"map": args.map, "digest": digest,
+                     "dry_run": args.dry_run}
+    db = FabricDb(_remote(args), args.timeout)
+    try:
+        if args.dry_run:
+            return _dry_run(args, db, state)
+        gen = db.apply(state, digest, _who(),
+                       "ovs-daqctl: fabric apply %s" % args.map)
+        rep["fabric"]["generation"] = gen
+        args.say("fabric: generation %d: %d switches, %d links, %d hosts, "
+                 "%d DCMs (one transaction)"
+                 % (gen, len(state.switches), len(state.links),
+                    len(state.hosts), len(state.dcms)))
+        if args.wait:
+            return _wait(args, db, gen)
+    finally:
+        db.close()
+    return EXIT_OK
+
+
+def _dry_run(args: argparse.Namespace, db: FabricDb, state: Any) -> int:
+    """What each switch would get, with the assignments the planner
+    would make from those in force."""
+    current = db.assignments()
+    new, notes = plan(state, current, db.down_ports(), {}, now_ms())
+    sl = slices(state, new)
+    out: Dict[str, Any] = {}
+    args.say("fabric: would write generation %d (%d switches, %d links, "
+             "%d hosts, %d DCMs)" % (db.generation() + 1,
+                                     len(state.switches), len(state.links),
+                                     len(state.hosts), len(state.dcms)))
+    for n in notes:
+        args.say("fabric: planner: %s" % n)
+    for name in sorted(sl):
+        s = sl[name]
+        out[name] = {
+            "rings": [{"dcm": d.name, "ring": d.ring, "egress": d.egress,
+                       "match": d.match_text()} for d in s.rings],
+            "routes": [{"dcm": r.dcm, "match": r.match, "port": r.port}
+                       for r in s.routes]}
+        args.say("switch %s: %d daqrings, %d routes"
+                 % (name, len(s.rings), len(s.routes)))
+        if args.verbose or len(s.rings) + len(s.routes) <= 20:
+            for d in s.rings:
+                args.say("  ring %s for DCM %s (%s) -> %s"
+                         % (d.ring, d.name, d.match_summary(), d.egress))
+            for r in s.routes:
+                args.say("  route DCM %s (%s) -> %s" % (r.dcm, r.match,
+                                                        r.port))
+    args.report["fabric"]["switches"] = out
+    args.report["fabric"]["assignments"] = {
+        n: {"plane": a.plane, "spine": a.spine} for n, a in new.items()}
+    return EXIT_OK
+
+
+def node_view(db: FabricDb, now: int) -> List[Dict[str, Any]]:
+    """Per switch: its node's report, and whether it is up."""
+    nodes = {n.name: n for n in db.rows("Node")}
+    out = []
+    for s in sorted(db.rows("Switch"), key=lambda s: s.name):
+        n = nodes.get(s.name)
+        v: Dict[str, Any] = {"switch": s.name, "role": s.role,
+                             "plane": s.plane, "up": False,
+                             "generation": None}
+        if n is not None:
+            age = now - int(n.updated)
+            v.update(
+                up=age <= UP_INTERVALS * int(n.report_interval),
+                generation=int(n.generation), agent=n.agent,
+                age_ms=age, links=dict(n.links),
+                rings={r: {"occupancy": n.ring_occupancy.get(r),
+                           "high_watermark": n.ring_high_watermark.get(r),
+                           "drops": n.ring_drops.get(r)}
+                       for r in sorted(set(n.ring_occupancy)
+                                       | set(n.ring_drops))},
+                error=n.error[0] if n.error else None)
+        out.append(v)
+    return out
+
+
+def _wait(args: argparse.Namespace, db: FabricDb, gen: int) -> int:
+    """Until every node that is up has applied 'gen' (or the timeout)."""
+    deadline = time.monotonic() + args.timeout
+    while True:
+        db.run()
+        nodes = node_view(db, now_ms())
+        up = [n for n in nodes if n["up"]]
+        lag = [n["switch"] for n in up if (n["generation"] or 0) < gen]
+        down = [n["switch"] for n in nodes if not n["up"]]
+        if not lag or time.monotonic() > deadline:
+            break
+        _pause(db, 0.2)
+    args.report["fabric"].update(lagging=lag, down=down,
+                                 applied=[n["switch"] for n in up
+                                          if n["switch"] not in lag])
+    if down:
+        args.say("fabric: nodes down (not waited for): %s"
+                 % ", ".join(down))
+    if lag:
+        args.say("fabric: nodes that did not apply generation %d within "
+                 "%g s: %s" % (gen, args.timeout, ", ".join(lag)))
+        return EXIT_FAILED
+    args.say("fabric: generation %d applied by %d nodes that are up"
+             % (gen, len(up)))
+    return EXIT_OK
+
+
+def _pause(db: FabricDb, secs: float) -> None:
+    """Keeps the IDL running for 'secs'."""
+    try:
+        db.run_until(lambda: False, "pause", secs)
+    except DaqctlError:
+        pass
+
+
+def cmd_fabric_status(args: argparse.Namespace) -> int:
+    db = FabricDb(_remote(args), args.timeout)
+    try:
+        fab = db.root()
+        nodes = node_view(db, now_ms())
+        asg = db.assignments()
+        st = db.state()
+    finally:
+        db.close()
+    info: Dict[str, Any] = {
+        "generation": int(fab.generation) if fab else 0,
+        "digest": fab.map_digest if fab else None,
+        "planner": fab.planner if fab else None,
+        "planner_epoch": int(fab.planner_epoch) if fab else 0,
+        "planned_generation": int(fab.planned_generation) if fab else 0,
+        "hold_down": int(fab.hold_down) if fab else None,
+        "nodes": nodes,
+        "dcms": [{"name": d.name, "host": d.host, "ring": d.dcm.ring,
+                  "match": d.dcm.match_text(),
+                  "plane": asg[d.name].plane if d.name in asg else None,
+                  "spine": asg[d.name].spine if d.name in asg else None,
+                  "home": (list(asg[d.name].home)
+                           if d.name in asg and asg[d.name].home else None),
+                  "reason": asg[d.name].reason if d.name in asg else None}
+                 for d in st.dcms]}
+    args.report["fabric"] = info
+    if args.format == "json":
+        return EXIT_OK
+    out = sys.stdout
+    if fab is None:
+        out.write("fabric: empty (no map applied yet)\n")
+        return EXIT_OK
+    out.write("fabric: generation %d (map %s), planned %d by %s (epoch "
+              "%d), hold-down %d s\n"
+              % (info["generation"], info["digest"],
+                 info["planned_generation"], info["planner"] or "-",
+                 info["planner_epoch"], info["hold_down"]))
+    for n in nodes:
+        links = n.get("links") or {}
+        dn = sorted(p for p, s in links.items() if s == "down")
+        out.write("  %-6s %-16s plane %-2d %-4s generation %s%s%s\n"
+                  % (n["role"], n["switch"], n["plane"],
+                     "up" if n["up"] else "DOWN",
+                     "-" if n["generation"] is None else n["generation"],
+                     ", links down: " + ",".join(dn) if dn else "",
+                     ", %d rings" % len(n["rings"]) if n.get("rings")
+                     else ""))
+    unassigned = [d["name"] for d in info["dcms"] if d["plane"] is None]
+    out.write("  %d DCMs, %d assigned%s\n"
+              % (len(info["dcms"]), len(info["dcms"]) - len(unassigned),
+                 (" (not yet: %s)" % ", ".join(unassigned[:20]))
+                 if unassigned else ""))
+    if args.verbose:
+        for d in info["dcms"]:
+            out.write("    %s on %s: plane %s spine %s%s\n"
+                      % (d["name"], d["host"], d["plane"], d["spine"],
+                         " (home %s)" % d["home"] if d["home"] else ""))
+    return EXIT_OK
+
+
+def cmd_fabric_plan(args: argparse.Namespace) -> int:
+    """One planner round: take the lock (waiting up to --timeout), take
+    over (increment the epoch), plan and write."""
+    p = Planner(_remote(args), args.name or _who(), args.timeout)
+    try:
+        deadline = time.monotonic() + args.timeout
+        while True:
+            what = p.step()
+            if p.epoch is not None and what in ("planned", "unchanged"):
+                break
+            if time.monotonic() > deadline:
+                raise DaqctlError("fabric plan: %s after %g s"
+                                  % (what, args.timeout))
+            _pause(p.db, 0.2)
+        args.report["fabric"] = {"epoch": p.epoch, "result": what,
+                                 "moves": p.notes}
+        for n in p.notes:
+            args.say("fabric: %s" % n)
+        args.say("fabric: %s (epoch %d)" % (what, p.epoch))
+    finally:
+        p.close()
+    return EXIT_OK
+
+
+def add_fabric(sub: Any, add_common: Callable[[Any, bool], None]) -> None:
+    """Registers 'ovs-daqctl fabric ...' on the ovs-daqctl subparsers."""
+    f = sub.add_parser(
+        "fabric", help="program a leaf-spine fabric through its clustered "
+        "database", description="Program a fabric of ovs-daqring switches "
+        "through the fabric database (--db: every cluster member, comma-"
+        "separated; default $OVS_DAQFABRIC_DB or "
+        "unix:$OVS_RUNDIR/daqfabric.sock).  See "
+        "Documentation/topics/fabric.rst.")
+    add_common(f, True)
+    fs = f.add_subparsers(dest="fabric_command", metavar="COMMAND")
+    f.set_defaults(func=lambda args: _no_command(f))
+
+    def cmd(name: str, fn: Any, help: str) -> argparse.ArgumentParser:
+        sp = fs.add_parser(name, help=help, description=help + ".")
+        sp.set_defaults(func=fn)
+        add_common(sp, True)
+        return sp
+
+    a = cmd("apply", cmd_fabric_apply, "write the whole desired state of "
+            "MAP (switches, links, hosts, DCMs) in one transaction; a map "
+            "with any problem is refused whole")
+    a.add_argument("map", metavar="MAP", help="fabric map (YAML; - for "
+                   "stdin)")
+    a.add_argument("--dry-run", "-n", action="store_true",
+                   help="check MAP and print what each switch would get")
+    a.add_argument("--wait", action="store_true",
+                   help="return when every node that is up has applied "
+                   "the new generation (exit 1 if one did not within "
+                   "--timeout)")
+    s = cmd("status", cmd_fabric_status, "per node: generation, up or "
+            "down, links, rings; per DCM: its plane and spine")
+    s.add_argument("--json", dest="format", action="store_const",
+                   const="json", help="the same as -f json")
+    p = cmd("plan", cmd_fabric_plan, "run one planner round: take the "
+            "planner lock, take over, write the assignments")
+    p.add_argument("--name", metavar="NAME", help="this planner's name "
+                   "(default ovs-daqctl PID@HOST)")
+
+
+def _no_command(p: argparse.ArgumentParser) -> int:
+    p.print_usage(sys.stderr)
+    raise DaqctlError("fabric: a command is required (apply, status, plan)",
+                      EXIT_BAD_INPUT)

@@ -1,0 +1,496 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""The fabric database (daqfabric.ovsschema, clustered ovsdb-server)
+through OVS's Python IDL: the whole desired state in one transaction,
+reading it back, and the planner's fenced transactions.
+
+Remotes are a comma-separated list of every cluster member
+("unix:a,unix:b,tcp:..."); the IDL talks to the leader only, and moves to
+the new one when the leader fails."""
+
+import time
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+import ovs.db.idl
+import ovs.poller
+
+from ..daqctl.dcmmap import parse_tuple
+from ..daqctl.model import DaqctlError, Dcm
+from . import schema_path
+from .model import (Assignment, FabricDcm, FabricHost, FabricLink,
+                    FabricState, FabricSwitch)
+from .planner import Endpoint, changed, plan
+
+PLANNER_LOCK = "daqfabric_planner"
+Txn = ovs.db.idl.Transaction
+
+
+def _opt(v: Any) -> Any:
+    if isinstance(v, list):
+        return v[0] if v else None
+    return v
+
+
+def _o(v: Any) -> List[Any]:
+    return [] if v is None else [v]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class FabricDb:
+    """A connection to the fabric database."""
+
+    def __init__(self, remote: str, timeout: float,
+                 leader_only: bool = True,
+                 lock: Optional[str] = None) -> None:
+        self.remote = remote
+        self.timeout = timeout
+        helper = ovs.db.idl.SchemaHelper(location=schema_path())
+        helper.register_all()
+        self.idl = ovs.db.idl.Idl(remote, helper, leader_only=leader_only)
+        if lock:
+            self.idl.set_lock(lock)
+        self.wait_connected()
+
+    def close(self) -> None:
+        self.idl.close()
+
+    def connected(self) -> bool:
+        return self.idl.state == self.idl.IDL_S_MONITORING
+
+    def wait_connected(self, timeout: Optional[float] = None) -> None:
+        self.run_until(self.connected, "connect to the fabric database "
+                       "leader", timeout)
+
+    def run_until(self, done: Callable[[], bool], what: str,
+                  timeout: Optional[float] = None) -> None:
+        limit = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        while True:
+            self.idl.run()
+            if done():
+                return
+            if time.monotonic() > deadline:
+                raise DaqctlError("%s: timed out (%g s) waiting to %s"
+                                  % (self.remote, limit, what))
+            poller = ovs.poller.Poller()
+            self.idl.wait(poller)
+            poller.timer_wait(100)
+            poller.block()
+
+    def run(self) -> None:
+        self.idl.run()
+
+    # --------------------------------------------------------------- read
+    def rows(self, table: str) -> List[Any]:
+        return list(self.idl.tables[table].rows.values())
+
+    def root(self) -> Optional[Any]:
+        rows = self.rows("Fabric")
+        return rows[0] if rows else None
+
+    def generation(self) -> int:
+        r = self.root()
+        return int(r.generation) if r is not None else 0
+
+    def state(self) -> FabricState:
+        """The desired state as the database holds it."""
+        st = FabricState()
+        r = self.root()
+        if r is not None:
+            st.hold_down = int(r.hold_down)
+        for s in self.rows("Switch"):
+            st.switches.append(FabricSwitch(
+                name=s.name, role=s.role, plane=s.plane, pod=s.pod,
+                dpdk=s.dpdk, db=_opt(s.db), bridge=s.bridge, of=_opt(s.of),
+                where="switch %s" % s.name))
+        for lk in self.rows("Link"):
+            st.links.append(FabricLink(lk.a_switch, lk.a_port, lk.b_switch,
+                                       lk.b_port, where="link " + lk.name))
+        for h in self.rows("Host"):
+            atts = []
+            for plane, ep in sorted(h.attachments.items()):
+                leaf, _, port = ep.partition(":")
+                atts.append((int(plane), leaf, port))
+            st.hosts.append(FabricHost(name=h.name, role=h.role,
+                                       attachments=tuple(atts),
+                                       ip=_opt(h.ip), pod=h.pod,
+                                       where="host %s" % h.name))
+        hosts = {h.name: h for h in st.hosts}
+        for d in self.rows("DCM"):
+            host = hosts.get(d.host)
+            egress = host.attachments[0][2] if host else "unassigned"
+            st.dcms.append(FabricDcm(dcm=dcm_from_fabric_row(d, egress),
+                                     host=d.host))
+        st.switches.sort(key=lambda s: s.name)
+        st.links.sort(key=lambda lk: lk.name)
+        st.hosts.sort(key=lambda h: h.name)
+        st.dcms.sort(key=lambda d: d.name)
+        return st
+
+    def assignments(self) -> Dict[str, Assignment]:
+        out = {}
+        for a in self.rows("Assignment"):
+            hp, hs = _opt(a.home_plane), _opt(a.home_spine)
+            out[a.dcm] = Assignment(
+                a.dcm, a.plane, a.spine, a.epoch, a.generation,
+                (hp, hs) if hp is not None and hs is not None else None,
+                a.moved_at, a.reason)
+        return out
+
+    def down_ports(self) -> Set[Endpoint]:
+        """Ports that the nodes report down."""
+        down = set()
+        for n in self.rows("Node"):
+            for port, st in n.links.items():
+                if st == "down":
+                    down.add((n.name, port))
+        return down
+
+    # -------------------------------------------------------------- write
+    def commit(self, build: Callable[[Txn], Optional[Any]],
+               comment: str, retry: bool = True) -> Tuple[str, Any]:
+        """Runs build(txn) and commits, building again from the new
+        contents after a TRY_AGAIN (another client changed what build()
+        verified, or the leader changed) until the timeout.  build()
+        returns None to go on, anything else to stop without committing
+        (that value is returned).  Returns (status, value)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            self.wait_connected(max(0.1, deadline - time.monotonic()))
+            seqno = self.idl.change_seqno
+            txn = Txn(self.idl)
+            txn.add_comment(comment)
+            try:
+                early = build(txn)
+            except BaseException:
+                txn.abort()
+                raise
+            if early is not None:
+                txn.abort()
+                return "done", early
+            status = txn.commit()
+            while status == Txn.INCOMPLETE:
+                if time.monotonic() > deadline:
+                    txn.abort()
+                    raise DaqctlError("%s: the transaction timed out; it "
+                                      "may or may not have been committed"
+                                      % self.remote)
+                self.idl.run()
+                poller = ovs.poller.Poller()
+                self.idl.wait(poller)
+                txn.wait(poller)
+                poller.timer_wait(100)
+                poller.block()
+                status = txn.commit()
+            if status in (Txn.SUCCESS, Txn.UNCHANGED):
+                return status, None
+            if status == Txn.NOT_LOCKED or not retry:
+                return status, txn.get_error()
+            if status == Txn.ERROR and "constraint" not in str(
+                    txn.get_error()):
+                raise DaqctlError("%s: transaction failed (%s); nothing "
+                                  "changed" % (self.remote,
+                                               txn.get_error()))
+            if time.monotonic() > deadline:
+                raise DaqctlError("%s: the database kept changing for %g s; "
+                                  "nothing changed" % (self.remote,
+                                                       self.timeout))
+            # TRY_AGAIN (or two first writers both creating the Fabric
+            # row): once the change that made it fail has arrived (or the
+            # connection is back), build again.
+            self.run_until(lambda: self.idl.change_seqno != seqno
+                           or not self.connected(),
+                           "receive the database's changes",
+                           max(0.1, deadline - time.monotonic()))
+
+    def apply(self, state: FabricState, digest: str, who: str,
+              comment: str) -> int:
+        """Replaces the whole desired state by 'state' in one transaction
+        that also increments the generation.  A concurrent apply makes it
+        start again from the new contents (last writer wins, whole).  A
+        transaction whose answer was lost with the leader is recognised by
+        its apply id.  Returns the new generation."""
+        apply_id = str(uuid.uuid4())
+        result: Dict[str, int] = {}
+
+        def build(txn: Txn) -> Optional[int]:
+            fab = self.root()
+            if fab is None:
+                fab = txn.insert(self.idl.tables["Fabric"])
+                gen = 0
+            else:
+                if fab.apply_id == apply_id:
+                    # Committed already; the answer was lost.
+                    return int(fab.generation)
+                fab.verify("generation")
+                fab.verify("apply_id")
+                gen = int(fab.generation)
+            fab.generation = gen + 1
+            fab.apply_id = apply_id
+            fab.map_digest = digest
+            fab.applied_by = who
+            fab.hold_down = state.hold_down
+            result["gen"] = gen + 1
+            self._sync(txn, "Switch", "name", {
+                s.name: {"role": s.role, "plane": s.plane, "pod": s.pod,
+                         "dpdk": s.dpdk, "db": _o(s.db),
+                         "bridge": s.bridge, "of": _o(s.of)}
+                for s in state.switches})
+            self._sync(txn, "Link", "name", {
+                lk.name: {"a_switch": lk.a_switch, "a_port": lk.a_port,
+                          "b_switch": lk.b_switch, "b_port": lk.b_port}
+                for lk in state.links})
+            self._sync(txn, "Host", "name", {
+                h.name: {"role": h.role, "ip": _o(h.ip), "pod": h.pod,
+                         "attachments": {p: "%s:%s" % (leaf, port)
+                                         for p, leaf, port
+                                         in h.attachments}}
+                for h in state.hosts})
+            self._sync(txn, "DCM", "name", {
+                d.name: dcm_columns(d) for d in state.dcms})
+            return None
+
+        status, early = self.commit(build, comment)
+        if early is not None:
+            return int(early)
+        if status == Txn.UNCHANGED:
+            return self.generation()
+        return result["gen"]
+
+    def _sync(self, txn: Txn, table: str, key: str,
+              wanted: Dict[str, Dict[str, Any]]) -> None:
+        """Makes 'table' hold exactly 'wanted' (rows by their 'key'
+        column), changing only what differs."""
+        have = {getattr(r, key): r for r in self.rows(table)}
+        for k, r in have.items():
+            if k not in wanted:
+                r.delete()
+        for k, cols in sorted(wanted.items()):
+            r = have.get(k)
+            if r is None:
+                r = txn.insert(self.idl.tables[table])
+                setattr(r, key, k)
+                for c, v in cols.items():
+                    setattr(r, c, v)
+                continue
+            for c, v in cols.items():
+                cur = getattr(r, c)
+                if isinstance(cur, list) and isinstance(v, list):
+                    same = sorted(map(str, cur)) == sorted(map(str, v))
+                else:
+                    same = cur == v
+                if not same:
+                    setattr(r, c, v)
+
+
+def dcm_columns(d: FabricDcm) -> Dict[str, Any]:
+    m = d.dcm
+    return {"host": d.host, "ring": m.ring, "ip": _o(m.ip),
+            "tuples": sorted(t.canonical() for t in m.tuples),
+            "ring_size": m.ring_size, "max_burst": m.max_burst,
+            "poll_interval": m.poll_interval, "max_rate": m.max_rate,
+            "rate": _o(m.rate), "frame_overhead": _o(m.frame_overhead),
+            "numa_id": _o(m.numa_id), "flow_buckets": m.flow_buckets,
+            "ofport": _o(m.ofport), "steering": m.steering}
+
+
+def dcm_from_fabric_row(r: Any, egress: str) -> Dcm:
+    """The Dcm of a DCM row, with 'egress' (the port towards its host)."""
+    return Dcm(name=r.name, ring=r.ring, egress=egress, ip=_opt(r.ip),
+               tuples=tuple(parse_tuple(t) for t in sorted(r.tuples)),
+               ring_size=r.ring_size, max_burst=r.max_burst,
+               poll_interval=r.poll_interval, max_rate=r.max_rate,
+               frame_overhead=_opt(r.frame_overhead),
+               numa_id=_opt(r.numa_id), flow_buckets=r.flow_buckets,
+               ofport=_opt(r.ofport), rate=_opt(r.rate),
+               steering=r.steering, where="DCM %s" % r.name)
+
+
+# ==================================================================== planner
+class Planner:
+    """The planner's side of the fabric database.  Contenders connect to
+    the leader only and take the OVSDB lock PLANNER_LOCK; the one that
+    gets it increments Fabric:planner_epoch (its takeover), and every
+    transaction it makes verify()s that epoch, so that a planner deposed
+    while it still holds a lock (on a former leader, locks are not
+    replicated) can never commit."""
+
+    def __init__(self, remote: str, name: str, timeout: float,
+                 leader_only: bool = True) -> None:
+        self.name = name
+        self.db = FabricDb(remote, timeout, leader_only=leader_only,
+                           lock=PLANNER_LOCK)
+        self.epoch: Optional[int] = None
+        # When each port was last seen coming back up (ms); ports up
+        # when this planner started count from then: after a takeover,
+        # a DCM moves home a hold-down later at the earliest.
+        self.up_since: Dict[Endpoint, int] = {}
+        self.down: Optional[Set[Endpoint]] = None
+        self.started = now_ms()
+        self.notes: List[str] = []
+
+    def close(self) -> None:
+        self.db.close()
+
+    def has_lock(self) -> bool:
+        return bool(self.db.idl.has_lock)
+
+    def take_over(self) -> str:
+        """Increments the epoch if this planner holds the lock and has
+        not taken over yet.  Returns what happened."""
+        self.db.run()
+        if not self.has_lock():
+            self.epoch = None
+            return "waiting for the lock"
+        if self.epoch is not None:
+            return "planner (epoch %d)" % self.epoch
+        got: Dict[str, int] = {}
+
+        def build(txn: Txn) -> Optional[str]:
+            fab = self.db.root()
+            if fab is None:
+                return "no fabric yet"
+            fab.verify("planner_epoch")
+            got["epoch"] = int(fab.planner_epoch) + 1
+            fab.planner_epoch = got["epoch"]
+            fab.planner = self.name
+            return None
+
+        status, early = self.db.commit(build, "%s: planner takes over"
+                                       % self.name, retry=False)
+        if early is not None:
+            return str(early)
+        if status == Txn.SUCCESS:
+            self.epoch = got["epoch"]
+            return "took over (epoch %d)" % self.epoch
+        return "take-over failed (%s)" % status
+
+    def step(self, now: Optional[int] = None) -> str:
+        """One planning round: the plan from the database's contents now,
+        written if it differs, fenced by the epoch.  Returns what
+        happened: 'unchanged', 'planned', 'deposed', or why not."""
+        what = self.take_over()
+        if self.epoch is None:
+            return what
+        now = now_ms() if now is None else now
+        db = self.db
+        fab = db.root()
+        if fab is None:
+            return "no fabric yet"
+        if int(fab.planner_epoch) != self.epoch:
+            return self._deposed(int(fab.planner_epoch))
+        down = db.down_ports()
+        if self.down is None:
+            self.down = set()
+        for e in self.down - down:
+            self.up_since[e] = now
+        self.down = set(down)
+        up_since = dict(self.up_since)
+        for e in down:
+            up_since.pop(e, None)
+        state = db.state()
+        current = db.assignments()
+        gen = int(fab.generation)
+        new, notes = plan(state, current, down,
+                          _with_default(up_since, self.started), now,
+                          self.epoch, gen)
+        upd, gone = changed(current, new)
+        if not upd and not gone and int(fab.planned_generation) == gen:
+            return "unchanged"
+        epoch = self.epoch
+
+        def build(txn: Txn) -> Optional[str]:
+            f = db.root()
+            f.verify("planner_epoch")
+            f.verify("generation")
+            if int(f.planner_epoch) != epoch:
+                return "deposed"
+            rows = {r.dcm: r for r in db.rows("Assignment")}
+            for n in gone:
+                if n in rows:
+                    rows[n].delete()
+            for a in upd:
+                r = rows.get(a.dcm)
+                if r is None:
+                    r = txn.insert(db.idl.tables["Assignment"])
+                    r.dcm = a.dcm
+                else:
+                    r.verify("epoch")
+                r.plane = a.plane
+                r.spine = a.spine
+                r.epoch = epoch
+                r.generation = gen
+                r.home_plane = _o(a.home[0] if a.home else None)
+                r.home_spine = _o(a.home[1] if a.home else None)
+                r.moved_at = a.moved_at
+                r.reason = a.reason
+            f.planned_generation = gen
+            return None
+
+        status, early = db.commit(build, "%s: plan of generation %d "
+                                  "(epoch %d)" % (self.name, gen, epoch),
+                                  retry=False)
+        if early == "deposed":
+            return self._deposed(int(db.root().planner_epoch))
+        if status == Txn.SUCCESS:
+            self.notes = notes
+            return "planned"
+        if status == Txn.NOT_LOCKED:
+            self.epoch = None
+            return "lost the lock"
+        # TRY_AGAIN: someone changed the epoch, the generation or an
+        # assignment meanwhile.  Once the change is here, see whether this
+        # planner is still the planner.
+        db.run_until(lambda: db.root() is not None, "read the fabric")
+        seqno = db.idl.change_seqno
+        try:
+            db.run_until(lambda: db.idl.change_seqno != seqno, "receive "
+                         "the change", min(db.timeout, 5))
+        except DaqctlError:
+            pass
+        cur = int(db.root().planner_epoch)
+        if cur != epoch:
+            return self._deposed(cur)
+        return "retry (%s)" % status
+
+    def _deposed(self, epoch: int) -> str:
+        """Another planner took over (epoch 'epoch'): give up the lock
+        and contend again through the leader."""
+        self.epoch = None
+        self.db.idl.set_lock(None)
+        self.db.idl.set_lock(PLANNER_LOCK)
+        self.db.idl.force_reconnect()
+        return "deposed (epoch %d is another planner's)" % epoch
+
+
+def _with_default(up_since: Dict[Endpoint, int],
+                  started: int) -> "_SinceMap":
+    return _SinceMap(up_since, started)
+
+
+class _SinceMap(dict):  # type: ignore[type-arg]
+    """up_since with the planner's start as the default."""
+
+    def __init__(self, d: Dict[Endpoint, int], default: int) -> None:
+        super().__init__(d)
+        self.default = default
+
+    def get(self, k: Any, _d: Any = None) -> Any:
+        return super().get(k, self.default)

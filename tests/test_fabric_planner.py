@@ -1,0 +1,341 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Unit tests of the fabric map (the 'fabric' section of a DCM map), the
+planner (thesis Algorithms 6.1 and 6.2) and the slices it gives each
+switch.  Pure: no daemons.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_fabric_planner.py
+"""
+
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+import pytest
+
+from ovs_daqring.daqctl.model import MapError
+from ovs_daqring.fabric.fabmap import FabricMapReader
+from ovs_daqring.fabric.model import Assignment, FabricState
+from ovs_daqring.fabric.planner import changed, path_order, plan
+from ovs_daqring.fabric.slice import slices
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"
+
+
+def fabric_yaml(planes: int = 2, spines: int = 2, hlt: int = 2,
+                dcms_per_host: int = 4, hold_down: int = 10) -> str:
+    """A parallel leaf-spine: per plane, a ROS leaf, an HLT leaf and
+    'spines' spines; two ROS hosts and 'hlt' HLT hosts on every plane."""
+    sw, links, hosts, dcms = [], [], [], []
+    for p in range(planes):
+        sw.append("    - {name: rl%d, role: leaf, plane: %d}" % (p, p))
+        sw.append("    - {name: hl%d, role: leaf, plane: %d}" % (p, p))
+        for s in range(spines):
+            sw.append("    - {name: sp%d-%d, role: spine, plane: %d}"
+                      % (p, s, p))
+            for leaf in ("rl%d" % p, "hl%d" % p):
+                links.append('    - {a: "%s:u%d", b: "sp%d-%d:%s"}'
+                             % (leaf, s, p, s, leaf))
+    for r in range(2):
+        ports = ", ".join('%d: "rl%d:h%d"' % (p, p, r)
+                          for p in range(planes))
+        hosts.append("    - {name: ros%d, role: ros, ports: {%s}}"
+                     % (r, ports))
+    for h in range(hlt):
+        ports = ", ".join('%d: "hl%d:h%d"' % (p, p, h)
+                          for p in range(planes))
+        hosts.append("    - {name: hlt%d, role: hlt, ports: {%s}}"
+                     % (h, ports))
+        for k in range(dcms_per_host):
+            dcms.append("  - {name: d%d-%d, host: hlt%d, ip: 10.1.%d.%d}"
+                        % (h, k, h, h, k + 1))
+    return ("fabric:\n  hold-down: %d\n  switches:\n%s\n  links:\n%s\n"
+            "  hosts:\n%s\ndcms:\n%s\n"
+            % (hold_down, "\n".join(sw), "\n".join(links),
+               "\n".join(hosts), "\n".join(dcms)))
+
+
+def parse(text: str) -> FabricState:
+    return FabricMapReader("m.yaml").parse(textwrap.dedent(text))
+
+
+def refused(text: str) -> List[str]:
+    with pytest.raises(MapError) as e:
+        parse(text)
+    return [str(p) for p in e.value.problems]
+
+
+# ======================================================================= map
+def test_example_map_parses() -> None:
+    st = FabricMapReader(str(EXAMPLE)).read()
+    assert [s.name for s in st.switches] == ["ros-leaf1", "hlt-leaf1",
+                                             "spine1", "spine2"]
+    assert len(st.links) == 4 and len(st.hosts) == 3
+    assert [d.name for d in st.dcms] == ["dcm1", "dcm2", "dcm3", "dcm4"]
+    assert st.dcms[0].dcm.max_rate == 190000000
+    assert st.hold_down == 30
+
+
+def test_generated_map_parses() -> None:
+    st = parse(fabric_yaml())
+    assert st.spines() == {0: ["sp0-0", "sp0-1"], 1: ["sp1-0", "sp1-1"]}
+    assert st.host("hlt1").leaf(1) == ("hl1", "h1")
+
+
+BAD_MAPS = [
+    # (what is wrong, the map, a piece of the message)
+    ("unknown key", fabric_yaml().replace("hold-down", "hold-dwn"),
+     "unknown fabric key 'hold_dwn'"),
+    ("no spine in a plane",
+     fabric_yaml(planes=1, spines=1).replace(
+         "    - {name: sp0-0, role: spine, plane: 0}\n", "").replace(
+             '    - {a: "rl0:u0", b: "sp0-0:rl0"}\n', "").replace(
+                 '    - {a: "hl0:u0", b: "sp0-0:hl0"}\n', ""),
+     "plane 0 has hosts but no spine"),
+    ("leaf to leaf", fabric_yaml(planes=1, spines=1).replace(
+        '{a: "rl0:u0", b: "sp0-0:rl0"}', '{a: "rl0:u0", b: "hl0:x"}'),
+     "a link joins a leaf and a spine"),
+    ("port cabled twice", fabric_yaml(planes=1, spines=1).replace(
+        '{a: "hl0:u0", b: "sp0-0:hl0"}', '{a: "hl0:u0", b: "sp0-0:rl0"}'),
+     "already cabled"),
+    ("link to a missing switch", fabric_yaml(planes=1, spines=1).replace(
+        'b: "sp0-0:hl0"', 'b: "nosuch:p1"'), "no switch nosuch"),
+    ("link between planes", fabric_yaml(planes=2, spines=1).replace(
+        'b: "sp1-0:hl1"', 'b: "sp0-0:x9"'), "planes are independent"),
+    ("DCM on a missing host", fabric_yaml(planes=1, spines=1).replace(
+        "host: hlt0", "host: hltX", 1), "no host hltX"),
+    ("DCM on a ROS host", fabric_yaml(planes=1, spines=1).replace(
+        "host: hlt0", "host: ros0", 1), "DCMs run on HLT hosts"),
+    ("DCM with an egress", fabric_yaml(planes=1, spines=1).replace(
+        "host: hlt0,", "host: hlt0, egress: p1,", 1),
+     "unknown DCM key 'egress'"),
+    ("duplicate DCM ip", fabric_yaml(planes=1, spines=1).replace(
+        "ip: 10.1.0.2", "ip: 10.1.0.1"), "10.1.0.1"),
+    ("bad plane", fabric_yaml(planes=1, spines=1).replace(
+        "plane: 0}", "plane: 64}", 1), "out of range"),
+    ("bad role", fabric_yaml(planes=1, spines=1).replace(
+        "role: spine", "role: core"), "leaf or spine"),
+    ("host on a spine", fabric_yaml(planes=1, spines=1).replace(
+        '0: "hl0:h0"', '0: "sp0-0:h0"'), "not a leaf"),
+    ("leaf without its uplink", fabric_yaml(planes=1, spines=2).replace(
+        '    - {a: "hl0:u1", b: "sp0-1:hl0"}\n', ""),
+     "leaf hl0 has no link to spine sp0-1"),
+    ("bad rate", fabric_yaml(planes=1, spines=1).replace(
+        "ip: 10.1.0.1}", "ip: 10.1.0.1, rate: fast}"), "bad rate"),
+    ("ring named like a port", fabric_yaml(planes=1, spines=1).replace(
+        "ip: 10.1.0.1}", "ip: 10.1.0.1, ring: h0}"), "name of a cabled"),
+    ("not a fabric map", "dcms: []\n", "a fabric map is a mapping"),
+    ("malformed YAML", "fabric: [\n", "malformed YAML"),
+]
+
+
+@pytest.mark.parametrize("what,text,msg", BAD_MAPS,
+                         ids=[b[0] for b in BAD_MAPS])
+def test_bad_map_refused(what: str, text: str, msg: str) -> None:
+    probs = refused(text)
+    assert any(msg in p for p in probs), probs
+    # Every problem says where.
+    assert all(p.startswith("m.yaml") for p in probs), probs
+
+
+def test_bad_map_lists_every_problem_with_its_line() -> None:
+    text = fabric_yaml(planes=1, spines=1).replace(
+        "role: spine", "role: core").replace("host: hlt0", "host: hltX", 1)
+    probs = refused(text)
+    assert len(probs) >= 2
+    lines = text.splitlines()
+    for p in probs:
+        if "core" in p:
+            n = int(p.split(":")[1])
+            assert "role: core" in lines[n - 1]
+
+
+# =================================================================== planner
+def assign(st: FabricState, current: Dict[str, Assignment],
+           down: Set[Tuple[str, str]] = frozenset(),  # type: ignore
+           up_since: Dict[Tuple[str, str], int] = {},  # noqa: B006
+           now: int = 1000000) -> Dict[str, Assignment]:
+    new, _ = plan(st, current, set(down), dict(up_since), now)
+    return new
+
+
+def load(asg: Dict[str, Assignment]) -> Dict[Tuple[int, str], int]:
+    out: Dict[Tuple[int, str], int] = {}
+    for a in asg.values():
+        out[a.path] = out.get(a.path, 0) + 1
+    return out
+
+
+def test_path_order_is_round_robin_over_planes_then_spines() -> None:
+    st = parse(fabric_yaml(planes=2, spines=3))
+    assert path_order(st) == [(0, "sp0-0"), (1, "sp1-0"), (0, "sp0-1"),
+                              (1, "sp1-1"), (0, "sp0-2"), (1, "sp1-2")]
+
+
+def test_first_assignment_is_algorithm_6_1() -> None:
+    st = parse(fabric_yaml(planes=2, spines=2, hlt=2, dcms_per_host=5))
+    asg = assign(st, {})
+    order = path_order(st)
+    names = sorted(d.name for d in st.dcms)
+    # DCM i (in name order) takes path i mod n.
+    for i, n in enumerate(names):
+        assert asg[n].path == order[i % len(order)], n
+    assert sorted(load(asg).values()) == [2, 2, 3, 3]
+    assert all(a.home is None for a in asg.values())
+
+
+def test_plan_is_deterministic_and_stable() -> None:
+    st = parse(fabric_yaml())
+    a1 = assign(st, {})
+    assert assign(st, {}) == a1
+    # Nothing changed: nothing to write.
+    again = assign(st, a1, now=2000000)
+    assert changed(a1, again) == ([], [])
+
+
+def test_new_dcm_goes_to_least_loaded_and_nobody_moves() -> None:
+    st = parse(fabric_yaml(planes=1, spines=2, hlt=1, dcms_per_host=3))
+    a1 = assign(st, {})
+    st2 = parse(fabric_yaml(planes=1, spines=2, hlt=1, dcms_per_host=4))
+    a2 = assign(st2, a1)
+    for n, a in a1.items():
+        assert a2[n].path == a.path
+    assert load(a2) == {(0, "sp0-0"): 2, (0, "sp0-1"): 2}
+
+
+def test_removed_dcm_loses_its_assignment() -> None:
+    st = parse(fabric_yaml(planes=1, spines=2, hlt=1, dcms_per_host=3))
+    a1 = assign(st, {})
+    st2 = parse(fabric_yaml(planes=1, spines=2, hlt=1, dcms_per_host=2))
+    a2 = assign(st2, a1)
+    upd, gone = changed(a1, a2)
+    assert gone == ["d0-2"] and upd == []
+
+
+def test_link_failure_moves_only_affected_dcms_balanced() -> None:
+    st = parse(fabric_yaml(planes=2, spines=2, hlt=2, dcms_per_host=4))
+    a1 = assign(st, {})
+    # The HLT leaf of plane 0 loses its link to spine sp0-0.
+    down = {("hl0", "u0")}
+    a2 = assign(st, a1, down)
+    hit = sorted(n for n, a in a1.items() if a.path == (0, "sp0-0"))
+    assert hit, a1
+    for n, a in a1.items():
+        if n in hit:
+            assert a2[n].path != (0, "sp0-0")
+            assert a2[n].home == (0, "sp0-0")
+            assert a2[n].reason == "path down"
+        else:
+            assert a2[n] == a, n
+    # The moved DCMs spread over the remaining paths.
+    ld = load(a2)
+    assert (0, "sp0-0") not in ld
+    assert max(ld.values()) - min(ld.values()) <= 1
+
+
+def test_ros_uplink_failure_affects_every_dcm_on_that_spine() -> None:
+    st = parse(fabric_yaml(planes=1, spines=2, hlt=2, dcms_per_host=2))
+    a1 = assign(st, {})
+    a2 = assign(st, a1, {("sp0-1", "rl0")})     # spine end of rl0's link
+    assert all(a.path == (0, "sp0-0") for a in a2.values())
+
+
+def test_host_link_down_moves_its_dcms_to_another_plane() -> None:
+    st = parse(fabric_yaml(planes=2, spines=1, hlt=2, dcms_per_host=2))
+    a1 = assign(st, {})
+    a2 = assign(st, a1, {("hl1", "h0")})        # hlt0's plane-1 port
+    for n, a in a2.items():
+        if n.startswith("d0-"):
+            assert a.plane == 0
+        else:
+            assert a == a1[n]
+
+
+def test_no_usable_path_keeps_the_assignment() -> None:
+    st = parse(fabric_yaml(planes=1, spines=1, hlt=1, dcms_per_host=2))
+    a1 = assign(st, {})
+    new, notes = plan(st, a1, {("hl0", "h0")}, {}, 5000)
+    assert new == a1
+    assert any("no usable path" in n for n in notes)
+    fresh, notes = plan(st, {}, {("hl0", "h0")}, {}, 5000)
+    assert fresh == {} and len(notes) == 2
+
+
+def test_move_back_after_hold_down_without_flapping() -> None:
+    st = parse(fabric_yaml(planes=1, spines=2, hlt=1, dcms_per_host=4,
+                           hold_down=10))
+    t0 = 1000000
+    a1 = assign(st, {}, now=t0)
+    down = {("hl0", "u1")}                      # hl0 - sp0-1
+    a2 = assign(st, a1, down, now=t0 + 1000)
+    moved = sorted(n for n in a1 if a1[n].spine == "sp0-1")
+    assert moved and all(a2[n].spine == "sp0-0" for n in moved)
+    # The link comes back at t0 + 5 s.
+    back = {("hl0", "u1"): t0 + 5000}
+    # Within the hold-down: nobody moves.
+    a3 = assign(st, a2, set(), back, now=t0 + 9000)
+    assert a3 == a2
+    # It fails again and comes back at t0 + 14 s: the hold-down restarts.
+    a4 = assign(st, a3, down, now=t0 + 12000)
+    assert a4 == a3                              # already away from it
+    back = {("hl0", "u1"): t0 + 14000}
+    a5 = assign(st, a4, set(), back, now=t0 + 20000)
+    assert a5 == a4
+    # Up for the hold-down: home again, and only the moved DCMs moved.
+    a6 = assign(st, a5, set(), back, now=t0 + 24000)
+    for n in a1:
+        assert a6[n].path == a1[n].path
+        assert a6[n].home is None
+    upd, _ = changed(a5, a6)
+    assert sorted(a.dcm for a in upd) == moved
+    # And stays.
+    assert changed(a6, assign(st, a6, set(), back, now=t0 + 90000)) == (
+        [], [])
+
+
+def test_removed_spine_moves_its_dcms_without_home() -> None:
+    st = parse(fabric_yaml(planes=1, spines=2, hlt=1, dcms_per_host=4))
+    a1 = assign(st, {})
+    text = fabric_yaml(planes=1, spines=2, hlt=1, dcms_per_host=4)
+    text = "\n".join(ln for ln in text.splitlines() if "sp0-1" not in ln)
+    st2 = parse(text + "\n")
+    a2 = assign(st2, a1)
+    assert all(a.path == (0, "sp0-0") and a.home is None
+               for a in a2.values())
+
+
+# ==================================================================== slices
+def test_slices_put_rings_on_hlt_leaves_and_routes_elsewhere() -> None:
+    st = parse(fabric_yaml(planes=2, spines=2, hlt=2, dcms_per_host=2))
+    asg = assign(st, {})
+    sl = slices(st, asg)
+    rings = {d.name: (sw, d.egress) for sw, s in sl.items()
+             for d in s.rings}
+    assert sorted(rings) == sorted(d.name for d in st.dcms)
+    for d in st.dcms:
+        a = asg[d.name]
+        leaf, port = st.host(d.host).leaf(a.plane)
+        assert rings[d.name] == (leaf, port)
+        # The ROS leaf of the plane sends it up to the assigned spine,
+        # the spine down to the HLT leaf.
+        up = [r for r in sl["rl%d" % a.plane].routes if r.dcm == d.name]
+        assert [r.port for r in up] == ["u%s" % a.spine[-1]]
+        dn = [r for r in sl[a.spine].routes if r.dcm == d.name]
+        assert [r.port for r in dn] == [leaf]
+    # No switch of another plane or spine has anything of it.
+    for sw, s in sl.items():
+        for r in s.routes:
+            assert r.dcm in asg
