@@ -1,0 +1,471 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Tests of the fabric control plane against a real 3-member clustered
+(Raft) ovsdb-server with the fabric schema: ovs-daqctl fabric apply
+(the whole state in one transaction, refused whole, --dry-run), fabric
+status, concurrent applies, kill -9 of the Raft leader during an apply,
+and the planner's lock and fencing epoch.
+
+Every test starts its own cluster (unix sockets in a short directory
+under /tmp: sun_path holds 108 bytes) and stops every daemon it started.
+Waits are bounded; nothing asserts a duration.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_fabric_cluster.py
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List
+
+import pytest
+
+from ovs_daqring.fabric import schema_path
+from ovs_daqring.fabric.db import FabricDb, Planner
+from ovs_daqring.fabric.fabmap import (FabricMapReader, state_digest,
+                                       state_json)
+
+ROOT = Path(__file__).resolve().parent.parent
+DAQCTL = ROOT / "utilities" / "ovs-daqctl"
+EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"
+PYTHON = "/usr/bin/python3"
+
+
+def _tool(name: str) -> str:
+    """An OVS program: from the build in ovs/, else installed."""
+    for d in ("ovsdb", "utilities"):
+        p = ROOT / "ovs" / d / name
+        if p.is_file() and os.access(str(p), os.X_OK):
+            return str(p)
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin")
+    if not found:
+        pytest.fail("%s not found (build ovs/ or install "
+                    "openvswitch-common)" % name)
+    return found
+
+
+def wait_for(cond: Callable[[], Any], what: str,
+             timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out (%g s) waiting for %s"
+                                 % (timeout, what))
+        time.sleep(0.1)
+
+
+class Cluster:
+    """A clustered fabric database of 'n' ovsdb-server members."""
+
+    def __init__(self, n: int = 3) -> None:
+        self.dir = tempfile.mkdtemp(prefix="dqf.", dir="/tmp")
+        self.n = n
+        self.procs: Dict[int, "subprocess.Popen[bytes]"] = {}
+        self.server = _tool("ovsdb-server")
+        self.appctl = _tool("ovs-appctl")
+        tool = _tool("ovsdb-tool")
+        try:
+            subprocess.run([tool, "create-cluster", self.path(1, "db"),
+                            schema_path(), "unix:" + self.path(1, "raft")],
+                           check=True, capture_output=True, timeout=30)
+            for i in range(2, n + 1):
+                subprocess.run([tool, "join-cluster", self.path(i, "db"),
+                                "daqfabric", "unix:" + self.path(i, "raft"),
+                                "unix:" + self.path(1, "raft")],
+                               check=True, capture_output=True, timeout=30)
+            for i in range(1, n + 1):
+                self.start(i)
+            for i in range(1, n + 1):
+                wait_for(lambda i=i: "Status: cluster member"
+                         in self.status(i), "member %d to join" % i)
+            wait_for(self.leader, "a leader")
+        except BaseException:
+            self.stop()
+            raise
+
+    def path(self, i: int, ext: str) -> str:
+        return os.path.join(self.dir, "s%d.%s" % (i, ext))
+
+    def start(self, i: int) -> None:
+        log = open(self.path(i, "out"), "ab")
+        try:
+            self.procs[i] = subprocess.Popen(
+                [self.server, "--no-chdir", "-vconsole:off",
+                 "--log-file=" + self.path(i, "log"),
+                 "--unixctl=" + self.path(i, "ctl"),
+                 "--remote=punix:" + self.path(i, "sock"),
+                 self.path(i, "db")], stdout=log, stderr=log)
+        finally:
+            log.close()
+
+    def status(self, i: int) -> str:
+        if i not in self.procs or self.procs[i].poll() is not None:
+            return ""
+        p = subprocess.run([self.appctl, "-t", self.path(i, "ctl"),
+                            "cluster/status", "daqfabric"],
+                           capture_output=True, text=True, timeout=10)
+        return p.stdout
+
+    def leader(self) -> int:
+        for i in sorted(self.procs):
+            if "Role: leader" in self.status(i):
+                return i
+        return 0
+
+    def remote(self, i: int) -> str:
+        return "unix:" + self.path(i, "sock")
+
+    def remotes(self) -> str:
+        """Every member, as clients are told."""
+        return ",".join(self.remote(i) for i in range(1, self.n + 1))
+
+    def kill(self, i: int) -> None:
+        p = self.procs.pop(i)
+        p.kill()
+        p.wait(10)
+
+    def stop(self) -> None:
+        for i in list(self.procs):
+            p = self.procs.pop(i)
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    c = Cluster(3)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def daqctl(*args: str, timeout: float = 120
+           ) -> "subprocess.CompletedProcess[str]":
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    return subprocess.run([PYTHON, str(DAQCTL)] + list(args),
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def db_content(remote: str, leader_only: bool = True) -> Dict[str, Any]:
+    """The desired state and the generation as 'remote' holds them."""
+    db = FabricDb(remote, 30, leader_only=leader_only)
+    try:
+        return {"generation": db.generation(),
+                "state": state_json(db.state()),
+                "digest": db.root().map_digest if db.root() else None}
+    finally:
+        db.close()
+
+
+def map_state(path: str) -> Dict[str, Any]:
+    return state_json(FabricMapReader(path).read())
+
+
+def write_map(d: str, name: str, n_dcms: int, rate: str = "190mbit",
+              spines: int = 2) -> str:
+    """The example fabric with 'n_dcms' DCMs on hlt1."""
+    text = EXAMPLE.read_text().split("defaults:")[0]
+    if spines == 1:
+        text = "\n".join(ln for ln in text.splitlines()
+                         if "spine2" not in ln) + "\n"
+    text += "defaults:\n  rate: %s\ndcms:\n" % rate
+    for k in range(n_dcms):
+        text += ('  - {name: dcm%d, host: hlt1, tuples: ["*:*->10.1.0.1:%d"]}'
+                 "\n" % (k, 10000 + k))
+    p = os.path.join(d, name)
+    with open(p, "w") as f:
+        f.write(text)
+    return p
+
+
+# ===================================================================== apply
+def test_apply_writes_whole_state_replicated(cluster: Cluster) -> None:
+    p = daqctl("fabric", "apply", str(EXAMPLE), "--db", cluster.remotes())
+    assert p.returncode == 0, p.stderr
+    assert "generation 1" in p.stdout
+    want = map_state(str(EXAMPLE))
+    got = db_content(cluster.remotes())
+    assert got["generation"] == 1 and got["state"] == want
+    assert got["digest"] == state_digest(FabricMapReader(str(EXAMPLE))
+                                         .read())
+    # Every member has it (read from each, leader or not).
+    for i in range(1, 4):
+        wait_for(lambda i=i: db_content(cluster.remote(i), False)["state"]
+                 == want, "member %d to have the map" % i)
+
+
+def test_apply_again_with_changes_replaces_the_state(
+        cluster: Cluster, tmp_path: Path) -> None:
+    m1 = write_map(str(tmp_path), "m1.yaml", 6)
+    m2 = write_map(str(tmp_path), "m2.yaml", 3, rate="100mbit", spines=1)
+    for m, gen in ((m1, 1), (m2, 2)):
+        p = daqctl("fabric", "apply", m, "--db", cluster.remotes())
+        assert p.returncode == 0, p.stderr
+        got = db_content(cluster.remotes())
+        assert got["generation"] == gen and got["state"] == map_state(m)
+
+
+def test_dry_run_changes_nothing(cluster: Cluster) -> None:
+    p = daqctl("fabric", "apply", "--dry-run", str(EXAMPLE), "--db",
+               cluster.remotes())
+    assert p.returncode == 0, p.stderr
+    assert "switch hlt-leaf1: 4 daqrings, 0 routes" in p.stdout
+    assert "switch spine1: 0 daqrings, 2 routes" in p.stdout
+    got = db_content(cluster.remotes())
+    assert got["generation"] == 0 and got["state"]["dcms"] == []
+    p = daqctl("fabric", "apply", "-n", str(EXAMPLE), "-f", "json",
+               "--db", cluster.remotes())
+    plan = json.loads(p.stdout)["fabric"]
+    assert sorted(plan["assignments"]) == ["dcm1", "dcm2", "dcm3", "dcm4"]
+    assert len(plan["switches"]["hlt-leaf1"]["rings"]) == 4
+
+
+def test_bad_map_refused_whole(cluster: Cluster, tmp_path: Path) -> None:
+    good = write_map(str(tmp_path), "good.yaml", 4)
+    assert daqctl("fabric", "apply", good, "--db",
+                  cluster.remotes()).returncode == 0
+    before = db_content(cluster.remotes())
+    # Many good changes and one bad DCM: nothing of it is written.
+    bad = write_map(str(tmp_path), "bad.yaml", 40, rate="100mbit")
+    with open(bad, "a") as f:
+        f.write("  - {name: dcmx, host: nosuch, ip: 10.9.9.9}\n")
+    p = daqctl("fabric", "apply", bad, "--db", cluster.remotes())
+    assert p.returncode == 2
+    assert "DCM dcmx: no host nosuch" in p.stderr
+    assert "nothing changed" in p.stderr
+    assert db_content(cluster.remotes()) == before
+
+
+def test_unreachable_database_fails_clearly(tmp_path: Path) -> None:
+    p = daqctl("fabric", "status", "--db",
+               "unix:%s/none.sock" % tmp_path, "--timeout", "2")
+    assert p.returncode == 1
+    assert "timed out" in p.stderr
+
+
+def test_status_text_and_json(cluster: Cluster) -> None:
+    p = daqctl("fabric", "status", "--db", cluster.remotes())
+    assert p.returncode == 0 and "no map applied yet" in p.stdout
+    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
+                  cluster.remotes()).returncode == 0
+    p = daqctl("fabric", "plan", "--name", "t-planner", "--db",
+               cluster.remotes())
+    assert p.returncode == 0, p.stderr
+    p = daqctl("fabric", "status", "--json", "--db", cluster.remotes())
+    assert p.returncode == 0, p.stderr
+    st = json.loads(p.stdout)["fabric"]
+    assert st["generation"] == 1 and st["planned_generation"] == 1
+    assert st["planner"] == "t-planner" and st["planner_epoch"] == 1
+    assert sorted(n["switch"] for n in st["nodes"]) == [
+        "hlt-leaf1", "ros-leaf1", "spine1", "spine2"]
+    assert all(not n["up"] for n in st["nodes"])     # no agents
+    spines = [d["spine"] for d in st["dcms"]]
+    assert spines == ["spine1", "spine2", "spine1", "spine2"]
+    p = daqctl("fabric", "status", "-v", "--db", cluster.remotes())
+    assert "dcm2 on hlt1: plane 0 spine spine2" in p.stdout
+
+
+def test_concurrent_applies_one_wins_never_a_mix(
+        cluster: Cluster, tmp_path: Path) -> None:
+    maps = [write_map(str(tmp_path), "a.yaml", 150, rate="100mbit"),
+            write_map(str(tmp_path), "b.yaml", 120, rate="200mbit",
+                      spines=1)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    procs = [subprocess.Popen([PYTHON, str(DAQCTL), "fabric", "apply",
+                               maps[k % 2], "--db", cluster.remotes()],
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
+             for k in range(4)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        results.append((p.returncode, err))
+    ok = [r for r in results if r[0] == 0]
+    # Each either succeeded or failed cleanly (nothing changed).
+    for rc, err in results:
+        assert rc == 0 or "nothing changed" in err, err
+    got = db_content(cluster.remotes())
+    assert got["generation"] == len(ok)
+    assert got["state"] in (map_state(maps[0]), map_state(maps[1]))
+
+
+def test_leader_killed_during_apply(cluster: Cluster,
+                                    tmp_path: Path) -> None:
+    m = write_map(str(tmp_path), "big.yaml", 1500)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    leader = cluster.leader()
+    p = subprocess.Popen([PYTHON, str(DAQCTL), "fabric", "apply", m,
+                          "--db", cluster.remotes(), "--timeout", "90"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    try:
+        # Whenever it lands (before, during or after the commit), the
+        # outcome must be the same.
+        wait_for(lambda: p.poll() is not None or os.path.exists(m),
+                 "the apply to start")
+        cluster.kill(leader)
+        out, err = p.communicate(timeout=150)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)
+    assert p.returncode == 0, err
+    wait_for(cluster.leader, "a new leader")
+    got = db_content(cluster.remotes())
+    # Applied exactly once, whole.
+    assert got["generation"] == 1
+    assert got["state"] == map_state(m)
+
+
+# =================================================================== planner
+def _until(planner: Planner, cond: Callable[[str], bool],
+           timeout: float = 60) -> str:
+    last: List[str] = []
+
+    def once() -> bool:
+        last.append(planner.step())
+        if cond(last[-1]):
+            return True
+        planner.db.idl.run()
+        time.sleep(0.05)
+        return False
+    wait_for(once, "planner: %s" % (last[-1:] or ["?"]), timeout)
+    return last[-1]
+
+
+def test_planner_lock_single_writer(cluster: Cluster) -> None:
+    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
+                  cluster.remotes()).returncode == 0
+    a = Planner(cluster.remotes(), "A", 30)
+    b = Planner(cluster.remotes(), "B", 30)
+    try:
+        assert _until(a, lambda s: s == "planned") == "planned"
+        assert a.epoch == 1
+        # B contends on the same (leader) server: it never gets the lock,
+        # never takes over, never writes.
+        for _ in range(20):
+            assert b.step() == "waiting for the lock"
+            b.db.idl.run()
+        assert b.epoch is None
+        # A goes: B takes over with the next epoch.
+        a.close()
+        assert _until(b, lambda s: s in ("planned", "unchanged")) in (
+            "planned", "unchanged")
+        assert b.epoch == 2
+    finally:
+        a.close()
+        b.close()
+    db = FabricDb(cluster.remotes(), 30)
+    try:
+        fab = db.root()
+        assert fab.planner == "B" and fab.planner_epoch == 2
+        asg = db.assignments()
+        assert sorted(asg) == ["dcm1", "dcm2", "dcm3", "dcm4"]
+        assert all(x.epoch == 1 for x in asg.values())
+    finally:
+        db.close()
+
+
+def test_deposed_planner_cannot_commit(cluster: Cluster,
+                                       tmp_path: Path) -> None:
+    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
+                  cluster.remotes()).returncode == 0
+    a = Planner(cluster.remotes(), "A", 30)
+    b = None
+    try:
+        assert _until(a, lambda s: s == "planned") == "planned"
+        assert a.epoch == 1
+        # A new generation, which A sees (and would plan).
+        m = write_map(str(tmp_path), "m6.yaml", 6)
+        assert daqctl("fabric", "apply", m, "--db",
+                      cluster.remotes()).returncode == 0
+        a.db.run_until(lambda: a.db.generation() == 2, "generation 2")
+        # B holds the same lock on another member (locks live in one
+        # server and are not replicated: what a leader change can leave
+        # behind) and takes over.  A's replica does not hear of it.
+        follower = next(i for i in range(1, 4) if i != cluster.leader())
+        b = Planner(cluster.remote(follower), "B", 30, leader_only=False)
+        wait_for(lambda: b.take_over().startswith("took over"),
+                 "B to take over")
+        assert b.epoch == 2
+        a.db.run = lambda: None             # type: ignore[assignment]
+        assert a.has_lock() and a.epoch == 1
+        what = a.step()
+        assert what.startswith("deposed"), what
+        assert a.epoch is None
+    finally:
+        a.close()
+        if b is not None:
+            b.close()
+    db = FabricDb(cluster.remotes(), 30)
+    try:
+        fab = db.root()
+        # A wrote nothing: generation 2 is not planned, no DCM of it has
+        # an assignment, the epoch is B's.
+        assert fab.planner_epoch == 2 and fab.planner == "B"
+        assert fab.planned_generation == 1
+        assert sorted(db.assignments()) == ["dcm1", "dcm2", "dcm3",
+                                            "dcm4"]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("when", ["built", "sent"])
+def test_leader_killed_at_commit(cluster: Cluster, tmp_path: Path,
+                                 monkeypatch: Any, when: str) -> None:
+    """The leader dies with the transaction built but not sent, or sent
+    and not answered: the apply goes to the new leader and lands once."""
+    import ovs.db.idl
+    m = write_map(str(tmp_path), "m.yaml", 300)
+    state = FabricMapReader(m).read()
+    db = FabricDb(cluster.remotes(), 90)
+    killed: List[int] = []
+    real_commit = ovs.db.idl.Transaction.commit
+
+    def commit(txn: Any) -> Any:
+        if not killed and when == "built":
+            killed.append(cluster.leader())
+            cluster.kill(killed[0])
+        status = real_commit(txn)
+        if not killed and when == "sent":
+            killed.append(cluster.leader())
+            cluster.kill(killed[0])
+        return status
+
+    monkeypatch.setattr(ovs.db.idl.Transaction, "commit", commit)
+    try:
+        gen = db.apply(state, state_digest(state), "test", "test")
+    finally:
+        monkeypatch.undo()
+        db.close()
+    assert killed and killed[0] > 0
+    assert gen == 1
+    got = db_content(cluster.remotes())
+    assert got["generation"] == 1 and got["state"] == state_json(state)
