@@ -340,6 +340,51 @@ def test_cli_refuses_bad_map(tmp_path: Path) -> None:
     assert "nothing changed" in p.stderr
 
 
+def daqctl_json(*argv: str, status: int) -> Dict[str, Any]:
+    """Runs ovs-daqctl -f json ARGV (no switch): the one JSON object it
+    prints, after checking its exit status and the object's."""
+    p = subprocess.run([PYTHON, str(DAQCTL), "-f", "json",
+                        "--db", "unix:/nonexistent"] + list(argv),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == status, p.stderr
+    js: Dict[str, Any] = json.loads(p.stdout)
+    assert js["status"] == status and isinstance(js["messages"], list)
+    return js
+
+
+@pytest.mark.parametrize("argv,command,why", [
+    ([], None, "a command is required"),
+    (["add-dcm", "d1", "--ip", "10.0.0.1"], "add-dcm",
+     "the following arguments are required: --egress"),
+    (["rate", "190mbit", "--max-burst", "many"], "rate",
+     "argument --max-burst: invalid int value: 'many'"),
+    (["flows", "--expected"], "flows", "flows --expected needs --map MAP"),
+    (["frobnicate"], None, "invalid choice: 'frobnicate'"),
+])
+def test_cli_json_envelope_for_bad_arguments(
+        argv: List[str], command: Optional[str], why: str) -> None:
+    """-f json: bad arguments give the same envelope as any failure
+    (exit 2, command, status, messages, error), on standard output."""
+    js = daqctl_json(*argv, status=2)
+    assert js["command"] == command
+    assert why in js["error"], js
+
+
+def test_cli_json_envelope_rate_and_errors() -> None:
+    """A successful 'rate -f json' has no "error" key (the conversion's
+    error is rate_error); a failure has one, with the same envelope."""
+    js = daqctl_json("rate", "190mbit", status=0)
+    assert "error" not in js
+    assert (js["command"], js["max_burst"], js["poll_interval"]) == (
+        "rate", 32, 2045)
+    assert abs(js["rate_error"]) < 0.01
+    js = daqctl_json("rate", "fast", status=2)
+    assert js["command"] == "rate" and "fast" in js["error"]
+    js = daqctl_json("show", status=1)
+    assert (js["command"], js["switches"]) == ("show", [])
+    assert "cannot connect" in js["error"]
+
+
 def test_cli_help_and_flake8() -> None:
     p = subprocess.run([PYTHON, str(DAQCTL), "--help"], capture_output=True,
                        text=True, timeout=30)
@@ -759,7 +804,7 @@ def show_steering(sw: Switch, dcm: str) -> Tuple[str, str, Optional[str]]:
     head = lines[1].split()
     cells = next(ln for ln in lines if ln.startswith(dcm + " ")).split()
     row = {r["dcm"]: r for r in json.loads(
-        sw.daqctl("show", "-f", "json").stdout)["dcms"]}[dcm]
+        sw.daqctl("show", "-f", "json").stdout)["switches"][0]["dcms"]}[dcm]
     return cells[head.index("STEERING")], row["steering"], row["egress_state"]
 
 
@@ -818,7 +863,9 @@ def test_show(sw: Switch) -> None:
     assert "max-rate 300.00 Mbit/s, burst 32" in dcm3
     print("\n" + p.stdout)
     js = json.loads(sw.daqctl("show", "-f", "json").stdout)
-    row = {r["dcm"]: r for r in js["dcms"]}["dcm2"]
+    assert (js["command"], js["status"]) == ("show", 0)
+    assert "error" not in js
+    row = {r["dcm"]: r for r in js["switches"][0]["dcms"]}["dcm2"]
     assert row["ring_size"] == 4096 and row["egress"] == "p2"
     assert row["steering"] == "two-rule" and row["egress_state"] is None
     assert dcm3.split()[5] == "two-rule"
@@ -857,7 +904,7 @@ LIVE_FIELDS = ("occupancy", "high_watermark", "tx_dropped",
 
 def show_config(sw: Switch) -> Any:
     """'show -f json' without the live figures: the configuration only."""
-    js = json.loads(sw.daqctl("show", "-f", "json").stdout)
+    js = json.loads(sw.daqctl("show", "-f", "json").stdout)["switches"][0]
     for row in js["dcms"]:
         for f in LIVE_FIELDS:
             row.pop(f, None)
@@ -1026,6 +1073,7 @@ def test_json_output(sw: Switch, tmp_path: Path) -> None:
     assert js["status"] == 1 and "cannot connect" in js["error"]
     js = json.loads(sw.daqctl("rate", "190mbit", "-f", "json").stdout)
     assert (js["max_burst"], js["poll_interval"]) == (32, 2045)
+    assert "error" not in js
     assert sw.rings("br1") == {}
 
 

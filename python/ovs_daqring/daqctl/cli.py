@@ -27,7 +27,7 @@ import json
 import os
 import shutil
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, NoReturn, Optional
 
 # The modules below need OVS's Python library and PyYAML: say which
 # package is missing rather than a traceback.
@@ -248,10 +248,9 @@ def cmd_show(args: argparse.Namespace) -> int:
             db.close()
         result.append({"switch": spec.name, "db": spec.db,
                        "bridge": spec.bridge, "dcms": rows})
+    # With -f json, in the envelope of every command (main()).
+    args.report["switches"] = result
     if args.format == "json":
-        json.dump(result if len(result) > 1 or args.map else result[0],
-                  sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
         return EXIT_OK
     for sw in result:
         print_show(sw, sys.stdout)
@@ -434,8 +433,10 @@ def cmd_rate(args: argparse.Namespace) -> int:
                                      args.rate_tolerance / 100.0)
     except ValueError as e:
         raise DaqctlError(str(e), EXIT_BAD_INPUT)
+    # "error" is the envelope's key for a failure: the conversion's
+    # relative error is "rate_error".
     args.report.update(max_burst=b, poll_interval=t,
-                       rate_bps=b * FRAME_BITS * 1e6 / t, error=err)
+                       rate_bps=b * FRAME_BITS * 1e6 / t, rate_error=err)
     args.say("max-burst=%d poll-interval=%d  # %s (%+.3f%%)"
              % (b, t, format_rate(b * FRAME_BITS * 1e6 / t), err * 100))
     return EXIT_OK
@@ -510,8 +511,36 @@ def add_common(p: argparse.ArgumentParser, sub: bool) -> None:
         "also for errors (json)")
 
 
+class UsageError(Exception):
+    """Bad command-line arguments (argparse's error(), exit status 2)."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str
+                 ) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class Parser(argparse.ArgumentParser):
+    """Raises UsageError instead of exiting, so that main() reports bad
+    arguments like any other error (in JSON with -f json).  Subcommands'
+    parsers are of the same class."""
+
+    def error(self, message: str) -> "NoReturn":
+        raise UsageError(self, message)
+
+
+def wants_json(argv: List[str]) -> bool:
+    """Whether ARGV asks for -f json (before argparse could say so)."""
+    for i, a in enumerate(argv):
+        if a in ("-f", "--format") and argv[i + 1:i + 2] == ["json"]:
+            return True
+        if a in ("-fjson", "--format=json"):
+            return True
+    return False
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=PROG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Program daqring ports and DCM steering flows of "
@@ -628,17 +657,38 @@ See ovs-daqctl(8) and utilities/dcm-map.example.yaml.""")
     return p
 
 
+def usage_error(argv: List[str], parser: argparse.ArgumentParser,
+                message: str, commands: List[str]) -> int:
+    """Bad arguments: usage and the error on standard error, and with
+    -f json the envelope of every command on standard output."""
+    parser.print_usage(sys.stderr)
+    sys.stderr.write("%s: error: %s\n" % (parser.prog, message))
+    if wants_json(argv):
+        json.dump({"command": next((a for a in argv if a in commands),
+                                   None),
+                   "status": EXIT_BAD_INPUT, "messages": [],
+                   "error": message}, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    return EXIT_BAD_INPUT
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
     parser = build_parser()
-    args = parser.parse_args(argv)
+    commands = [name for a in parser._actions
+                if isinstance(a, argparse._SubParsersAction)
+                for name in a.choices]
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.error("a command is required (see --help)")
+        if args.command == "flows" and args.expected and not args.map:
+            parser.error("flows --expected needs --map MAP")
+    except UsageError as e:
+        return usage_error(argv, e.parser, str(e), commands)
     if not hasattr(args, "explicit"):
         args.explicit = set()
-    if not getattr(args, "command", None):
-        parser.print_usage(sys.stderr)
-        sys.stderr.write("%s: a command is required (see --help)\n" % PROG)
-        return EXIT_BAD_INPUT
-    if args.command == "flows" and args.expected and not args.map:
-        parser.error("flows --expected needs --map MAP")
     if args.private_key:
         ovs.stream.Stream.ssl_set_private_key_file(args.private_key)
     if args.certificate:
@@ -666,10 +716,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return status
 
     try:
-        status = int(args.func(args))
-        if args.command == "show":       # its own JSON
-            return status
-        return emit(status)
+        return emit(int(args.func(args)))
     except MapError as e:
         for prob in e.problems:
             sys.stderr.write("%s: %s\n" % (PROG, prob))
