@@ -385,6 +385,26 @@ def test_cli_json_envelope_rate_and_errors() -> None:
     assert "cannot connect" in js["error"]
 
 
+def test_cli_timeout_bounds_a_silent_server(tmp_path: Path) -> None:
+    """A database that accepts connections and never answers (a hung
+    ovsdb-server): --timeout ends every request, get_schema first, with
+    a clear error and exit 1, instead of waiting for ever."""
+    import socket
+    path = str(tmp_path / "hung.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as srv:
+        srv.bind(path)
+        srv.listen(8)           # connections complete, nothing is read
+        for cmd in (["show"], ["clear"], ["del-dcm", "d1"]):
+            # The bound is far above --timeout: it only keeps a
+            # regression from hanging the test suite.
+            p = subprocess.run([PYTHON, str(DAQCTL), "--db", "unix:" + path,
+                                "--timeout", "1"] + cmd,
+                               capture_output=True, text=True, timeout=120)
+            assert p.returncode == 1, (cmd, p.stderr)
+            assert ("unix:%s: timed out (1 s) waiting to read the schema"
+                    % path) in p.stderr, p.stderr
+
+
 def test_cli_help_and_flake8() -> None:
     p = subprocess.run([PYTHON, str(DAQCTL), "--help"], capture_output=True,
                        text=True, timeout=30)

@@ -15,6 +15,7 @@
 """The switch's database through OVS's Python IDL: reading the daqrings
 and committing a change in one transaction."""
 
+import errno
 import os
 import time
 from dataclasses import dataclass
@@ -79,6 +80,10 @@ class Ovsdb:
         """One JSON-RPC request on a connection of its own (not the IDL's):
         its answer is the database as it is now, whatever the IDL has
         received so far."""
+        # --timeout bounds the whole request: a server that accepts the
+        # connection and never answers must not hang us (the library's
+        # transact_block() waits for ever).
+        deadline = time.monotonic() + self.timeout
         error, stream = ovs.stream.Stream.open_block(
             ovs.stream.Stream.open(self.remote), int(self.timeout * 1000))
         if error:
@@ -87,7 +92,7 @@ class Ovsdb:
         rpc = ovs.jsonrpc.Connection(stream)
         try:
             req = ovs.jsonrpc.Message.create_request(method, params)
-            error, reply = rpc.transact_block(req)
+            error, reply = self._transact(rpc, req, deadline, what)
         finally:
             rpc.close()
         if error:
@@ -97,6 +102,30 @@ class Ovsdb:
             raise DaqctlError("%s: cannot %s: %s"
                               % (self.remote, what, reply.error))
         return reply.result
+
+    def _transact(self, rpc: Any, req: Any, deadline: float,
+                  what: str) -> Any:
+        """transact_block() with a deadline: (error, reply to req)."""
+        error = rpc.send(req)
+        while not error:
+            rpc.run()
+            error, msg = rpc.recv()
+            if error == errno.EAGAIN:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise DaqctlError("%s: timed out (%g s) waiting to %s"
+                                      % (self.remote, self.timeout, what))
+                poller = ovs.poller.Poller()
+                rpc.wait(poller)
+                rpc.recv_wait(poller)
+                poller.timer_wait(int(left * 1000) + 1)
+                poller.block()
+                error = 0
+            elif not error and msg.id == req.id and msg.type in (
+                    ovs.jsonrpc.Message.T_REPLY,
+                    ovs.jsonrpc.Message.T_ERROR):
+                return 0, msg
+        return error, None
 
     def _schema(self) -> Any:
         """The server's own schema, so that any OVS version works."""
