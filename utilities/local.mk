@@ -25,6 +25,7 @@ prefix ?= /usr/local
 bindir ?= $(prefix)/bin
 sbindir ?= $(prefix)/sbin
 mandir ?= $(prefix)/share/man
+datadir ?= $(prefix)/share
 PYTHON_SITELIB ?= $(shell $(PYTHON3) build-aux/python-sitelib $(prefix))
 PY_TOOLS = ovs-daqctl daq-incast daq-bench
 
@@ -35,10 +36,12 @@ install-tools: man
 	done
 	install -p -m 0755 rhel/usr_sbin_ovs-daqring-setup \
 	    $(DESTDIR)$(sbindir)/ovs-daqring-setup
-	cd python && find ovs_daqring -name '*.py' | LC_ALL=C sort | \
-	while read -r f; do \
+	cd python && find ovs_daqring -name '*.py' -o -name '*.ovsschema' | \
+	LC_ALL=C sort | while read -r f; do \
 	    install -p -D -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f || exit 1; \
 	done
+	install -p -D -m 0644 python/ovs_daqring/fabric/daqfabric.ovsschema \
+	    $(DESTDIR)$(datadir)/openvswitch/daqfabric.ovsschema
 	for m in $(MAN_PAGES); do \
 	    install -p -D -m 0644 $$m \
 	        $(DESTDIR)$(mandir)/man$${m##*.}/$${m##*/} || exit 1; \

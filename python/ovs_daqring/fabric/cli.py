@@ -212,9 +212,9 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
     for n in nodes:
         links = n.get("links") or {}
         dn = sorted(p for p, s in links.items() if s == "down")
-        out.write("  %-6s %-16s plane %-2d %-4s generation %s%s%s\n"
+        out.write("  %-6s %-16s plane %-2d %-8s generation %s%s%s\n"
                   % (n["role"], n["switch"], n["plane"],
-                     "up" if n["up"] else "DOWN",
+                     _liveness(n),
                      "-" if n["generation"] is None else n["generation"],
                      ", links down: " + ",".join(dn) if dn else "",
                      ", %d rings" % len(n["rings"]) if n.get("rings")
@@ -230,6 +230,12 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
                       % (d["name"], d["host"], d["plane"], d["spine"],
                          " (home %s)" % d["home"] if d["home"] else ""))
     return EXIT_OK
+
+
+def _liveness(n: Dict[str, Any]) -> str:
+    if n["up"]:
+        return "up"
+    return "no agent" if n["generation"] is None else "DOWN"
 
 
 def cmd_fabric_plan(args: argparse.Namespace) -> int:
