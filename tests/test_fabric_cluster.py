@@ -469,3 +469,44 @@ def test_leader_killed_at_commit(cluster: Cluster, tmp_path: Path,
     assert gen == 1
     got = db_content(cluster.remotes())
     assert got["generation"] == 1 and got["state"] == state_json(state)
+
+
+def _report(remote: str, node: str, generation: int, age_ms: int) -> None:
+    """Writes a Node row as an agent would."""
+    from ovs_daqring.fabric.db import now_ms
+    db = FabricDb(remote, 30)
+    try:
+        def build(txn: Any) -> None:
+            rows = {r.name: r for r in db.rows("Node")}
+            r = rows.get(node) or txn.insert(db.idl.tables["Node"])
+            r.name = node
+            r.agent = "test"
+            r.generation = generation
+            r.report_interval = 60000      # up for 3 minutes
+            r.updated = now_ms() - age_ms
+        status, _ = db.commit(build, "test node")
+        assert status == "success", status
+    finally:
+        db.close()
+
+
+def test_apply_wait_judges_the_nodes_that_are_up(cluster: Cluster) -> None:
+    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
+                  cluster.remotes()).returncode == 0
+    # spine1 is up and has applied generation 1; spine2 reported long ago
+    # (down); the leaves never reported.
+    _report(cluster.remotes(), "spine1", 1, 0)
+    _report(cluster.remotes(), "spine2", 0, 3600 * 1000)
+    p = daqctl("fabric", "apply", str(EXAMPLE), "--wait", "--timeout", "3",
+               "--db", cluster.remotes())
+    # Generation 2: spine1, up, lags.
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "did not apply generation 2" in p.stdout and "spine1" in p.stdout
+    assert "down (not waited for): hlt-leaf1, ros-leaf1, spine2" in p.stdout
+    _report(cluster.remotes(), "spine1", 3, 0)
+    p = daqctl("fabric", "apply", str(EXAMPLE), "--wait", "--timeout", "30",
+               "--db", cluster.remotes(), "-f", "json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = json.loads(p.stdout)["fabric"]
+    assert rep["generation"] == 3 and rep["applied"] == ["spine1"]
+    assert rep["lagging"] == [] and "spine2" in rep["down"]
