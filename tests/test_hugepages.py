@@ -120,3 +120,94 @@ def test_cli_as_a_module() -> None:
                         "reserve", "lots", "/nonexistent"],
                        capture_output=True, text=True, env=env)
     assert p.returncode == 2 and "invalid int" in p.stderr
+
+
+def _dead_pid() -> int:
+    """A pid no process can have: the kernel's pid_max itself."""
+    with open("/proc/sys/kernel/pid_max") as f:
+        return int(f.read())
+
+
+def test_stale_run_undone(tmp_path: Any, monkeypatch: Any) -> None:
+    """A run killed before its Cleanup ran (SIGKILL): remove_stale_runs
+    (daq-incast and daq-bench --cleanup-stale) unmounts its hugetlbfs,
+    gives back exactly the pages it reserved (not those another run took
+    meanwhile), removes its work directory and its DPDK runtime
+    directory; a live run's are left alone."""
+    k = FakeKernel(tmp_path, monkeypatch)
+    tmp, dpdk = tmp_path / "tmp", tmp_path / "dpdk"
+    monkeypatch.setattr(hugepages.tempfile, "tempdir", str(tmp))
+    monkeypatch.setattr(hugepages, "DPDK_RUNDIR", str(dpdk))
+    mounts = tmp_path / "mounts"
+    monkeypatch.setattr(hugepages, "PROC_MOUNTS", str(mounts))
+    dead, me = _dead_pid(), os.getpid()
+    for kind, pid, sub in (("incast", dead, "daq-incast.dqi%d.x1/sw"),
+                           ("incast", me, "daq-incast.dqi%d.x2/sw"),
+                           ("bench", dead, "daq-bench.%d.x3"),
+                           ("bench", dead, "daq-bench.%d")):
+        d = tmp / (sub % pid)
+        d.mkdir(parents=True)
+        # Each run reserves 64 MB (32 pages) and mounts its hugetlbfs.
+        assert hugepages.reserve(64, str(d / "hugepages"),
+                                 hugepages.Cleanup()) is None
+        assert (d / ("hugepages" + hugepages.RECORD)).exists()
+        k.used = k.total()                # DPDK took them
+    assert k.total() == 4 * 32
+    mounts.write_text("".join("none %s hugetlbfs rw 0 0\n" % m
+                              for m in k.mounts)
+                      + "proc /proc proc rw 0 0\n")
+    for prefix in ("dqi%d" % dead, "dqi%d" % me, "dqb%d-0" % dead,
+                   "dqb%d-1" % me, "other"):
+        (dpdk / prefix).mkdir(parents=True)
+    k.nr.write_text("%d\n" % (k.total() + 100))    # another run's 100
+    done, errors = hugepages.remove_stale_runs(
+        r"^daq-incast\.dqi(\d+)\.", r"^dqi(\d+)$")
+    assert errors == []
+    assert k.total() == 100 + 3 * 32
+    assert not (tmp / ("daq-incast.dqi%d.x1" % dead)).exists()
+    assert (tmp / ("daq-incast.dqi%d.x2" % me) / "sw" / "hugepages.reserved"
+            ).exists()
+    assert sorted(os.listdir(dpdk)) == sorted(
+        ["dqi%d" % me, "dqb%d-0" % dead, "dqb%d-1" % me, "other"])
+    assert "gave back 32 hugepages" in done
+    assert "unmounted hugetlbfs %s" % (
+        tmp / ("daq-incast.dqi%d.x1" % dead) / "sw" / "hugepages") in done
+    done, errors = hugepages.remove_stale_runs(r"^daq-bench\.(\d+)(\.|$)",
+                                               r"^dqb(\d+)-\d+$")
+    assert errors == []
+    assert k.total() == 100 + 32
+    assert sorted(os.listdir(tmp)) == ["daq-incast.dqi%d.x2" % me]
+    assert sorted(os.listdir(dpdk)) == sorted(["dqi%d" % me,
+                                               "dqb%d-1" % me, "other"])
+    assert sorted(c[1] for c in k.cmds if c[0] == "umount") == sorted(
+        os.path.realpath(tmp / (s % dead) / "hugepages")
+        for s in ("daq-incast.dqi%d.x1/sw", "daq-bench.%d.x3",
+                  "daq-bench.%d"))
+    assert k.mounts == [os.path.realpath(
+        tmp / ("daq-incast.dqi%d.x2" % me) / "sw" / "hugepages")]
+
+
+def test_stale_run_kept_when_unmount_fails(tmp_path: Any,
+                                           monkeypatch: Any) -> None:
+    """A hugetlbfs that cannot be unmounted (still in use): its run's
+    directory and pages are kept and the error is returned."""
+    k = FakeKernel(tmp_path, monkeypatch)
+    tmp = tmp_path / "tmp"
+    monkeypatch.setattr(hugepages.tempfile, "tempdir", str(tmp))
+    monkeypatch.setattr(hugepages, "DPDK_RUNDIR", str(tmp_path / "dpdk"))
+    d = tmp / ("daq-incast.dqi%d.x" % _dead_pid())
+    d.mkdir(parents=True)
+    assert hugepages.reserve(64, str(d / "hugepages"),
+                             hugepages.Cleanup()) is None
+    mounts = tmp_path / "mounts"
+    mounts.write_text("none %s hugetlbfs rw 0 0\n" % (d / "hugepages"))
+    monkeypatch.setattr(hugepages, "PROC_MOUNTS", str(mounts))
+
+    def busy(cmd: List[str], **kw: Any) -> str:
+        raise hugepages.RunError("umount: target is busy")
+    monkeypatch.setattr(hugepages, "run", busy)
+    done, errors = hugepages.remove_stale_runs(r"^daq-incast\.dqi(\d+)\.",
+                                               r"^dqi(\d+)$")
+    assert done == []
+    assert errors == ["%s: umount: target is busy" % d]
+    assert k.total() == 32 and (d / "hugepages.reserved").exists()

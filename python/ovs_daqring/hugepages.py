@@ -21,16 +21,26 @@ macro and build-aux/run-checks:
   python3 -m ovs_daqring.hugepages give-back $huge_added $huge_mount"""
 
 import argparse
+import json
 import os
+import re
 import shlex
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-from .process import Cleanup, RunError, run
+from .process import Cleanup, RunError, pid_alive, run
 
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
+PROC_MOUNTS = "/proc/mounts"
+# DPDK's runtime directories, one per --file-prefix.
+DPDK_RUNDIR = "/var/run/dpdk"
+# Next to a mount directory, what reserve() did (JSON: added, mount), so
+# that a run killed before its Cleanup ran can be undone by another
+# process (give_back_stale(), daq-incast/daq-bench --cleanup-stale).
+RECORD = ".reserved"
 
 
 def _meminfo() -> Tuple[int, int]:
@@ -82,7 +92,7 @@ def _give_back(added: int) -> None:
 def _is_hugetlbfs_mount(path: str) -> bool:
     real = os.path.realpath(path)
     try:
-        with open("/proc/mounts") as f:
+        with open(PROC_MOUNTS) as f:
             return any(len(f_) > 2 and f_[2] == "hugetlbfs"
                        and os.path.realpath(f_[1]) == real
                        for f_ in (line.split() for line in f))
@@ -161,6 +171,13 @@ def reserve(want_mb: int, mount_dir: str, cleanup: Cleanup
     root, pushing the undo of whatever was done onto `cleanup`.  Returns
     None when hugepages can be used, else why not (for a note)."""
     r = _reserve(want_mb, mount_dir)
+    if r.added > 0 or r.mount:
+        # Removed last, after the undo below succeeded.
+        rec = mount_dir.rstrip("/") + RECORD
+        os.makedirs(os.path.dirname(rec) or ".", exist_ok=True)
+        with open(rec, "w") as f:
+            json.dump({"added": r.added, "mount": r.mount}, f)
+        cleanup.push("remove " + rec, lambda: os.unlink(rec))
     if r.added > 0:
         cleanup.push("give back %d hugepages" % r.added,
                      lambda: _give_back(r.added))
@@ -168,6 +185,82 @@ def reserve(want_mb: int, mount_dir: str, cleanup: Cleanup
         mount = r.mount
         cleanup.push("unmount " + mount, lambda: run(["umount", mount]))
     return r.reason
+
+
+def _hugetlbfs_mounts_under(top: str) -> List[str]:
+    """hugetlbfs mount points inside directory TOP, deepest first."""
+    top = os.path.realpath(top)
+    out = []
+    with open(PROC_MOUNTS) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 2 and fields[2] == "hugetlbfs":
+                real = os.path.realpath(fields[1])
+                if real.startswith(top + os.sep):
+                    out.append(real)
+    return sorted(out, key=len, reverse=True)
+
+
+def give_back_stale(top: str) -> List[str]:
+    """Undoes the reservations of a run that died before its Cleanup ran
+    (SIGKILL, a crash): unmounts every hugetlbfs inside directory TOP,
+    lowers nr_hugepages by what each record there says the run added,
+    and removes the records.  Returns what was done; raises RunError or
+    OSError if something could not be undone."""
+    done = []
+    for mnt in _hugetlbfs_mounts_under(top):
+        run(["umount", mnt])
+        done.append("unmounted hugetlbfs %s" % mnt)
+    for dirpath, _, files in os.walk(top):
+        for name in sorted(files):
+            if not name.endswith(RECORD):
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                with open(path) as f:
+                    added = int(json.load(f).get("added") or 0)
+            except (ValueError, AttributeError, TypeError) as e:
+                raise OSError("%s: not a reservation record: %s"
+                              % (path, e))
+            if added > 0:
+                _give_back(added)
+                done.append("gave back %d hugepages" % added)
+            os.unlink(path)
+    return done
+
+
+def remove_stale_runs(workdir_re: str, prefix_re: str
+                      ) -> Tuple[List[str], List[str]]:
+    """Removes what runs of a tool left behind when they were killed:
+    their work directories in the temporary directory (names matching
+    WORKDIR_RE, group 1 the run's pid) with the hugepages reserved and
+    the hugetlbfs mounted in them, and DPDK's runtime directories of
+    their file prefixes (names matching PREFIX_RE, group 1 the pid).
+    Only runs whose process is gone.  Returns what was done and what
+    could not be (a directory whose hugepages could not be given back is
+    kept)."""
+    done, errors = [], []
+    tmp = tempfile.gettempdir()
+    for name in sorted(os.listdir(tmp)):
+        m = re.match(workdir_re, name)
+        path = os.path.join(tmp, name)
+        if not m or pid_alive(int(m.group(1))) or not os.path.isdir(path):
+            continue
+        try:
+            done += give_back_stale(path)
+        except (OSError, RunError) as e:
+            errors.append("%s: %s" % (path, e))
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        done.append("removed %s" % path)
+    if os.path.isdir(DPDK_RUNDIR):
+        for name in sorted(os.listdir(DPDK_RUNDIR)):
+            m = re.match(prefix_re, name)
+            if m and not pid_alive(int(m.group(1))):
+                path = os.path.join(DPDK_RUNDIR, name)
+                shutil.rmtree(path, ignore_errors=True)
+                done.append("removed %s" % path)
+    return done, errors
 
 
 def dpdk_memory_config(use_hugepages: bool, socket_mem: str,
@@ -178,7 +271,7 @@ def dpdk_memory_config(use_hugepages: bool, socket_mem: str,
     hugepages, ([], "--no-huge --legacy-mem -m N --file-prefix=P")
     without them.  DPDK's runtime directory for the prefix (made even with
     --in-memory) goes with `cleanup`."""
-    rundir = os.path.join("/var/run/dpdk", file_prefix)
+    rundir = os.path.join(DPDK_RUNDIR, file_prefix)
     cleanup.push("remove " + rundir,
                  lambda: shutil.rmtree(rundir, ignore_errors=True))
     if use_hugepages:

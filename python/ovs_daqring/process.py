@@ -132,13 +132,17 @@ def pid_alive(pid: int) -> bool:
 
 
 STALE_RE = re.compile(r"^dqi(\d+)-(sw|dcm\d+|ros\d+)$")
+# daq-bench's switches: dqb<pid>-<n>, namespace and DPDK file prefix.
+STALE_BENCH_RE = re.compile(r"^dqb(\d+)-\d+$")
 
 
-def stale_namespaces(names: List[str]) -> List[str]:
-    """Namespaces of earlier daq-incast runs whose process is gone."""
+def stale_namespaces(names: List[str],
+                     pattern: "re.Pattern[str]" = STALE_RE) -> List[str]:
+    """Namespaces of earlier daq-incast runs (or those PATTERN matches,
+    group 1 the pid) whose process is gone."""
     out = []
     for name in names:
-        m = STALE_RE.match(name)
+        m = pattern.match(name)
         if m and not pid_alive(int(m.group(1))):
             out.append(name)
     return out

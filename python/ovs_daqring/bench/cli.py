@@ -19,14 +19,16 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import TOP, VERSION, hugepages
 from ..hosts import (ConfigError, build_dpdk_version, loadavg, machine,
                      other_vswitchd, parse_cpu_mask)
-from ..process import (Cleanup, Interrupted, RunError, die_with_parent, run,
-                       signals_held, stop_process)
+from ..process import (STALE_BENCH_RE, Cleanup, Interrupted, RunError,
+                       die_with_parent, run, signals_held,
+                       stale_namespaces, stop_process)
 from .analysis import (DEFAULT_OVS_BUILD, LOG_KEEP, PARTS, SCHEMA,
                        STOCK_SCHEMA, STOCK_VSWITCHD, fwd_metrics, markdown,
                        reanalyse, summarize, verdicts)
@@ -48,7 +50,9 @@ class Bench(Parts):
         self.repeats = args.repeats or (2 if args.quick else 5)
         self.window = args.window or (1.0 if args.quick else 2.0)
         self.out = os.path.abspath(args.out)
-        self.workdir = os.path.join("/tmp", "daq-bench.%d" % os.getpid())
+        # A private directory (mkdtemp, made by main()): the switches'
+        # sockets, logs and the hugetlbfs mount of the run.
+        self.workdir = ""
         self.live: List[Switch] = []
         self.notes: List[str] = []
         self.n_switch = 0
@@ -337,6 +341,12 @@ class Bench(Parts):
 
     def main(self, argv: List[str]) -> int:
         self.argv = argv
+        # daq-bench.<pid>.XXXXXX: --cleanup-stale knows a dead run's.
+        self.workdir = tempfile.mkdtemp(prefix="daq-bench.%d."
+                                        % os.getpid())
+        workdir = self.workdir
+        self.cleanup.push("remove " + workdir,
+                          lambda: shutil.rmtree(workdir, ignore_errors=True))
         self.check_host()
         self.res_machine = machine(self.pmd_cpus, self.other_cpus,
                                    "2 MiB pages, dpdk-socket-mem %s MB"
@@ -548,6 +558,11 @@ of its core (schedstat) next to every number.""",
                    "JSON, and --doc) from an earlier bench.json")
     g.add_argument("--timeout", type=float, default=3600,
                    help="bound on the whole run (default: %(default)s s)")
+    g.add_argument("--cleanup-stale", action="store_true",
+                   help="measure nothing: remove what daq-bench runs that "
+                   "were killed left behind (namespaces, work directories "
+                   "with their hugetlbfs mount and the hugepages they "
+                   "reserved, DPDK runtime directories) and exit")
     g.add_argument("--no-profile", action="store_true",
                    help="do not run perf (by default, if perf is installed,"
                    " the PMD thread is profiled for 2 s after some "
@@ -609,6 +624,31 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     return ns
 
 
+def cleanup_stale() -> int:
+    """What killed daq-bench runs left: namespaces and DPDK file prefixes
+    dqb<pid>-<n>, work directories daq-bench.<pid>.* (and daq-bench.<pid>
+    of older versions) with their hugepages."""
+    if os.geteuid() != 0:
+        sys.stderr.write("daq-bench: error: --cleanup-stale must run as "
+                         "root\n")
+        return 2
+    names = [line.split()[0] for line in
+             run(["ip", "netns", "list"]).splitlines() if line.strip()]
+    stale = stale_namespaces(names, STALE_BENCH_RE)
+    for name in stale:
+        run(["ip", "netns", "del", name], check=False)
+        print("removed namespace %s" % name)
+    done, errors = hugepages.remove_stale_runs(r"^daq-bench\.(\d+)(\.|$)",
+                                               STALE_BENCH_RE.pattern)
+    for what in done:
+        print(what)
+    for e in errors:
+        sys.stderr.write("daq-bench: error: %s\n" % e)
+    if not stale and not done and not errors:
+        print("nothing stale")
+    return 1 if errors else 0
+
+
 def render(args: argparse.Namespace) -> int:
     with open(args.render) as f:
         res = json.load(f)
@@ -629,6 +669,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     if args.render:
         return render(args)
+    if args.cleanup_stale:
+        return cleanup_stale()
     bench = Bench(args)
 
     def handler(signum: int, frame: Any) -> None:

@@ -596,7 +596,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--dry-run", action="store_true",
                    help="validate, print the plan, create nothing")
     g.add_argument("--cleanup-stale", action="store_true",
-                   help="remove namespaces left by killed runs and exit")
+                   help="remove what runs that were killed left behind "
+                   "(namespaces, work directories with their hugetlbfs "
+                   "mount and the hugepages they reserved, DPDK runtime "
+                   "directories) and exit")
     g.add_argument("-h", "--help", action="help",
                    help="show this help and exit")
     g.add_argument("-V", "--version", action="store_true",

@@ -4,7 +4,6 @@ import atexit
 import datetime
 import json
 import os
-import re
 import selectors
 import shutil
 import signal
@@ -22,10 +21,11 @@ from .stats import (SCHEMA, busy_time, counter_delta, format_table,
                     link_words, payload_efficiency, summarize_mode,
                     summarize_times, validate_results)
 from ..daqctl.model import ring_drain_s
+from .. import hugepages
 from ..hosts import probe_host
 from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
-                       install_signal_handlers, pid_alive, run,
-                       stale_namespaces, stop_process)
+                       install_signal_handlers, run, stale_namespaces,
+                       stop_process)
 from .switch import (STATS_INTERVAL, ModeUnavailable, Switch,
                      program_daqrings, remove_daqrings)
 from .topology import ROS_PORT, Plan, Topology, make_plan
@@ -688,16 +688,18 @@ def cleanup_stale() -> int:
     for name in stale:
         run(["ip", "netns", "del", name], check=False)
         print("removed namespace %s" % name)
-    tmp = tempfile.gettempdir()
-    for name in os.listdir(tmp):
-        m = re.match(r"^daq-incast\.dqi(\d+)\.", name)
-        if m and not pid_alive(int(m.group(1))):
-            shutil.rmtree(os.path.join(tmp, name), True)
-            stale.append(name)
-            print("removed %s" % os.path.join(tmp, name))
-    if not stale:
+    # Work directories (with the hugepages reserved and the hugetlbfs
+    # mounted there) and DPDK runtime directories (file prefix dqi<pid>,
+    # see Switch) of dead runs.
+    done, errors = hugepages.remove_stale_runs(
+        r"^daq-incast\.dqi(\d+)\.", r"^dqi(\d+)$")
+    for what in done:
+        print(what)
+    for e in errors:
+        sys.stderr.write("daq-incast: error: %s\n" % e)
+    if not stale and not done and not errors:
         print("nothing stale")
-    return 0
+    return 1 if errors else 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
