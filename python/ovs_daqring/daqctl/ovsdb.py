@@ -38,7 +38,8 @@ COLUMNS = {
     "Bridge": ["name", "ports", "datapath_type"],
     "Port": ["name", "interfaces", "external_ids"],
     "Interface": ["name", "type", "options", "external_ids", "ofport",
-                  "ofport_request", "error", "status", "statistics"],
+                  "ofport_request", "error", "status", "statistics",
+                  "link_state"],
 }
 
 

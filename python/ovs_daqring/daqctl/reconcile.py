@@ -86,6 +86,11 @@ class Reconciler:
                            ssl_args(args))
         self.t_commit = 0.0
         self.t_bundle = 0.0
+        # Flows that are no DCM's ring steering, kept by sync() with the
+        # DCMs' (the fabric agent's routes): cookie -> [(priority, match,
+        # output port name)].  A cookie whose ports are not on the bridge
+        # has no flows.
+        self.routes: Dict[int, List[Tuple[int, List[str], str]]] = {}
 
     def close(self) -> None:
         self.db.close()
@@ -435,6 +440,21 @@ class Reconciler:
             for f in flows:
                 lines.append("add " + flow_text(c, f))
                 n_add += 1
+        for c, route in sorted(self.routes.items()):
+            if c in wanted or any(p not in ofports for _, _, p in route):
+                continue
+            wanted.add(c)
+            flows = [(prio, match, "output:%s" % ofport_text(ofports[p]))
+                     for prio, match, p in route]
+            want = {(p, frozenset(m), a) for p, m, a in flows}
+            have = installed.get(c, set())
+            if want != have:
+                n_changed += 1
+                if have:
+                    lines.append("delete cookie=%#x/-1" % c)
+                    n_del += len(have)
+                lines += ["add " + flow_text(c, f) for f in flows]
+                n_add += len(flows)
         for c, have in sorted(installed.items()):
             if c not in wanted:
                 lines.append("delete cookie=%#x/-1" % c)

@@ -58,7 +58,9 @@ class FabricDb:
 
     def __init__(self, remote: str, timeout: float,
                  leader_only: bool = True,
-                 lock: Optional[str] = None) -> None:
+                 lock: Optional[str] = None, wait: bool = True) -> None:
+        """wait: until connected (DaqctlError after 'timeout'); without
+        it, the caller runs the IDL (a daemon that must not block)."""
         self.remote = remote
         self.timeout = timeout
         helper = ovs.db.idl.SchemaHelper(location=schema_path())
@@ -66,7 +68,8 @@ class FabricDb:
         self.idl = ovs.db.idl.Idl(remote, helper, leader_only=leader_only)
         if lock:
             self.idl.set_lock(lock)
-        self.wait_connected()
+        if wait:
+            self.wait_connected()
 
     def close(self) -> None:
         self.idl.close()
@@ -333,10 +336,10 @@ class Planner:
     replicated) can never commit."""
 
     def __init__(self, remote: str, name: str, timeout: float,
-                 leader_only: bool = True) -> None:
+                 leader_only: bool = True, wait: bool = True) -> None:
         self.name = name
         self.db = FabricDb(remote, timeout, leader_only=leader_only,
-                           lock=PLANNER_LOCK)
+                           lock=PLANNER_LOCK, wait=wait)
         self.epoch: Optional[int] = None
         # When each port was last seen coming back up (ms); ports up
         # when this planner started count from then: after a takeover,
