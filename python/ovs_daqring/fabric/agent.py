@@ -1,0 +1,681 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""ovs-daqfabric-agent: the fabric's agent on one switch
+(ovs-daqfabric-agent(8)).
+
+It watches the fabric database through an IDL (any cluster member), computes
+its switch's slice (fabric/slice.py) from the desired state and the
+planner's assignments, and applies it with the reconcile core of
+'ovs-daqctl apply' (one local OVSDB transaction for the daqrings, one
+OpenFlow bundle for the flows, cookie-scoped).  It keeps the last slice it
+applied on disk and holds its switch to it whether or not the fabric
+database is reachable: it checks the switch every --interval and applies
+again what differs (ovs-vswitchd restarted and lost its flows, say).  It
+writes its Node row (the generation it applied, its fabric ports' link
+states, its rings' occupancy, high watermark and drops) every --interval,
+never more often.  With --planner it also contends for the planner lock
+and, while it holds it, is the fabric's planner."""
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import sys
+import time
+from dataclasses import asdict
+from typing import Any, Dict, List, Optional, Tuple
+
+# The modules below need OVS's Python library and PyYAML: say which
+# package is missing rather than a traceback.
+try:
+    import ovs.daemon
+    import ovs.db.idl
+    import ovs.dirs
+    import ovs.poller
+    import ovs.stream
+    import ovs.unixctl
+    import ovs.unixctl.server
+    import ovs.util
+    import ovs.vlog
+    import yaml  # noqa: F401
+except ImportError as _e:               # pragma: no cover
+    sys.stderr.write("ovs-daqfabric-agent: %s (Debian: python3-openvswitch, "
+                     "python3-yaml)\n" % _e)
+    sys.exit(1)
+
+from .. import VERSION
+from ..daqctl.dcmmap import default_db, parse_tuple
+from ..daqctl.model import (DaqctlError, Dcm, PRIO_TO_RING, SwitchSpec,
+                            dcm_cookie)
+from ..daqctl.reconcile import Reconciler
+from .cli import default_fabric_db
+from .db import FabricDb, Planner, Txn, now_ms
+from .slice import Slice, slices
+
+PROG = "ovs-daqfabric-agent"
+vlog = ovs.vlog.Vlog(PROG)
+
+# A route's flows: those of the DCM's match, out of the route's port, at
+# the priority of the flows into a ring (a switch holds either the DCM's
+# ring or a route for it, never both).
+PRIO_ROUTE = PRIO_TO_RING
+CACHE_VERSION = 1
+INTERVAL_MIN = 0.1          # s: Node:report_interval is at least 100 ms
+PLAN_TICK = 1.0             # s: planner rounds without changes (hold-down)
+
+
+# ================================================================ the slice
+def dcm_json(d: Dcm) -> Dict[str, Any]:
+    j = asdict(d)
+    j["tuples"] = [t.canonical() for t in d.tuples]
+    j.pop("where", None)
+    return j
+
+
+def dcm_of_json(j: Dict[str, Any]) -> Dcm:
+    j = dict(j)
+    j["tuples"] = tuple(parse_tuple(t) for t in j.get("tuples", []))
+    return Dcm(where="fabric slice", **j)
+
+
+def slice_json(sl: Slice) -> Dict[str, Any]:
+    return {"rings": [dcm_json(d) for d in sl.rings],
+            "routes": [{"dcm": r.dcm, "match": r.match, "port": r.port}
+                       for r in sl.routes]}
+
+
+def route_matches(match: str) -> List[List[str]]:
+    """The OpenFlow matches of a DCM's match text (Dcm.match_text())."""
+    if match.startswith("ip:"):
+        return [["ip", "nw_dst=%s" % match[3:]]]
+    return [parse_tuple(t).match() for t in match.split()]
+
+
+def route_table(routes: List[Dict[str, str]]
+                ) -> Dict[int, List[Tuple[int, List[str], str]]]:
+    """Reconciler.routes for a slice's routes: one cookie per DCM routed
+    (not its ring's cookie), its matches out of the route's port."""
+    out: Dict[int, List[Tuple[int, List[str], str]]] = {}
+    for r in routes:
+        c = dcm_cookie("route/" + r["dcm"])
+        out.setdefault(c, []).extend((PRIO_ROUTE, m, r["port"])
+                                     for m in route_matches(r["match"]))
+    return out
+
+
+def fabric_ports(state: Any, node: str) -> List[str]:
+    """The ports of switch 'node' that the planner judges paths by: its
+    links' and its hosts'."""
+    ports = set()
+    for lk in state.links:
+        p = lk.port_of(node)
+        if p is not None:
+            ports.add(p)
+    for h in state.hosts:
+        for _, leaf, port in h.attachments:
+            if leaf == node:
+                ports.add(port)
+    return sorted(ports)
+
+
+# ===================================================================== cache
+def load_cache(path: str, node: str) -> Optional[Dict[str, Any]]:
+    """The last slice applied, or None (no file, or one that is not this
+    node's or not readable: said in the log)."""
+    try:
+        with open(path) as f:
+            c = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        vlog.warn("%s: cannot read the last applied slice: %s" % (path, e))
+        return None
+    try:
+        if c.get("version") != CACHE_VERSION or c.get("node") != node:
+            raise ValueError("it is not node %s's (version %d)"
+                             % (node, CACHE_VERSION))
+        for d in c["slice"]["rings"]:
+            dcm_of_json(d)
+        route_table(c["slice"]["routes"])
+        int(c["generation"])
+        c["target"]["bridge"]
+    except (KeyError, TypeError, ValueError) as e:
+        vlog.warn("%s: ignoring the last applied slice: %s" % (path, e))
+        return None
+    return c
+
+
+def save_cache(path: str, c: Dict[str, Any]) -> None:
+    """Atomically: a crash leaves the old file or the new one."""
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(c, f, indent=1, sort_keys=True)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+# ===================================================================== agent
+class _Log:
+    """The reconciler's messages, to the log ("no changes" only at dbg:
+    the switch is checked every interval)."""
+
+    def write(self, text: str) -> None:
+        for line in text.splitlines():
+            if line.endswith(": no changes"):
+                vlog.dbg(line)
+            elif line:
+                vlog.info(line)
+
+    def flush(self) -> None:
+        pass
+
+
+class Agent:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.node: str = args.node
+        self.interval: float = args.interval
+        self.cache_path: str = args.state_file
+        self.fabric = FabricDb(args.db, args.timeout, leader_only=False,
+                               wait=False)
+        self.planner: Optional[Planner] = None
+        if args.planner:
+            self.planner = Planner(args.db, self.node, args.timeout,
+                                   wait=False)
+        self.rec: Optional[Reconciler] = None
+        # What the switch must hold: the cache's format (target, ports,
+        # generation, slice).  From the disk at start: switching never
+        # waits for the fabric database.
+        self.want = load_cache(self.cache_path, self.node)
+        self.saved = json.dumps(self.want, sort_keys=True)
+        if self.want is not None:
+            vlog.info("%s: last applied slice of generation %d: %d rings, "
+                      "%d routes" % (self.cache_path,
+                                     self.want["generation"],
+                                     len(self.want["slice"]["rings"]),
+                                     len(self.want["slice"]["routes"])))
+        # The slice (JSON text) the switch was last brought to, and its
+        # generation: what the Node row reports.
+        self.applied: Optional[str] = None
+        self.applied_gen = 0
+        self.applied_at: Optional[float] = None
+        self.n_applies = 0
+        self.error: Optional[str] = None
+        self.fabric_note: Optional[str] = None
+        self.seqno = -1
+        self.next_check = 0.0
+        self.next_report = 0.0
+        self.next_plan = 0.0
+        self.plan_seqno = -1
+        self.plan_what = ""
+        self.report_txn: Optional[Txn] = None
+        self.reports = 0
+        self.exiting = False
+
+    def close(self) -> None:
+        if self.rec is not None:
+            self.rec.close()
+        self.fabric.close()
+        if self.planner is not None:
+            self.planner.close()
+
+    # ------------------------------------------------------------- fabric
+    def fabric_up(self) -> bool:
+        """Connected to a member and monitoring (the IDL's state alone
+        stays "monitoring" until it reconnects)."""
+        return (self.fabric.connected()
+                and self.fabric.idl._session.is_connected())
+
+    def read_fabric(self) -> None:
+        """The slice the fabric database gives this node now."""
+        db = self.fabric
+        fab = db.root()
+        if fab is None:
+            self._note("the fabric database is empty (no map applied yet)")
+            return
+        sw = next((s for s in db.rows("Switch") if s.name == self.node),
+                  None)
+        if sw is None:
+            # A typo in --node must not empty a switch: leave it as it is.
+            self._note("no switch %s in the fabric (generation %d): the "
+                       "switch is left as it is" % (self.node,
+                                                    int(fab.generation)))
+            return
+        self._note(None)
+        state = db.state()
+        sl = slices(state, db.assignments()).get(self.node, Slice(self.node))
+        a = self.args
+        sw_db = sw.db[0] if sw.db else None
+        sw_of = sw.of[0] if sw.of else None
+        want = {
+            "version": CACHE_VERSION, "node": self.node,
+            # The generation whose plan the slice is (the planner's
+            # assignments are part of it): what --wait waits for.
+            "generation": int(fab.planned_generation),
+            "target": {"db": a.ovsdb or sw_db or default_db(),
+                       "bridge": a.bridge or sw.bridge or "br0",
+                       "of": a.of or sw_of},
+            "ports": fabric_ports(state, self.node),
+            "slice": slice_json(sl)}
+        if want != self.want:
+            self.want = want
+            self.next_check = 0.0
+
+    def _note(self, note: Optional[str]) -> None:
+        if note != self.fabric_note and note is not None:
+            vlog.warn(note)
+        self.fabric_note = note
+
+    # -------------------------------------------------------------- apply
+    def reconciler(self) -> Reconciler:
+        t = self.want["target"]
+        spec = SwitchSpec(name=self.node, db=t["db"], of=t["of"],
+                          bridge=t["bridge"], where="fabric slice")
+        if self.rec is not None and (self.rec.spec.db, self.rec.spec.of,
+                                     self.rec.spec.bridge) != (
+                spec.db, spec.of, spec.bridge):
+            self.rec.close()
+            self.rec = None
+        if self.rec is None:
+            self.rec = Reconciler(spec, self.args, _Log())
+        return self.rec
+
+    def apply(self) -> None:
+        """Brings the switch to self.want (usually a check that finds
+        nothing to do)."""
+        want = self.want
+        text = json.dumps(want["slice"], sort_keys=True)
+        rings = [dcm_of_json(d) for d in want["slice"]["rings"]]
+        try:
+            rec = self.reconciler()
+            rec.result["messages"] = []
+            rec.routes = route_table(want["slice"]["routes"])
+            br = rec.db.bridge(rec.spec.bridge)
+            missing = sorted({r["port"] for r in want["slice"]["routes"]}
+                             - set(rec.db.ports(br)))
+            rec.apply(lambda _cur: rings, "%s: fabric generation %d"
+                      % (PROG, want["generation"]), False, False)
+        except DaqctlError as e:
+            self._failed(str(e))
+            if self.rec is not None:
+                # Connect again next time (ovs-vswitchd's management
+                # socket may be back, the database restarted).
+                self.rec.close()
+                self.rec = None
+            return
+        if missing:
+            self._failed("ports missing on bridge %s, routes through them "
+                         "not installed: %s" % (want["target"]["bridge"],
+                                                ", ".join(missing)))
+            return
+        if text != self.applied or want["generation"] != self.applied_gen:
+            vlog.info("switch %s holds the slice of generation %d: %d "
+                      "rings, %d routes" % (self.node, want["generation"],
+                                            len(rings),
+                                            len(want["slice"]["routes"])))
+            self.n_applies += 1
+            self.applied_at = time.time()
+        if self.error is not None:
+            vlog.info("switch %s: recovered" % self.node)
+        self.error = None
+        self.applied = text
+        self.applied_gen = want["generation"]
+        saved = json.dumps(want, sort_keys=True)
+        if saved != self.saved:
+            try:
+                save_cache(self.cache_path, want)
+                self.saved = saved
+            except OSError as e:
+                vlog.warn("%s: cannot keep the applied slice: %s"
+                          % (self.cache_path, e))
+
+    def _failed(self, why: str) -> None:
+        if why != self.error:
+            vlog.warn("switch %s: %s" % (self.node, why))
+        self.error = why
+
+    # ------------------------------------------------------------- report
+    def local_view(self) -> Tuple[Dict[str, str], Dict[str, Dict[str, int]]]:
+        """The fabric ports' link states and the rings' counters, as the
+        local database has them (nothing if it is not reachable)."""
+        links: Dict[str, str] = {}
+        rings: Dict[str, Dict[str, int]] = {}
+        if self.rec is None or self.want is None:
+            return links, rings
+        db = self.rec.db
+        try:
+            db.idl.run()
+            br = db.bridge(self.rec.spec.bridge)
+        except DaqctlError:
+            return links, rings
+        ports = db.ports(br)
+        for name in self.want["ports"]:
+            p = ports.get(name)
+            ifaces = list(p.interfaces) if p is not None else []
+            if p is None or len(ifaces) != 1:
+                links[name] = "down"
+            elif ifaces[0].link_state:
+                state = ifaces[0].link_state[0]
+                links[name] = state if state in ("up", "down") else "down"
+        for d in self.want["slice"]["rings"]:
+            p = ports.get(d["ring"])
+            if p is None or len(p.interfaces) != 1:
+                continue
+            st = list(p.interfaces)[0].statistics
+            rings[d["ring"]] = {"occupancy": int(st.get("occupancy", 0)),
+                                "high_watermark":
+                                int(st.get("high_watermark", 0)),
+                                "drops": int(st.get("ring_full_drops", 0))}
+        return links, rings
+
+    def report(self) -> None:
+        """The Node row, every interval (a transaction in flight is
+        finished first; none is waited for)."""
+        if self.report_txn is not None:
+            status = self.report_txn.commit()
+            if status == Txn.INCOMPLETE:
+                return
+            if status not in (Txn.SUCCESS, Txn.UNCHANGED):
+                vlog.dbg("report: %s" % status)
+            else:
+                self.reports += 1
+            self.report_txn = None
+        now = time.monotonic()
+        if now < self.next_report or not self.fabric_up():
+            return
+        self.next_report = now + self.interval
+        links, rings = self.local_view()
+        db = self.fabric
+        txn = Txn(db.idl)
+        row = next((r for r in db.rows("Node") if r.name == self.node),
+                   None)
+        if row is None:
+            row = txn.insert(db.idl.tables["Node"])
+            row.name = self.node
+        row.agent = "%s %d@%s" % (PROG, os.getpid(), socket.gethostname())
+        row.generation = self.applied_gen
+        row.updated = now_ms()
+        row.report_interval = max(100, int(self.interval * 1000))
+        row.links = links
+        row.ring_occupancy = {r: v["occupancy"] for r, v in rings.items()}
+        row.ring_high_watermark = {r: v["high_watermark"]
+                                   for r, v in rings.items()}
+        row.ring_drops = {r: v["drops"] for r, v in rings.items()}
+        err = self.error or self.fabric_note
+        row.error = [err[:1000]] if err else []
+        status = txn.commit()
+        if status == Txn.INCOMPLETE:
+            self.report_txn = txn
+        elif status in (Txn.SUCCESS, Txn.UNCHANGED):
+            self.reports += 1
+
+    # ------------------------------------------------------------ planner
+    def plan(self) -> None:
+        p = self.planner
+        if p is None:
+            return
+        p.db.run()
+        now = time.monotonic()
+        if not p.db.connected() or (p.db.idl.change_seqno == self.plan_seqno
+                                    and now < self.next_plan):
+            return
+        self.plan_seqno = p.db.idl.change_seqno
+        self.next_plan = now + PLAN_TICK
+        try:
+            what = p.step()
+        except DaqctlError as e:
+            what = "failed: %s" % e
+        if what == "planned":
+            for n in p.notes:
+                vlog.info("planner: %s" % n)
+        if what != self.plan_what and what not in ("planned", "unchanged"):
+            vlog.info("planner: %s" % what)
+        elif what == "planned":
+            vlog.info("planner: planned generation %d (epoch %s)"
+                      % (int(p.db.root().planned_generation), p.epoch))
+        self.plan_what = what
+        self.plan_seqno = p.db.idl.change_seqno
+
+    # --------------------------------------------------------------- loop
+    def run(self) -> None:
+        """One round: the fabric's news, the switch, the report, the
+        planner."""
+        self.fabric.run()
+        if (self.fabric.connected()
+                and self.fabric.idl.change_seqno != self.seqno):
+            self.seqno = self.fabric.idl.change_seqno
+            self.read_fabric()
+        if self.want is not None and time.monotonic() >= self.next_check:
+            self.apply()
+            self.next_check = time.monotonic() + self.interval
+        self.report()
+        self.plan()
+
+    def wait(self, poller: Any) -> None:
+        self.fabric.idl.wait(poller)
+        if self.report_txn is not None:
+            self.report_txn.wait(poller)
+        deadlines = [self.next_report]
+        if self.want is not None:
+            deadlines.append(self.next_check)
+        if self.planner is not None:
+            self.planner.db.idl.wait(poller)
+            deadlines.append(self.next_plan)
+        left = min(deadlines) - time.monotonic()
+        poller.timer_wait(max(0, int(left * 1000)))
+
+    def status(self) -> Dict[str, Any]:
+        w = self.want
+        out: Dict[str, Any] = {
+            "node": self.node,
+            "fabric": ("connected to %s" % self.fabric.idl.session_name()
+                       if self.fabric_up() else "not connected"),
+            "applied_generation": self.applied_gen,
+            "wanted_generation": w["generation"] if w else None,
+            "rings": len(w["slice"]["rings"]) if w else 0,
+            "routes": len(w["slice"]["routes"]) if w else 0,
+            "switch": ("%s bridge %s" % (w["target"]["db"],
+                                         w["target"]["bridge"]) if w
+                       else "-"),
+            "state_file": self.cache_path,
+            "applies": self.n_applies,
+            "reports": self.reports,
+            "error": self.error or self.fabric_note or "-"}
+        if self.planner is not None:
+            out["planner"] = (("epoch %d" % self.planner.epoch)
+                              if self.planner.epoch is not None
+                              else self.plan_what or "starting")
+        return out
+
+
+# ====================================================================== main
+def find_ofctl() -> str:
+    """$OVS_OFCTL, else the ovs-ofctl next to this program, else PATH's
+    (where ovs-daqctl looks)."""
+    env = os.environ.get("OVS_OFCTL")
+    if env:
+        return env
+    here = os.path.join(os.path.dirname(os.path.realpath(sys.argv[0])),
+                        "ovs-ofctl")
+    if os.access(here, os.X_OK):
+        return here
+    return shutil.which("ovs-ofctl") or "/usr/bin/ovs-ofctl"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG, description="The fabric agent of one ovs-daqring "
+        "switch: holds the switch to its slice of the fabric database "
+        "(ovs-daqfabric-agent(8), Documentation/topics/fabric.rst).")
+    p.add_argument("--node", "-n", required=True, metavar="NAME",
+                   help="this switch's name in the fabric (its Switch row)")
+    p.add_argument("--db", metavar="REMOTES", default=None,
+                   help="the fabric database: every cluster member, "
+                   "comma-separated (default $OVS_DAQFABRIC_DB, else "
+                   "unix:$OVS_RUNDIR/daqfabric.sock)")
+    p.add_argument("--ovsdb", metavar="REMOTE",
+                   help="this switch's own OVSDB (default: the Switch "
+                   "row's db, else unix:$OVS_RUNDIR/db.sock)")
+    p.add_argument("--bridge", "-b", metavar="BRIDGE",
+                   help="the bridge (default: the Switch row's, br0)")
+    p.add_argument("--of", metavar="TARGET",
+                   help="OpenFlow target for ovs-ofctl (default: the "
+                   "Switch row's, else the bridge's management socket "
+                   "next to a unix: OVSDB)")
+    p.add_argument("--ofctl", default=find_ofctl(), metavar="PATH",
+                   help="ovs-ofctl to use (default: $OVS_OFCTL, next to "
+                   "this program, or in PATH)")
+    p.add_argument("--interval", type=float, default=2.0, metavar="SECS",
+                   help="write the Node row and check the switch every "
+                   "SECS (default 2, at least 0.1)")
+    p.add_argument("--timeout", "-t", type=float, default=60,
+                   metavar="SECS", help="give up on a switch operation "
+                   "after SECS (default 60)")
+    p.add_argument("--state-file", metavar="FILE",
+                   help="where the last applied slice is kept (default "
+                   "$OVS_DBDIR/ovs-daqfabric-agent.NODE.json)")
+    p.add_argument("--planner", action="store_true",
+                   help="contend for the planner lock and plan while "
+                   "holding it")
+    p.add_argument("--unixctl", metavar="SOCKET",
+                   help="control socket (default "
+                   "$OVS_RUNDIR/ovs-daqfabric-agent.PID.ctl)")
+    g = p.add_argument_group(title="SSL Options")
+    g.add_argument("--private-key", "-p", metavar="FILE",
+                   help="SSL private key (ssl: remotes)")
+    g.add_argument("--certificate", "-c", metavar="FILE",
+                   help="SSL certificate")
+    g.add_argument("--ca-cert", "-C", metavar="FILE",
+                   help="SSL CA certificate")
+    p.add_argument("--version", "-V", action="version",
+                   version="%s (ovs-daqring) %s" % (PROG, VERSION))
+    ovs.vlog.add_args(p)
+    ovs.daemon.add_args(p)
+    return p
+
+
+def _ssl_needed(args: argparse.Namespace) -> bool:
+    return any(r.startswith("ssl:") for r in args.db.split(",")
+               + [args.ovsdb or "", args.of or ""])
+
+
+def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Bad arguments: argparse's error (exit status 2)."""
+    args.db = args.db or default_fabric_db()
+    for r in args.db.split(","):
+        if not ovs.stream.Stream.is_valid_name(r):
+            p.error("--db: %s is not an OVSDB remote (unix:PATH, "
+                    "tcp:IP:PORT, ssl:IP:PORT)" % r)
+    if args.ovsdb and not ovs.stream.Stream.is_valid_name(args.ovsdb):
+        p.error("--ovsdb: %s is not an OVSDB remote" % args.ovsdb)
+    if not args.node.strip() or "/" in args.node:
+        p.error("--node: %r is not a switch name" % args.node)
+    if not (args.interval >= INTERVAL_MIN):
+        p.error("--interval: %s s is below %g s" % (args.interval,
+                                                    INTERVAL_MIN))
+    if not (args.timeout > 0):
+        p.error("--timeout: must be positive")
+    if args.state_file is None:
+        args.state_file = os.path.join(ovs.dirs.DBDIR, "%s.%s.json"
+                                       % (PROG, args.node))
+    args.state_file = os.path.abspath(args.state_file)
+    d = os.path.dirname(args.state_file)
+    if not os.path.isdir(d):
+        p.error("--state-file: directory %s does not exist" % d)
+    if _ssl_needed(args) and not (args.private_key and args.certificate
+                                  and args.ca_cert):
+        p.error("ssl: remotes need --private-key, --certificate and "
+                "--ca-cert")
+    # What the reconcile core reads from 'args'.
+    args.format = "table"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
+    ovs.vlog.handle_args(args)
+    ovs.daemon.handle_args(args)
+    if args.private_key:
+        ovs.stream.Stream.ssl_set_private_key_file(args.private_key)
+    if args.certificate:
+        ovs.stream.Stream.ssl_set_certificate_file(args.certificate)
+    if args.ca_cert:
+        ovs.stream.Stream.ssl_set_ca_cert_file(args.ca_cert)
+
+    ovs.daemon.daemonize_start()
+    error, server = ovs.unixctl.server.UnixctlServer.create(
+        args.unixctl, version=VERSION)
+    if error:
+        ovs.util.ovs_fatal(error, "could not create the unixctl server",
+                           vlog)
+    agent = Agent(args)
+
+    def unixctl_exit(conn: Any, _argv: Any, _aux: Any) -> None:
+        agent.exiting = True
+        conn.reply(None)
+
+    def unixctl_status(conn: Any, argv: List[str], _aux: Any) -> None:
+        st = agent.status()
+        if argv and argv[0] == "--json":
+            conn.reply(json.dumps(st, sort_keys=True))
+        elif argv:
+            conn.reply_error("usage: status [--json]")
+        else:
+            conn.reply("".join("%s: %s\n" % (k, v)
+                               for k, v in st.items()))
+
+    ovs.unixctl.command_register("exit", "", 0, 0, unixctl_exit, None)
+    ovs.unixctl.command_register("status", "[--json]", 0, 1, unixctl_status,
+                                 None)
+    ovs.daemon.daemonize_complete()
+    vlog.info("%s %s: node %s, fabric %s%s" % (
+        PROG, VERSION, args.node, args.db,
+        ", planner candidate" if args.planner else ""))
+    try:
+        while not agent.exiting:
+            server.run()
+            if agent.exiting:
+                break
+            agent.run()
+            poller = ovs.poller.Poller()
+            server.wait(poller)
+            agent.wait(poller)
+            poller.block()
+    finally:
+        agent.close()
+        server.close()
+    vlog.info("exiting")
+    return 0
+
+
+def run() -> int:
+    try:
+        return main()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        return 130
+    except Exception:               # noqa: B902 -- logged, then restarted
+        vlog.exception("traceback")
+        return ovs.daemon.RESTART_EXIT_CODE
+
+
+if __name__ == "__main__":          # pragma: no cover
+    sys.exit(run())

@@ -1,0 +1,498 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Tests of utilities/ovs-daqfabric-agent, the fabric's per-switch agent,
+against a real 3-member clustered fabric database and real switches
+(ovsdb-server and the ovs-daqring ovs-vswitchd of ovs/, dummy datapath
+and ports: no DPDK, no hugepages, no root).
+
+The fabric is utilities/fabric-map.example.yaml: the switches with agents
+here are spine1, spine2 and ros-leaf1, whose slices are routes (the HLT
+leaf's daqrings need DPDK).  Each test starts its own cluster, switches
+and agents in short directories under /tmp and stops every daemon it
+started.  Outcomes only; waits are bounded (60 s) and nothing asserts a
+duration.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_fabric_agent.py
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+import pytest
+
+from ovs_daqring.fabric.db import FabricDb
+from ovs_daqring.sandbox import Sandbox, tree_binaries
+
+from fabric_helpers import Cluster, _tool, wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENT = ROOT / "utilities" / "ovs-daqfabric-agent"
+DAQCTL = ROOT / "utilities" / "ovs-daqctl"
+EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"
+OVS = ROOT / "ovs"
+PYTHON = "/usr/bin/python3"
+WAIT_S = 60
+INTERVAL = "0.5"
+# The fabric ports of the example's switches, and where each one's routes
+# go: a spine's to the HLT leaf (down2), the ROS leaf's to the DCM's spine.
+PORTS = {"spine1": ["down1", "down2"], "spine2": ["down1", "down2"],
+         "ros-leaf1": ["h1", "h2", "up1", "up2"],
+         "hlt-leaf1": ["h1", "up1", "up2"]}
+UPLINK = {"spine1": "up1", "spine2": "up2"}
+
+
+def env() -> Dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+
+
+def daqctl(*args: str) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([PYTHON, str(DAQCTL)] + list(args),
+                          capture_output=True, text=True, timeout=180,
+                          env=env())
+
+
+def write_map(d: str, name: str, n_dcms: int) -> str:
+    """The example fabric with DCMs dcm0.. on hlt1 (port 10000 + k)."""
+    text = EXAMPLE.read_text().split("defaults:")[0]
+    text += "defaults:\n  rate: 190mbit\ndcms:\n"
+    for k in range(n_dcms):
+        text += ('  - {name: dcm%d, host: hlt1, tuples: ["*:*->10.1.0.1:%d"]}'
+                 "\n" % (k, 10000 + k))
+    p = os.path.join(d, name)
+    with open(p, "w") as f:
+        f.write(text)
+    return p
+
+
+# ================================================================= the nodes
+class Node:
+    """A switch (dummy ovs-vswitchd) and its agent."""
+
+    def __init__(self, base: str, name: str, cluster: Cluster) -> None:
+        self.name = name
+        self.cluster = cluster
+        self.dir = os.path.join(base, name)
+        os.makedirs(self.dir)
+        self.sb = Sandbox(tree_binaries(str(OVS)), self.dir, label=name)
+        self.agent: Optional["subprocess.Popen[bytes]"] = None
+        self.ctl = os.path.join(self.dir, "agent.ctl")
+        self.state = os.path.join(self.dir, "agent.json")
+        self.log = os.path.join(self.dir, "agent.log")
+
+    def start_switch(self) -> None:
+        # The dummy datapath: several switches in one network namespace
+        # (a netdev datapath's internal port is a tap device of the
+        # namespace).
+        self.sb.start([], dummy=True, vswitchd_args=["--disable-system"])
+        self.sb.vsctl("add-br", "br0", "--", "set", "Bridge", "br0",
+                      "datapath_type=dummy", "fail_mode=secure")
+        for p in PORTS[self.name]:
+            self.sb.vsctl("add-port", "br0", p, "--", "set", "Interface", p,
+                          "type=dummy")
+
+    def restart_vswitchd(self) -> None:
+        """kill -9 ovs-vswitchd and start it again on the same database:
+        its flows are gone, its ports come back from the database."""
+        p = self.sb.vswitchd
+        assert p is not None
+        p.kill()
+        p.wait(30)
+        os.unlink(self.sb.ctl)
+        self.sb.vswitchd = self.sb._spawn("ovs-vswitchd", [
+            self.sb.bin.vswitchd, self.sb.db, "--unixctl=" + self.sb.ctl,
+            "--log-file=" + os.path.join(self.dir, "ovs-vswitchd.log"),
+            "-vconsole:off", "--enable-dummy", "--disable-system"], True)
+        self.sb._wait_for(self.sb.ctl, self.sb.vswitchd, "ovs-vswitchd")
+
+    def start_agent(self, planner: bool = True) -> None:
+        assert self.agent is None or self.agent.poll() is not None
+        out = open(os.path.join(self.dir, "agent.out"), "ab")
+        try:
+            self.agent = subprocess.Popen(
+                [PYTHON, str(AGENT), "--node", self.name,
+                 "--db", self.cluster.remotes(), "--ovsdb", self.sb.db,
+                 "--bridge", "br0", "--interval", INTERVAL,
+                 "--timeout", "20", "--state-file", self.state,
+                 "--unixctl", self.ctl, "--log-file=" + self.log,
+                 "--ofctl", str(OVS / "utilities" / "ovs-ofctl"),
+                 "-vconsole:off", "--no-chdir"]
+                + (["--planner"] if planner else []),
+                stdout=out, stderr=out, env=env())
+        finally:
+            out.close()
+        wait_for(lambda: os.path.exists(self.ctl)
+                 or self.agent.poll() is not None, "the agent to start")
+        assert self.agent.poll() is None, self.agent_out()
+
+    def agent_out(self) -> str:
+        text = ""
+        for f in ("agent.out", "agent.log"):
+            try:
+                text += Path(self.dir, f).read_text()[-3000:]
+            except OSError:
+                pass
+        return text
+
+    def kill_agent(self) -> None:
+        if self.agent is not None and self.agent.poll() is None:
+            self.agent.send_signal(signal.SIGKILL)
+            self.agent.wait(30)
+        if os.path.exists(self.ctl):
+            os.unlink(self.ctl)
+
+    def exit_agent(self) -> None:
+        """ovs-appctl exit: the agent ends by itself."""
+        assert self.agent is not None
+        subprocess.run([_tool("ovs-appctl"), "-t", self.ctl, "exit"],
+                       check=True, capture_output=True, timeout=30)
+        assert self.agent.wait(WAIT_S) == 0
+
+    def agent_status(self) -> Dict[str, Any]:
+        p = subprocess.run([_tool("ovs-appctl"), "-t", self.ctl, "status",
+                            "--json"], capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    def routes(self) -> Dict[int, str]:
+        """Our flows on the switch: destination port -> output port."""
+        out = {}
+        for line in self.sb.ofctl("--names", "--no-stats", "dump-flows",
+                                  "br0").splitlines():
+            line = line.strip()
+            if not line.startswith("cookie=0xdac7"):
+                continue
+            head, _, actions = line.partition(" actions=")
+            fields = dict(f.split("=", 1) for f in head.replace(" ", "")
+                          .split(",") if "=" in f)
+            assert actions.startswith("output:"), line
+            out[int(fields["tp_dst"])] = actions[len("output:"):]
+        return out
+
+    def stop(self) -> None:
+        self.kill_agent()
+        self.sb.stop(fast=True)
+
+
+class Fabric:
+    def __init__(self, names: List[str]) -> None:
+        self.base = tempfile.mkdtemp(prefix="dqa.", dir="/tmp")
+        self.cluster: Optional[Cluster] = None
+        self.nodes: Dict[str, Node] = {}
+        try:
+            self.cluster = Cluster(3)
+            for n in names:
+                node = Node(self.base, n, self.cluster)
+                self.nodes[n] = node
+                node.start_switch()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        for n in self.nodes.values():
+            n.stop()
+        if self.cluster is not None:
+            self.cluster.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+@pytest.fixture
+def fabric(request: Any) -> Iterator[Fabric]:
+    names = getattr(request, "param", ["spine1", "spine2", "ros-leaf1"])
+    f = Fabric(names)
+    try:
+        yield f
+    finally:
+        f.stop()
+
+
+def fabric_db(cluster: Cluster) -> Dict[str, Any]:
+    """What the fabric database says: the Fabric row, assignments, the
+    Node rows."""
+    db = FabricDb(cluster.remotes(), 30)
+    try:
+        fab = db.root()
+        return {
+            "generation": int(fab.generation) if fab else 0,
+            "planner": fab.planner if fab else "",
+            "epoch": int(fab.planner_epoch) if fab else 0,
+            "assignments": {a.dcm: a.spine
+                            for a in db.assignments().values()},
+            "nodes": {n.name: {"generation": int(n.generation),
+                               "links": dict(n.links),
+                               "error": n.error[0] if n.error else None,
+                               "agent": n.agent}
+                      for n in db.rows("Node")}}
+    finally:
+        db.close()
+
+
+def expected_routes(assignments: Dict[str, str], node: str) -> Dict[int, str]:
+    """What the example's cabling says 'node' must forward: a spine each
+    DCM it carries to the HLT leaf, the ROS leaf each DCM to its spine."""
+    out = {}
+    for dcm, spine in assignments.items():
+        port = 10000 + int(dcm[3:])
+        if node == spine:
+            out[port] = "down2"
+        elif node == "ros-leaf1":
+            out[port] = UPLINK[spine]
+    return out
+
+
+def converged(f: Fabric, names: List[str]) -> bool:
+    st = fabric_db(f.cluster)
+    asg = st["assignments"]
+    return bool(asg) and all(
+        f.nodes[n].routes() == expected_routes(asg, n) for n in names)
+
+
+# ===================================================================== tests
+def test_agent_applies_its_slice_and_apply_wait_returns(
+        fabric: Fabric, tmp_path: Path) -> None:
+    for n in fabric.nodes.values():
+        n.start_agent()
+    m = write_map(str(tmp_path), "m4.yaml", 4)
+    p = daqctl("fabric", "apply", m, "--wait", "--timeout", str(WAIT_S),
+               "--db", fabric.cluster.remotes(), "-f", "json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = json.loads(p.stdout)["fabric"]
+    assert rep["generation"] == 1
+    assert sorted(rep["applied"]) == ["ros-leaf1", "spine1", "spine2"]
+    assert rep["down"] == ["hlt-leaf1"] and rep["lagging"] == []
+    # When every agent says generation 1, every switch holds its slice.
+    st = fabric_db(fabric.cluster)
+    asg = st["assignments"]
+    assert sorted(asg) == ["dcm0", "dcm1", "dcm2", "dcm3"]
+    assert sorted(set(asg.values())) == ["spine1", "spine2"]
+    for name, node in fabric.nodes.items():
+        want = expected_routes(asg, name)
+        assert want and node.routes() == want, name
+        assert st["nodes"][name]["generation"] == 1
+        assert st["nodes"][name]["error"] is None
+        assert st["nodes"][name]["links"] == {p: "up" for p in PORTS[name]}
+        # The slice it applied, kept on the node.
+        with open(node.state) as f:
+            kept = json.load(f)
+        assert kept["generation"] == 1 and kept["node"] == name
+        s = node.agent_status()
+        assert s["applied_generation"] == 1 and s["error"] == "-"
+    # One of them is the planner.
+    assert st["planner"] in fabric.nodes and st["epoch"] >= 1
+    # A link reported down: the planner moves the DCMs that crossed it,
+    # and the ROS leaf's routes follow.
+    on1 = sorted(d for d, s in asg.items() if s == "spine1")
+    fabric.nodes["ros-leaf1"].sb.appctl("netdev-dummy/set-admin-state",
+                                        "up1", "down")
+    wait_for(lambda: fabric_db(fabric.cluster)["nodes"]["ros-leaf1"]
+             ["links"].get("up1") == "down", "ros-leaf1 to report up1 down",
+             WAIT_S)
+    wait_for(lambda: all(s == "spine2" for s in fabric_db(fabric.cluster)
+                         ["assignments"].values()),
+             "the DCMs of spine1 to move to spine2", WAIT_S)
+    wait_for(lambda: converged(fabric, list(fabric.nodes)),
+             "the switches to follow the move", WAIT_S)
+    routes = fabric.nodes["ros-leaf1"].routes()
+    assert all(routes[10000 + int(d[3:])] == "up2" for d in on1)
+    assert fabric.nodes["spine1"].routes() == {}
+
+
+def test_unknown_node_leaves_its_switch_alone(fabric: Fabric,
+                                              tmp_path: Path) -> None:
+    node = fabric.nodes["spine1"]
+    node.name = "spine9"            # not in the map
+    node.start_agent(planner=False)
+    m = write_map(str(tmp_path), "m4.yaml", 4)
+    assert daqctl("fabric", "apply", m, "--db",
+                  fabric.cluster.remotes()).returncode == 0
+    wait_for(lambda: "no switch spine9 in the fabric" in (
+        fabric_db(fabric.cluster)["nodes"].get("spine9", {}).get("error")
+        or ""), "spine9 to report", WAIT_S)
+    st = fabric_db(fabric.cluster)["nodes"]["spine9"]
+    assert st["generation"] == 0
+    assert node.routes() == {}
+    assert not os.path.exists(node.state)
+
+
+@pytest.mark.parametrize("fabric", [["hlt-leaf1", "spine1"]],
+                         indirect=True)
+def test_switch_that_refuses_its_slice_lags(fabric: Fabric) -> None:
+    """The HLT leaf's daqrings need DPDK, which a dummy switch has not:
+    its agent says why, keeps reporting its old generation, and
+    'apply --wait' names it."""
+    for n in fabric.nodes.values():
+        n.start_agent()
+    p = daqctl("fabric", "apply", str(EXAMPLE), "--wait", "--timeout", "20",
+               "--db", fabric.cluster.remotes(), "-f", "json")
+    assert p.returncode == 1, p.stdout + p.stderr
+    rep = json.loads(p.stdout)["fabric"]
+    assert rep["lagging"] == ["hlt-leaf1"] and rep["applied"] == ["spine1"]
+    st = fabric_db(fabric.cluster)["nodes"]
+    assert st["hlt-leaf1"]["generation"] == 0
+    assert "DPDK" in st["hlt-leaf1"]["error"], st["hlt-leaf1"]["error"]
+    # Rolled back: no ring left behind, no flows.
+    leaf = fabric.nodes["hlt-leaf1"]
+    assert sorted(leaf.sb.interfaces()) == sorted(PORTS["hlt-leaf1"]
+                                                  + ["br0"])
+    assert leaf.routes() == {}
+    assert st["spine1"]["generation"] == 1 and st["spine1"]["error"] is None
+
+
+def test_one_agent_down_others_unaffected_converges_on_restart(
+        fabric: Fabric, tmp_path: Path) -> None:
+    for n in fabric.nodes.values():
+        n.start_agent()
+    m4 = write_map(str(tmp_path), "m4.yaml", 4)
+    assert daqctl("fabric", "apply", m4, "--wait", "--timeout",
+                  str(WAIT_S), "--db",
+                  fabric.cluster.remotes()).returncode == 0
+    assert converged(fabric, list(fabric.nodes))
+    down = fabric.nodes["spine2"]
+    before = down.routes()
+    down.kill_agent()
+    m6 = write_map(str(tmp_path), "m6.yaml", 6)
+    p = daqctl("fabric", "apply", m6, "--wait", "--timeout", str(WAIT_S),
+               "--db", fabric.cluster.remotes(), "-f", "json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = json.loads(p.stdout)["fabric"]
+    assert rep["generation"] == 2
+    assert sorted(rep["applied"]) == ["ros-leaf1", "spine1"]
+    assert "spine2" in rep["down"]
+    asg = fabric_db(fabric.cluster)["assignments"]
+    assert len(asg) == 6
+    assert converged(fabric, ["spine1", "ros-leaf1"])
+    # spine2's switch kept forwarding what it had.
+    assert down.routes() == before
+    assert expected_routes(asg, "spine2") != before
+    down.start_agent()
+    wait_for(lambda: fabric_db(fabric.cluster)["nodes"]["spine2"]
+             ["generation"] == 2, "spine2 to apply generation 2", WAIT_S)
+    assert converged(fabric, list(fabric.nodes))
+
+
+@pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)
+def test_vswitchd_restart_while_cluster_down(
+        fabric: Fabric, tmp_path: Path) -> None:
+    node = fabric.nodes["ros-leaf1"]
+    node.start_agent()
+    m4 = write_map(str(tmp_path), "m4.yaml", 4)
+    p = daqctl("fabric", "apply", m4, "--wait", "--timeout",
+               str(WAIT_S), "--db", fabric.cluster.remotes())
+    assert p.returncode == 0, p.stdout + p.stderr
+    asg = fabric_db(fabric.cluster)["assignments"]
+    want = {10000 + int(d[3:]): UPLINK[s] for d, s in asg.items()}
+    assert len(want) == 4 and node.routes() == want
+    # The whole control plane goes.
+    for i in list(fabric.cluster.procs):
+        fabric.cluster.kill(i)
+    # ovs-vswitchd restarts (its flows are gone): the running agent puts
+    # its slice back.
+    node.restart_vswitchd()
+    wait_for(lambda: node.routes() == want, "the routes to be back",
+             WAIT_S)
+    assert node.agent_status()["fabric"] == "not connected"
+    # And an agent that starts while the cluster is still down does so
+    # from the slice kept on the node.
+    node.exit_agent()
+    node.restart_vswitchd()
+    assert node.routes() == {}
+    node.start_agent()
+    wait_for(lambda: node.routes() == want, "the routes to be back",
+             WAIT_S)
+    assert "last applied slice of generation 1" in Path(node.log).read_text()
+
+
+def test_planner_agent_killed_another_takes_over(
+        fabric: Fabric, tmp_path: Path) -> None:
+    for n in fabric.nodes.values():
+        n.start_agent()
+    m4 = write_map(str(tmp_path), "m4.yaml", 4)
+    assert daqctl("fabric", "apply", m4, "--wait", "--timeout",
+                  str(WAIT_S), "--db",
+                  fabric.cluster.remotes()).returncode == 0
+    st = fabric_db(fabric.cluster)
+    first, epoch = st["planner"], st["epoch"]
+    assert first in fabric.nodes and epoch >= 1
+    fabric.nodes[first].kill_agent()
+    wait_for(lambda: fabric_db(fabric.cluster)["epoch"] > epoch,
+             "another agent to take over", WAIT_S)
+    st = fabric_db(fabric.cluster)
+    assert st["planner"] in fabric.nodes and st["planner"] != first
+    # The new planner plans the next generation, the others apply it.
+    m6 = write_map(str(tmp_path), "m6.yaml", 6)
+    p = daqctl("fabric", "apply", m6, "--wait", "--timeout", str(WAIT_S),
+               "--db", fabric.cluster.remotes(), "-f", "json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    alive = [n for n in fabric.nodes if n != first]
+    assert sorted(json.loads(p.stdout)["fabric"]["applied"]) == sorted(alive)
+    assert len(fabric_db(fabric.cluster)["assignments"]) == 6
+    assert converged(fabric, alive)
+
+
+def test_daemon_options_and_bad_arguments(tmp_path: Path) -> None:
+    d = tempfile.mkdtemp(prefix="dqa.", dir="/tmp")
+    pidfile = os.path.join(d, "agent.pid")
+    ctl = os.path.join(d, "agent.ctl")
+    appctl = _tool("ovs-appctl")
+    try:
+        # Bad arguments: a clear error, exit status 2, no daemon.
+        for bad, msg in ((["--interval", "0"], "--interval"),
+                         (["--db", "nosuch:x"], "not an OVSDB remote"),
+                         (["--state-file", "/nonexistent/x.json"],
+                          "does not exist")):
+            p = subprocess.run([PYTHON, str(AGENT), "--node", "n1"] + bad,
+                               capture_output=True, text=True, timeout=60,
+                               env=env())
+            assert p.returncode == 2 and msg in p.stderr, p.stderr
+        # A daemon in the background, whose fabric database is nowhere:
+        # it runs anyway, and says so.
+        p = subprocess.run(
+            [PYTHON, str(AGENT), "--node", "n1", "--db",
+             "unix:%s/none.sock" % d, "--ovsdb", "unix:%s/db.sock" % d,
+             "--state-file", os.path.join(d, "n1.json"), "--detach",
+             "--no-chdir", "--pidfile=" + pidfile, "--unixctl=" + ctl,
+             "--log-file=" + os.path.join(d, "agent.log"),
+             "-vconsole:off"], capture_output=True, text=True,
+            timeout=60, env=env())
+        assert p.returncode == 0, p.stderr
+        pid = int(Path(pidfile).read_text())
+        os.kill(pid, 0)
+        s = subprocess.run([appctl, "-t", ctl, "status"],
+                           capture_output=True, text=True, timeout=30)
+        assert s.returncode == 0, s.stderr
+        assert "node: n1" in s.stdout and "fabric: not connected" in s.stdout
+        s = subprocess.run([appctl, "-t", ctl, "status", "--bad"],
+                           capture_output=True, text=True, timeout=30)
+        assert s.returncode != 0 and "usage" in s.stderr
+        subprocess.run([appctl, "-t", ctl, "exit"], check=True,
+                       capture_output=True, timeout=30)
+        wait_for(lambda: not os.path.exists("/proc/%d" % pid)
+                 or "zombie" in Path("/proc/%d/status" % pid).read_text()
+                 .lower(), "the agent to exit", WAIT_S)
+        assert not os.path.exists(pidfile)
+    finally:
+        if os.path.exists(pidfile):
+            try:
+                os.kill(int(Path(pidfile).read_text()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        shutil.rmtree(d, ignore_errors=True)
