@@ -26,6 +26,7 @@ OVS_REGRESSION_AREAS = \
 OVS_REGRESSION_JOBS ?= 8
 CHECK_PARTS ?= daqring ovs-regression ovs-dpdk pytest
 PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
+	utilities/ovs-daqfabric-agent \
 	utilities/daq-bench build-aux/ovs-test-select build-aux/python-sitelib \
 	python/ovs_daqring \
 	$(wildcard tests/*.py rhel/*.py)

@@ -14,18 +14,19 @@ import pytest
 from ovs_daqring import VERSION
 
 TOP = Path(__file__).resolve().parent.parent
-TOOLS = ["ovs-daqctl", "daq-incast", "daq-bench"]
+TOOLS = ["ovs-daqctl", "daq-incast", "daq-bench", "ovs-daqfabric-agent"]
 
 
 def fake_package(tmp_path: Path) -> Path:
     """An ovs_daqring whose tools only print that they are the fake."""
     pkg = tmp_path / "site" / "ovs_daqring"
     for sub, mod in (("daqctl", "cli"), ("incast", "runner"),
-                     ("bench", "cli")):
+                     ("bench", "cli"), ("fabric", "agent")):
         (pkg / sub).mkdir(parents=True)
         (pkg / sub / "__init__.py").write_text("")
         (pkg / sub / (mod + ".py")).write_text(
-            "def main():\n    print('fake ovs_daqring')\n    return 0\n")
+            "def main():\n    print('fake ovs_daqring')\n    return 0\n"
+            "\n\nrun = main\n")
     (pkg / "__init__.py").write_text('VERSION = "fake"\n')
     return pkg.parent
 

@@ -16,7 +16,8 @@ from ovs_daqring.incast import config as incast_config
 TOP = Path(__file__).resolve().parent.parent
 REF = TOP / "Documentation" / "ref"
 PAGES = {"ovs-daqctl": 8, "daq-incast": 1, "daq-bench": 1,
-         "ovs-daqring-setup": 8, "ovs-daqring": 7}
+         "ovs-daqring-setup": 8, "ovs-daqring": 7,
+         "ovs-daqfabric-agent": 8}
 RST2MAN = shutil.which("rst2man")
 
 
@@ -77,7 +78,17 @@ def daqctl_parser() -> Any:
     return cli.build_parser()
 
 
+def agent_parser() -> Any:
+    try:
+        from ovs_daqring.fabric import agent
+    except SystemExit:
+        pytest.skip("ovs-daqfabric-agent needs python3-openvswitch and "
+                    "python3-yaml")
+    return agent.build_parser()
+
+
 PARSERS = {"ovs-daqctl": daqctl_parser,
+           "ovs-daqfabric-agent": agent_parser,
            "daq-incast": incast_config.build_parser,
            "daq-bench": bench_cli.build_parser}
 

@@ -36,6 +36,8 @@ install-tools: man
 	done
 	install -p -m 0755 rhel/usr_sbin_ovs-daqring-setup \
 	    $(DESTDIR)$(sbindir)/ovs-daqring-setup
+	install -p -m 0755 utilities/ovs-daqfabric-agent \
+	    $(DESTDIR)$(sbindir)/ovs-daqfabric-agent
 	cd python && find ovs_daqring -name '*.py' -o -name '*.ovsschema' | \
 	LC_ALL=C sort | while read -r f; do \
 	    install -p -D -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f || exit 1; \
