@@ -44,19 +44,24 @@ RECORD = ".reserved"
 
 
 def _meminfo() -> Tuple[int, int]:
-    """(free hugepages, hugepage size in kB) of the default size."""
-    free = size_kb = 0
+    """(available hugepages, hugepage size in kB) of the default size.
+    Available: free and not reserved.  HugePages_Free counts the pages
+    that mappings have reserved but not touched yet (HugePages_Rsvd),
+    which no other process can have."""
+    free = rsvd = size_kb = 0
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 key, _, rest = line.partition(":")
                 if key == "HugePages_Free":
                     free = int(rest.split()[0])
+                elif key == "HugePages_Rsvd":
+                    rsvd = int(rest.split()[0])
                 elif key == "Hugepagesize":
                     size_kb = int(rest.split()[0])
     except (OSError, ValueError, IndexError):
         pass
-    return free, size_kb or 2048
+    return max(0, free - rsvd), size_kb or 2048
 
 
 def free_mb() -> int:
