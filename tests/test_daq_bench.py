@@ -729,6 +729,32 @@ def test_analysis_texts() -> None:
 
 
 # ---------------------------------------------------------------- CLI
+def test_signal_handlers_are_the_shared_ones() -> None:
+    """daq-bench installs its signal handlers and its --timeout alarm with
+    process.install_signal_handlers, as daq-incast does, not a copy of
+    it; those make SIGTERM an Interrupted that the run's clean-up sees."""
+    import inspect
+    import signal
+    import time
+    from ovs_daqring import process
+    assert cli.install_signal_handlers is process.install_signal_handlers
+    src = inspect.getsource(cli.main)
+    assert "install_signal_handlers(args.timeout)" in src
+    assert "signal.signal(" not in src and "signal.alarm(" not in src
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM,
+                                            signal.SIGHUP, signal.SIGALRM)}
+    try:
+        process.install_signal_handlers(3600)
+        with pytest.raises(process.Interrupted) as info:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(60)          # a bound: the handler raises at once
+        assert info.value.signum == signal.SIGTERM
+    finally:
+        signal.alarm(0)
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def test_parse_args_defaults() -> None:
     ns = db.parse_args([])
     assert ns.parts == db.PARTS

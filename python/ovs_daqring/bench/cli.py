@@ -27,8 +27,8 @@ from .. import TOP, VERSION, hugepages
 from ..hosts import (ConfigError, build_dpdk_version, loadavg, machine,
                      other_vswitchd, parse_cpu_mask)
 from ..process import (STALE_BENCH_RE, Cleanup, Interrupted, RunError,
-                       die_with_parent, run, signals_held,
-                       stale_namespaces, stop_process)
+                       die_with_parent, install_signal_handlers, run,
+                       signals_held, stale_namespaces, stop_process)
 from .analysis import (DEFAULT_OVS_BUILD, LOG_KEEP, PARTS, SCHEMA,
                        STOCK_SCHEMA, STOCK_VSWITCHD, fwd_metrics, markdown,
                        reanalyse, summarize, verdicts)
@@ -672,10 +672,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.cleanup_stale:
         return cleanup_stale()
     bench = Bench(args)
-
-    def handler(signum: int, frame: Any) -> None:
-        raise Interrupted(signum)
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
-        signal.signal(s, handler)
-    signal.alarm(max(1, int(args.timeout)))
+    # SIGINT, SIGTERM, SIGHUP and the --timeout alarm raise Interrupted,
+    # as in daq-incast.
+    install_signal_handlers(args.timeout)
     return bench.main(argv)
