@@ -55,6 +55,21 @@ m4_define([daq_rpm_dpdk_drivers],
           [bus_vdev bus_pci mempool_ring net_null net_ring net_af_packet dnl
 net_ixgbe net_i40e net_ice net_bnxt net_mlx5])
 
+dnl DAQ_DEB_USED(DEB, PINNED-VERSION)
+dnl
+dnl After build-aux/fetch-deb: sets daq_deb_version and daq_deb_sha256 to
+dnl the version and sha256 of the .deb it returned, which is the pinned one
+dnl or, once Debian no longer serves the pin, the newest of the same
+dnl upstream series (checked against the suite's signed index); warns in
+dnl the latter case, so that the build log says which one was used.
+AC_DEFUN([DAQ_DEB_USED], [
+  daq_deb_version=`dpkg-deb -f "$1" Version 2>/dev/null`
+  daq_deb_sha256=`sha256sum "$1" | cut -d' ' -f1`
+  if test "$daq_deb_version" != "$2"; then
+    AC_MSG_WARN([the pinned $2 is no longer served by Debian: using $daq_deb_version of the same upstream series (sha256 $daq_deb_sha256, checked against the signed index); move the pin (Documentation/internals/ovs-pin.rst)])
+  fi
+])
+
 dnl DAQ_RPM_PINS
 dnl
 dnl "make rpm" builds the EL9 RPMs from base 3.5 whatever base this tree is
@@ -145,10 +160,11 @@ AC_DEFUN([DAQ_CHECK_OVS], [
       AC_MSG_ERROR([could not fetch $DAQ_PIN_DEB_PACKAGE $DAQ_PIN_DEB_VERSION from Debian 13 with the pinned sha256 $DAQ_PIN_SHA256 (see config.log)])
     fi
     AC_MSG_RESULT([$OVS_DEB (sha256 ok)])
+    DAQ_DEB_USED([$OVS_DEB], [$DAQ_PIN_DEB_VERSION])
     OVS_BASE_KIND=deb
     OVS_TARBALL=
-    OVS_BASE_ID="deb:$DAQ_PIN_SHA256"
-    OVS_BASE_DESC="Open vSwitch $DAQ_PIN_OVS_VERSION (Debian $DAQ_PIN_DEB_VERSION, .deb sha256 $DAQ_PIN_SHA256)"
+    OVS_BASE_ID="deb:$daq_deb_sha256"
+    OVS_BASE_DESC="Open vSwitch $DAQ_PIN_OVS_VERSION (Debian $daq_deb_version, .deb sha256 $daq_deb_sha256)"
   else
     AC_MSG_CHECKING([for Debian package daq_pin31_deb_package daq_pin31_deb_version])
     deb_version=`dpkg-query -W -f='${Version}' daq_pin31_deb_package 2>/dev/null`
@@ -156,22 +172,30 @@ AC_DEFUN([DAQ_CHECK_OVS], [
       AC_MSG_RESULT([no])
       AC_MSG_ERROR([the pinned OVS base $OVS_TARBALL is missing: install Debian package daq_pin31_deb_package (version daq_pin31_deb_version), e.g. with 'make deps', or use --with-ovs-source=DIR])
     fi
+    sum=`sha256sum "$OVS_TARBALL" | cut -d' ' -f1`
     if test "$OVS_TARBALL" = /usr/src/openvswitch/openvswitch.tar.gz \
        && test "$deb_version" != "daq_pin31_deb_version"; then
+      dnl Debian keeps only the current version: after a point release the
+      dnl pin can no longer be installed.  The installed package of the
+      dnl same upstream series is taken, when apt's signed index knows it
+      dnl and its files are those of the package (build-aux/deb-pin-check).
       AC_MSG_RESULT([$deb_version])
-      AC_MSG_ERROR([Debian package daq_pin31_deb_package is version '$deb_version', the series is pinned to daq_pin31_deb_version: install that version (apt-get install daq_pin31_deb_package=daq_pin31_deb_version) or use --with-ovs-source=DIR])
+      if ! why=`build-aux/deb-pin-check daq_pin31_deb_package daq_pin31_deb_version 2>&1`; then
+        AC_MSG_ERROR([$why; or use --with-ovs-source=DIR])
+      fi
+      AC_MSG_WARN([$why])
+    else
+      AC_MSG_RESULT([yes])
+      AC_MSG_CHECKING([sha256 of $OVS_TARBALL])
+      if test "$sum" != "daq_pin31_sha256"; then
+        AC_MSG_RESULT([$sum])
+        AC_MSG_ERROR([$OVS_TARBALL has sha256 $sum, expected daq_pin31_sha256 (Debian daq_pin31_deb_package daq_pin31_deb_version): reinstall the package or use --with-ovs-source=DIR])
+      fi
+      AC_MSG_RESULT([ok])
     fi
-    AC_MSG_RESULT([yes])
-    AC_MSG_CHECKING([sha256 of $OVS_TARBALL])
-    sum=`sha256sum "$OVS_TARBALL" | cut -d' ' -f1`
-    if test "$sum" != "daq_pin31_sha256"; then
-      AC_MSG_RESULT([$sum])
-      AC_MSG_ERROR([$OVS_TARBALL has sha256 $sum, expected daq_pin31_sha256 (Debian daq_pin31_deb_package daq_pin31_deb_version): reinstall the package or use --with-ovs-source=DIR])
-    fi
-    AC_MSG_RESULT([ok])
     OVS_BASE_KIND=tarball
-    OVS_BASE_ID="tarball:daq_pin31_sha256"
-    OVS_BASE_DESC="Open vSwitch daq_pin31_ovs_version (Debian daq_pin31_deb_version, sha256 daq_pin31_sha256)"
+    OVS_BASE_ID="tarball:$sum"
+    OVS_BASE_DESC="Open vSwitch daq_pin31_ovs_version (Debian ${deb_version:-daq_pin31_deb_version}, sha256 $sum)"
   fi
   AC_SUBST([OVS_SOURCE])
   AC_SUBST([OVS_TARBALL])
@@ -219,6 +243,8 @@ AC_DEFUN([DAQ_CHECK_DPDK], [
       AC_MSG_ERROR([could not fetch daq_pin35_dpdk_deb_package daq_pin35_dpdk_deb_version from Debian 13 with the pinned sha256 daq_pin35_dpdk_sha256 (see config.log)])
     fi
     AC_MSG_RESULT([$dpdk_deb (sha256 ok)])
+    DAQ_DEB_USED([$dpdk_deb], [daq_pin35_dpdk_deb_version])
+    daq_dpdk_deb_version=$daq_deb_version
     AC_MSG_CHECKING([for the private static DPDK prefix])
     dpdk_prefix=`build-aux/dpdk-prefix "$dpdk_deb" "$DAQ_DPDK_DRIVERS" 2>&AS_MESSAGE_LOG_FD`
     if test -z "$dpdk_prefix"; then
@@ -232,7 +258,7 @@ AC_DEFUN([DAQ_CHECK_DPDK], [
       24.11*) ;;
       *) AC_MSG_ERROR([DPDK '$DPDK_VERSION' in $dpdk_prefix; Open vSwitch 3.5 needs DPDK 24.11]) ;;
     esac
-    DPDK_VERSION="$DPDK_VERSION (Debian daq_pin35_dpdk_deb_version, static: $DAQ_DPDK_DRIVERS)"
+    DPDK_VERSION="$DPDK_VERSION (Debian $daq_dpdk_deb_version, static: $DAQ_DPDK_DRIVERS)"
   fi
   AC_SUBST([DPDK_VERSION])
   AC_SUBST([DAQ_DPDK_MODE])

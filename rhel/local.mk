@@ -30,9 +30,11 @@ RPM_NAME = ovs-daqring
 RPM_VERSION = $(DAQ_RPM_BASE_VERSION)
 RPM_TARNAME = $(RPM_NAME)-$(RPM_VERSION)-$(DAQ_RELEASE)
 RPM_SOURCE0 = $(RPM_TOPDIR)/SOURCES/$(RPM_TARNAME).tar.gz
-RPM_SOURCE1 = $(RPM_TOPDIR)/SOURCES/$(DAQ_RPM_OVS_DEB_PACKAGE)_$(DAQ_RPM_OVS_DEB_VERSION)_all.deb
-RPM_SOURCE2 = $(RPM_TOPDIR)/SOURCES/$(DAQ_RPM_DPDK_DEB_PACKAGE)_$(DAQ_RPM_DPDK_DEB_VERSION)_amd64.deb
-RPM_SOURCES = $(RPM_SOURCE0) $(RPM_SOURCE1) $(RPM_SOURCE2)
+# Source1 and Source2 are named by the versions used, which are the pins
+# or, once Debian no longer serves a pin, the newest of its upstream
+# series (build-aux/fetch-deb): RPM_DEBS records which, and their sha256.
+RPM_DEBS = $(RPM_TOPDIR)/SOURCES/debs.pins
+RPM_SOURCES = $(RPM_SOURCE0) $(RPM_DEBS)
 RPM_SPEC = $(RPM_TOPDIR)/SPECS/$(RPM_NAME).spec
 RPM_STAMP = $(RPM_TOPDIR)/.rpm-built
 RPM_NODEPS = $(if $(wildcard /etc/debian_version),--nodeps)
@@ -87,30 +89,39 @@ $(RPM_SOURCE0): FORCE
 	 else mv $(RPM_SOURCE0).tmp $(RPM_SOURCE0); echo "rpm: wrote $(RPM_SOURCE0)"; fi
 
 # Source1 and Source2: base 3.5's pinned Debian 13 packages, fetched into
-# the machine's cache by build-aux/fetch-deb (which checks the sha256).
-$(RPM_SOURCE1): config.mk
+# the machine's cache by build-aux/fetch-deb (which checks the sha256, or
+# takes the newest of the series from the signed index and says so), and
+# copied under the name of the version used.
+$(RPM_DEBS): config.mk
 	@mkdir -p $(@D)
-	deb=$$(build-aux/fetch-deb $(DAQ_RPM_OVS_DEB_PACKAGE) \
-	    $(DAQ_RPM_OVS_DEB_VERSION) $(DAQ_RPM_OVS_SHA256)) && cp "$$deb" $@.tmp
-	mv $@.tmp $@
-
-$(RPM_SOURCE2): config.mk
-	@mkdir -p $(@D)
-	deb=$$(build-aux/fetch-deb $(DAQ_RPM_DPDK_DEB_PACKAGE) \
-	    $(DAQ_RPM_DPDK_DEB_VERSION) $(DAQ_RPM_DPDK_SHA256)) && cp "$$deb" $@.tmp
+	set -e; \
+	ovs=$$(build-aux/fetch-deb $(DAQ_RPM_OVS_DEB_PACKAGE) \
+	    $(DAQ_RPM_OVS_DEB_VERSION) $(DAQ_RPM_OVS_SHA256)); \
+	dpdk=$$(build-aux/fetch-deb $(DAQ_RPM_DPDK_DEB_PACKAGE) \
+	    $(DAQ_RPM_DPDK_DEB_VERSION) $(DAQ_RPM_DPDK_SHA256)); \
+	ov=$$(dpkg-deb -f "$$ovs" Version); dv=$$(dpkg-deb -f "$$dpdk" Version); \
+	rm -f $(@D)/$(DAQ_RPM_OVS_DEB_PACKAGE)_*_all.deb \
+	    $(@D)/$(DAQ_RPM_DPDK_DEB_PACKAGE)_*_amd64.deb; \
+	cp "$$ovs" $(@D)/$(DAQ_RPM_OVS_DEB_PACKAGE)_$${ov}_all.deb; \
+	cp "$$dpdk" $(@D)/$(DAQ_RPM_DPDK_DEB_PACKAGE)_$${dv}_amd64.deb; \
+	{ echo "ovs_version=$$ov"; \
+	  echo "ovs_sha256=$$(sha256sum "$$ovs" | cut -d' ' -f1)"; \
+	  echo "dpdk_version=$$dv"; \
+	  echo "dpdk_sha256=$$(sha256sum "$$dpdk" | cut -d' ' -f1)"; } > $@.tmp
 	mv $@.tmp $@
 
 # The spec, rewritten only if its content changed.
-$(RPM_SPEC): FORCE
+$(RPM_SPEC): $(RPM_DEBS) FORCE
 	@mkdir -p $(RPM_TOPDIR)/SPECS
-	@sed -e 's|@DAQ_BASE_VERSION@|$(RPM_VERSION)|g' \
+	@. $(RPM_DEBS) && \
+	 sed -e 's|@DAQ_BASE_VERSION@|$(RPM_VERSION)|g' \
 	     -e 's|@DAQ_RELEASE@|$(DAQ_RELEASE)|g' \
 	     -e 's|@DAQ_PIN_DEB_PACKAGE@|$(DAQ_RPM_OVS_DEB_PACKAGE)|g' \
-	     -e 's|@DAQ_PIN_DEB_VERSION@|$(DAQ_RPM_OVS_DEB_VERSION)|g' \
-	     -e 's|@DAQ_PIN_SHA256@|$(DAQ_RPM_OVS_SHA256)|g' \
+	     -e "s|@DAQ_PIN_DEB_VERSION@|$$ovs_version|g" \
+	     -e "s|@DAQ_PIN_SHA256@|$$ovs_sha256|g" \
 	     -e 's|@DAQ_DPDK_DEB_PACKAGE@|$(DAQ_RPM_DPDK_DEB_PACKAGE)|g' \
-	     -e 's|@DAQ_DPDK_DEB_VERSION@|$(DAQ_RPM_DPDK_DEB_VERSION)|g' \
-	     -e 's|@DAQ_DPDK_SHA256@|$(DAQ_RPM_DPDK_SHA256)|g' \
+	     -e "s|@DAQ_DPDK_DEB_VERSION@|$$dpdk_version|g" \
+	     -e "s|@DAQ_DPDK_SHA256@|$$dpdk_sha256|g" \
 	     -e 's|@DAQ_DPDK_DRIVERS@|$(DAQ_RPM_DPDK_DRIVERS)|g' \
 	     -e "s#@OVS_REGRESSION_AREAS@#$(OVS_REGRESSION_AREAS)#g" \
 	     rhel/$(RPM_NAME).spec.in > $(RPM_SPEC).tmp
