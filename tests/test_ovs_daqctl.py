@@ -197,6 +197,19 @@ BAD_MAPS = [
      "not an IP address"),
     ("dcms:\n  - {name: a, ip: 'fe80::1', egress: p1}\n", 2, "only IPv4"),
     ("dcms:\n  - {name: a, ip: 224.0.0.1, egress: p1}\n", 2, "unicast"),
+    # Addresses no DCM can have (issue 25, item 17).
+    ("dcms:\n  - {name: a, ip: 127.0.0.1, egress: p1}\n", 2,
+     "ip 127.0.0.1 is not a unicast host address (loopback"),
+    ("dcms:\n  - {name: a, ip: 0.1.2.3, egress: p1}\n", 2,
+     "ip 0.1.2.3 is not a unicast host address ('this network'"),
+    ("dcms:\n  - {name: a, ip: 255.255.255.255, egress: p1}\n", 2,
+     "(limited broadcast"),
+    ("dcms:\n  - {name: a, ip: 240.0.0.1, egress: p1}\n", 2,
+     "ip 240.0.0.1 is not a unicast host address (reserved"),
+    ("dcms:\n  - {name: a, tuples: ['*:*->127.0.0.5:80'], egress: p1}\n",
+     2, "tuple destination 127.0.0.5 is not a unicast host address"),
+    ("dcms:\n  - {name: a, tuples: ['0.0.0.7:*->10.0.0.5:80'],\n"
+     "     egress: p1}\n", 2, "tuple source 0.0.0.7 is not a unicast"),
     ("dcms:\n  - {name: a, egress: p1}\n", 2, "no match"),
     ("dcms:\n  - {name: a, ip: 10.0.0.1}\n", 2, "no 'egress'"),
     ("dcms:\n  - {ip: 10.0.0.1, egress: p1}\n", 2, "needs a 'name'"),
@@ -275,6 +288,121 @@ def test_bad_csv(daqctl: SimpleNamespace, tmp_path: Path, text: str, line: int,
     assert first.where == "%s:%d" % (tmp_path / "map.csv", line), \
         info.value.problems
     assert words in first.reason, info.value.problems
+
+
+def test_csv_tuples_with_spaces(daqctl: SimpleNamespace,
+                                tmp_path: Path) -> None:
+    """A CSV tuple may have spaces around its arrow, as in YAML maps;
+    tuples are separated by ';' or spaces."""
+    spec, = read_map(daqctl, tmp_path, """\
+        name,egress,tuples
+        a,p1,tcp:*:* -> 10.0.0.4:80; udp:10.0.1.1:5 ->10.0.0.4:81
+        b,p1,"10.0.1.2:*  ->  10.0.0.5:80 10.0.1.3:*->10.0.0.5:80"
+        """, name="map.csv")
+    a, b = spec.dcms
+    assert a.match_text() == ("tcp:*:*->10.0.0.4:80 "
+                              "udp:10.0.1.1:5->10.0.0.4:81")
+    assert b.match_text() == ("tcp:10.0.1.2:*->10.0.0.5:80 "
+                              "tcp:10.0.1.3:*->10.0.0.5:80")
+
+
+@pytest.mark.parametrize("header", [
+    "name,ip,egress", "name, ip, egress", "Name , IP,Egress",
+    '"name","ip","egress"', "\ufeffname,ip,egress"])
+def test_csv_on_stdin(header: str) -> None:
+    """A CSV map on standard input is known by its header line (after
+    comments), also with spaces, quotes or a byte order mark."""
+    text = "%s\n# DCMs\ndcm1, 10.0.0.1, p1\ndcm2,10.0.0.2,p2\n" % header
+    p = subprocess.run([PYTHON, str(DAQCTL), "check", "-"], input=text,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert "2 DCMs, map OK" in p.stdout
+    # An unknown column is a CSV error, not a YAML one.
+    p = subprocess.run([PYTHON, str(DAQCTL), "check", "-"],
+                       input=text.replace(header, header.replace(
+                           "gress", "gres")),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2
+    assert "-:1: unknown CSV column 'egres'" in p.stderr, p.stderr
+
+
+def test_offline_commands_need_no_ovs_library(tmp_path: Path) -> None:
+    """check (without --live), rate and flows --expected read maps only:
+    they work without OVS's Python library (python3-openvswitch); a
+    command that needs it says so (exit 1)."""
+    import yaml
+    # A Python without site-packages (-S) that has PyYAML and not 'ovs'.
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    yaml_dir = os.path.dirname(yaml.__file__)
+    (lib / "yaml").symlink_to(yaml_dir)
+    cyaml = os.path.join(os.path.dirname(yaml_dir), "_yaml")
+    if os.path.isdir(cyaml):
+        (lib / "_yaml").symlink_to(cyaml)
+    env = dict(os.environ, PYTHONPATH=str(lib))
+
+    def run(*argv: str) -> "subprocess.CompletedProcess[str]":
+        # Not in the top directory: its ovs/ (the OVS tree) would be
+        # imported as a namespace package.
+        return subprocess.run([PYTHON, "-S"] + list(argv),
+                              capture_output=True, text=True, env=env,
+                              cwd=str(tmp_path), timeout=30)
+
+    assert run("-c", "import ovs").returncode != 0
+    assert run("-c", "import yaml").returncode == 0
+    path = tmp_path / "m.yaml"
+    path.write_text(GOOD)
+    p = run(str(DAQCTL), "check", str(path))
+    assert p.returncode == 0, p.stderr
+    assert "2 DCMs, map OK" in p.stdout
+    p = run(str(DAQCTL), "rate", "190mbit")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("max-burst=32 poll-interval=2045  #")
+    p = run(str(DAQCTL), "flows", "--expected", "--map", str(path))
+    assert p.returncode == 0 and "nw_dst=10.0.0.2" in p.stdout, p.stderr
+    for cmd in (["show"], ["fabric", "status"], ["check", "--live",
+                                                 str(path)]):
+        p = run(str(DAQCTL), *cmd)
+        assert p.returncode == 1, (cmd, p.stderr)
+        assert ("%s needs OVS's Python library: No module named 'ovs' "
+                "(Debian: python3-openvswitch" % cmd[0]) in p.stderr, p.stderr
+
+
+DUMPED = [
+    # ovs-ofctl dump-flows with statistics.
+    ("cookie=0xdac7000000000001, duration=1.5s, table=0, n_packets=3, "
+     "n_bytes=180, idle_age=1, priority=100,ip,nw_dst=10.0.0.1 "
+     "actions=output:5",
+     (0xdac7000000000001, "0", 100, ["ip", "nw_dst=10.0.0.1"], [],
+      "output:5")),
+    # --no-stats, a table, properties and flags (separated by spaces).
+    (" cookie=0x5, table=3, idle_timeout=60, send_flow_rem check_overlap "
+     "importance=7, priority=10,in_port=2 actions=drop",
+     (5, "3", 10, ["in_port=2"], ["idle_timeout=60", "send_flow_rem",
+                                  "check_overlap", "importance=7"], "drop")),
+    # Cookie 0, table 0 and the default priority are left out.
+    (" ip,nw_dst=10.0.0.9 actions=output:p1",
+     (0, "0", 32768, ["ip", "nw_dst=10.0.0.9"], [], "output:p1")),
+    ("priority=1 actions=drop", (0, "0", 1, [], [], "drop")),
+    ("actions=NORMAL", (0, "0", 32768, [], [], "NORMAL")),
+    ("NXST_FLOW reply (xid=0x4):", None),
+]
+
+
+@pytest.mark.parametrize("line,want", DUMPED)
+def test_one_dump_flows_parser(daqctl: SimpleNamespace, line: str,
+                               want: Any) -> None:
+    """One parser of ovs-ofctl dump-flows (openflow.parse_flow) for what
+    apply compares, for the flows command and for the flows of other
+    owners."""
+    cli = importlib.import_module("ovs_daqring.daqctl.cli")
+    assert cli.parse_flow is daqctl.parse_flow
+    f = daqctl.parse_flow(line)
+    if want is None:
+        assert f is None
+    else:
+        assert (f.cookie, f.table, f.priority, f.match, f.props,
+                f.actions) == want
 
 
 def test_all_problems_reported(daqctl: SimpleNamespace,

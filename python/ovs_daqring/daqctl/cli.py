@@ -29,24 +29,26 @@ import shutil
 import sys
 from typing import Any, Dict, List, NoReturn, Optional
 
-# The modules below need OVS's Python library and PyYAML: say which
-# package is missing rather than a traceback.
+# Reading maps needs PyYAML: say which package is missing rather than a
+# traceback.  OVS's Python library (python3-openvswitch) is needed only to
+# talk to a switch: the modules that use it (ovsdb, reconcile, fabric) are
+# imported by the commands that do, so that "check" (without --live),
+# "rate" and "flows --expected" work without it; main() names the package
+# when one of them is missing.
 try:
-    import ovs.db.idl  # noqa: F401
     import yaml  # noqa: F401
 except ImportError as _e:               # pragma: no cover
-    sys.stderr.write("ovs-daqctl: %s (Debian: python3-openvswitch, "
-                     "python3-yaml)\n" % _e)
+    sys.stderr.write("ovs-daqctl: %s (Debian: python3-yaml)\n" % _e)
     sys.exit(1)
 
 from .. import VERSION
-from .model import (DaqctlError, Dcm, EXIT_BAD_INPUT, EXIT_DIFFERS, EXIT_OK,
-                    FRAME_BITS, MapError, PROG, Problem, STEERING_MODES,
-                    SwitchSpec, format_rate, parse_rate, shaping_for_rate)
+from .model import (DaqctlError, Dcm, EXIT_BAD_INPUT, EXIT_DIFFERS,
+                    EXIT_FAILED, EXIT_OK, FRAME_BITS, MapError, PROG, Problem,
+                    STEERING_MODES, SwitchSpec, format_rate, grouped_notes,
+                    parse_rate, shaping_for_rate)
 from .dcmmap import MapReader, _int_value, build_dcm, default_db, validate_dcms
-from .ovsdb import Ovsdb, _opt
-from .openflow import ssl_args, OpenFlow, dcm_flows, flow_text, of_target
-from .reconcile import Reconciler, _grouped
+from .openflow import (ssl_args, OpenFlow, dcm_flows, flow_text, of_target,
+                       parse_flow)
 
 
 # ================================================================== commands
@@ -73,6 +75,7 @@ def read_map(args: argparse.Namespace, path: str) -> List[SwitchSpec]:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    from .reconcile import Reconciler
     specs = read_map(args, args.map)
     comment = "ovs-daqctl: apply %s" % args.map
     recs = []
@@ -109,7 +112,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _one_switch(args: argparse.Namespace) -> Reconciler:
+def _one_switch(args: argparse.Namespace) -> Any:
+    from .reconcile import Reconciler
     rec = Reconciler(cli_spec(args), args, sys.stdout)
     args.report["switches"].append(rec.result)
     return rec
@@ -186,7 +190,8 @@ def _specs_for_view(args: argparse.Namespace) -> List[SwitchSpec]:
     return [cli_spec(args)]
 
 
-def show_rows(db: Ovsdb, bridge: str) -> List[Dict[str, Any]]:
+def show_rows(db: Any, bridge: str) -> List[Dict[str, Any]]:
+    from .ovsdb import _opt
     br = db.bridge(bridge)
     ports = {p.name: p for p in br.ports}
     rows = []
@@ -238,6 +243,7 @@ def _int_or_none(v: Optional[str]) -> Optional[int]:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from .ovsdb import Ovsdb
     specs = _specs_for_view(args)
     result = []
     for spec in specs:
@@ -317,22 +323,6 @@ def print_show(sw: Dict[str, Any], out: Any) -> None:
         out.write("  ! %s\n" % note)
 
 
-def parse_flow(line: str, names: Dict[int, str]) -> Dict[str, Any]:
-    """One line of ovs-ofctl dump-flows (--no-stats) as a dictionary."""
-    head, _, actions = line.strip().partition(" actions=")
-    tokens = [t for t in head.replace(" ", "").split(",") if t]
-    c = int(tokens[0].split("=", 1)[1], 16)
-    prio = 32768
-    match = []
-    for t in tokens[1:]:
-        if t.startswith("priority="):
-            prio = int(t.split("=", 1)[1])
-        elif t != "table=0":
-            match.append(t)
-    return {"cookie": "%#x" % c, "dcm": names.get(c), "priority": prio,
-            "match": ",".join(match), "actions": actions.strip()}
-
-
 def cmd_flows(args: argparse.Namespace) -> int:
     specs = _specs_for_view(args)
     out = [] if args.format == "json" else None
@@ -357,14 +347,19 @@ def cmd_flows(args: argparse.Namespace) -> int:
                       ssl_args(args))
         if len(specs) > 1 and out is None:
             sys.stdout.write("# switch %s\n" % spec.name)
-        lines = [ln.strip() for ln in of.dump(names=True).splitlines()
-                 if ln.strip().startswith("cookie=")]
         # One DCM's flows together.
-        lines.sort(key=lambda ln: ln.split(",", 1)[0])
-        for ln in lines:
+        flows = sorted(((f, ln.strip())
+                        for ln in of.dump(names=True).splitlines()
+                        for f in [parse_flow(ln)] if f is not None),
+                       key=lambda fl: fl[0].cookie)
+        for f, ln in flows:
             if out is None:
                 sys.stdout.write(ln + "\n")
-            sw["flows"].append(parse_flow(ln, names))
+            sw["flows"].append({
+                "cookie": "%#x" % f.cookie, "dcm": names.get(f.cookie),
+                "priority": f.priority,
+                "match": ",".join(f.props + f.match),
+                "actions": f.actions})
     return EXIT_OK
 
 
@@ -375,7 +370,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         sw: Dict[str, Any] = {"switch": spec.name, "db": spec.db,
                               "bridge": spec.bridge,
                               "dcms": len(spec.dcms),
-                              "notes": _grouped(spec.rate_notes)}
+                              "notes": grouped_notes(spec.rate_notes)}
         args.report["switches"].append(sw)
         for note in sw["notes"]:
             args.say("%s: %s" % (spec.name, note))
@@ -391,6 +386,7 @@ def check_live(args: argparse.Namespace, spec: SwitchSpec,
     change, and the daqrings that are floodable (a flooded copy comes out
     of the ring a second time, also to the host that sent it).  Returns
     True if the switch is as the map says."""
+    from .reconcile import Reconciler
     rec = Reconciler(spec, args, sys.stdout)
     try:
         plan = rec.plan(spec.dcms)
@@ -652,9 +648,23 @@ See ovs-daqctl(8) and utilities/dcm-map.example.yaml.""")
     r.add_argument("--max-burst", type=int, metavar="B")
 
     # ovs-daqctl fabric apply|status|plan (Documentation/topics/fabric.rst).
-    from ..fabric.cli import add_fabric
-    add_fabric(sub, add_common)
+    try:
+        from ..fabric.cli import add_fabric
+    except ModuleNotFoundError as e:
+        if not (e.name or "").startswith("ovs"):
+            raise
+        # Without OVS's Python library: "fabric" says what is missing.
+        missing = e
+        fb = cmd("fabric", lambda _args: _raise(missing), "the fabric's "
+                 "commands (they need OVS's Python library)")
+        fb.add_argument("rest", nargs=argparse.REMAINDER)
+    else:
+        add_fabric(sub, add_common)
     return p
+
+
+def _raise(e: BaseException) -> NoReturn:
+    raise e
 
 
 def usage_error(argv: List[str], parser: argparse.ArgumentParser,
@@ -670,6 +680,19 @@ def usage_error(argv: List[str], parser: argparse.ArgumentParser,
                    "error": message}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     return EXIT_BAD_INPUT
+
+
+def set_ssl(args: argparse.Namespace) -> None:
+    """The SSL files of ssl: remotes, for OVS's Python library."""
+    if not (args.private_key or args.certificate or args.ca_cert):
+        return
+    import ovs.stream
+    if args.private_key:
+        ovs.stream.Stream.ssl_set_private_key_file(args.private_key)
+    if args.certificate:
+        ovs.stream.Stream.ssl_set_certificate_file(args.certificate)
+    if args.ca_cert:
+        ovs.stream.Stream.ssl_set_ca_cert_file(args.ca_cert)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -689,12 +712,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         return usage_error(argv, e.parser, str(e), commands)
     if not hasattr(args, "explicit"):
         args.explicit = set()
-    if args.private_key:
-        ovs.stream.Stream.ssl_set_private_key_file(args.private_key)
-    if args.certificate:
-        ovs.stream.Stream.ssl_set_certificate_file(args.certificate)
-    if args.ca_cert:
-        ovs.stream.Stream.ssl_set_ca_cert_file(args.ca_cert)
     as_json = args.format == "json"
     # What the command did, printed as JSON with -f json.
     args.report = {"command": args.command, "switches": []}
@@ -716,7 +733,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         return status
 
     try:
+        set_ssl(args)
         return emit(int(args.func(args)))
+    except ModuleNotFoundError as e:
+        if not (e.name or "").startswith("ovs"):
+            raise
+        msg = ("%s needs OVS's Python library: %s (Debian: "
+               "python3-openvswitch; 'check' without --live, 'rate' and "
+               "'flows --expected' do not)" % (args.command, e))
+        sys.stderr.write("%s: %s\n" % (PROG, msg))
+        return emit(EXIT_FAILED, error=msg)
     except MapError as e:
         for prob in e.problems:
             sys.stderr.write("%s: %s\n" % (PROG, prob))

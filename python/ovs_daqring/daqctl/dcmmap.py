@@ -22,11 +22,6 @@ import os
 import re
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
-import ovs.db.idl
-import ovs.dirs
-import ovs.jsonrpc
-import ovs.poller
-import ovs.stream
 import yaml
 
 from .model import (CSV_COLUMNS, DCM_KEYS, DEFAULT_KEYS, Dcm,
@@ -104,11 +99,12 @@ class MapReader:
                     text = f.read()
         except (OSError, UnicodeDecodeError) as e:
             raise MapError([Problem(self.fname, "cannot read map: %s" % e)])
+        if text.startswith("\ufeff"):
+            text = text[1:]             # a byte order mark (spreadsheets)
         first = next((ln.strip() for ln in text.splitlines()
                       if ln.strip() and not ln.lstrip().startswith("#")), "")
         if self.path.lower().endswith(".csv") or (
-                self.path == "-" and re.match(r"^[a-z_-]+(,[a-z_-]*)+$",
-                                              first.lower())):
+                self.path == "-" and _CSV_HEADER_RE.match(first)):
             specs = self._read_csv(text)
         else:
             specs = self._read_yaml(text)
@@ -332,7 +328,10 @@ class MapReader:
                 if c == "":
                     continue
                 if h == "tuples":
-                    values[h] = c.replace(";", " ").split()
+                    # "a->b; c -> d" or "a->b c->d": spaces around an
+                    # arrow are not separators.
+                    values[h] = _ARROW_RE.sub("->", c).replace(
+                        ";", " ").split()
                 else:
                     values[h] = c
             dcm = build_dcm(values, {k: line for k in values}, line,
@@ -343,8 +342,25 @@ class MapReader:
         return [spec]
 
 
+# The header of a CSV map read from standard input: column names separated
+# by commas (spaces and quotes allowed), which no YAML map's first line is.
+# An unknown name is still a header: the CSV reader says it is unknown.
+_CSV_HEADER_RE = re.compile(r'^\s*"?[A-Za-z_][A-Za-z0-9_-]*"?\s*'
+                            r'(,\s*"?[A-Za-z_][A-Za-z0-9_-]*"?\s*)+,?\s*$')
+_ARROW_RE = re.compile(r"\s*->\s*")
+
+
 def default_db() -> str:
-    rundir = os.environ.get("OVS_RUNDIR") or ovs.dirs.RUNDIR
+    """unix:$OVS_RUNDIR/db.sock, else in OVS's own run directory.  Reading
+    and checking a map needs no OVS library: without python3-openvswitch
+    that directory is the usual one."""
+    rundir = os.environ.get("OVS_RUNDIR")
+    if not rundir:
+        try:
+            import ovs.dirs
+            rundir = ovs.dirs.RUNDIR
+        except ImportError:
+            rundir = "/var/run/openvswitch"
     return "unix:%s/db.sock" % rundir
 
 
@@ -372,9 +388,21 @@ def _ipv4(v: Any, what: str) -> str:
         raise ValueError("%s %r is not an IP address" % (what, v))
     if a.version != 4:
         raise ValueError("%s %s: only IPv4 is supported" % (what, v))
-    if a.is_multicast or a.is_unspecified or str(a) == "255.255.255.255":
-        raise ValueError("%s %s is not a unicast host address" % (what, v))
+    # What no host of the network can have: the switch would steer to a
+    # DCM packets that are no DCM's (or none at all).
+    for net, kind in _NOT_HOSTS:
+        if a in net:
+            raise ValueError("%s %s is not a unicast host address (%s, %s)"
+                             % (what, v, kind, net))
     return str(a)
+
+
+_NOT_HOSTS = [(ipaddress.ip_network(n), kind) for n, kind in (
+    ("0.0.0.0/8", "'this network'"),
+    ("127.0.0.0/8", "loopback"),
+    ("224.0.0.0/4", "multicast"),
+    ("255.255.255.255/32", "limited broadcast"),
+    ("240.0.0.0/4", "reserved"))]
 
 
 def _port_name(v: Any, what: str) -> str:

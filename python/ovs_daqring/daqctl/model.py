@@ -261,6 +261,15 @@ class SwitchSpec:
                             else "%s/%s" % (self.name, self.bridge), self.db)
 
 
+def grouped_notes(notes: List[str]) -> List[str]:
+    """Each note once, with the number of DCMs it is about if several."""
+    counts: Dict[str, int] = {}
+    for n in notes:
+        counts[n] = counts.get(n, 0) + 1
+    return [n if c == 1 else "%s (%d DCMs)" % (n, c)
+            for n, c in counts.items()]
+
+
 def dcm_cookie(name: str) -> int:
     """Each DCM's flows carry a cookie of its own: 0xdac7 in the top 16
     bits, a 48-bit hash of the DCM's name below."""

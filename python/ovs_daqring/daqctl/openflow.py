@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import time
+from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from .model import (COOKIE_MASK, COOKIE_PREFIX, DaqctlError, Dcm,
@@ -30,6 +31,68 @@ from .model import (COOKIE_MASK, COOKIE_PREFIX, DaqctlError, Dcm,
 # =================================================================== OpenFlow
 # A flow as compared: (priority, match fields, actions).
 Flow = Tuple[int, FrozenSet[str], str]
+
+# What ovs-ofctl dump-flows prints before the match that is not the match:
+# statistics and a flow's properties ("key=value"), and its flags.
+_FLOW_STATS = ("duration", "n_packets", "n_bytes", "idle_age", "hard_age")
+_FLOW_PROPS = ("idle_timeout", "hard_timeout", "importance")
+_FLOW_FLAGS = ("send_flow_rem", "check_overlap", "reset_counts",
+               "no_packet_counts", "no_byte_counts", "allow_hidden_fields",
+               "no_readonly_table")
+
+
+@dataclass
+class DumpedFlow:
+    """One flow as ovs-ofctl dump-flows prints it."""
+    cookie: int
+    table: str                # a number (or a name, with --names)
+    priority: int
+    match: List[str]          # the match fields, as printed
+    props: List[str]          # idle_timeout=..., send_flow_rem, ...
+    actions: str
+
+    def compared(self) -> Flow:
+        """The flow as ovs-daqctl compares it with the flows it wants:
+        a property (a timeout, a flag) or another table makes it
+        differ."""
+        extra = self.props + (["table=" + self.table]
+                              if self.table != "0" else [])
+        return (self.priority, frozenset(self.match + extra), self.actions)
+
+
+def parse_flow(line: str) -> Optional[DumpedFlow]:
+    """One line of ovs-ofctl dump-flows (with or without --no-stats and
+    --names), or None for a line that is no flow (a reply's header).
+    ovs-ofctl leaves out a cookie of 0, table 0 and the default priority
+    (32768)."""
+    line = line.strip()
+    if line.startswith("actions="):
+        head, actions = "", line[len("actions="):]
+    else:
+        head, sep, actions = line.partition(" actions=")
+        if not sep:
+            return None
+    flow = DumpedFlow(0, "0", 32768, [], [], actions.strip())
+    # "cookie=C, table=T, idle_timeout=I, send_flow_rem priority=P,MATCH":
+    # properties end with ", ", flags with " ", the match has no spaces.
+    for t in re.split(r"[,\s]+", head):
+        key, _, value = t.partition("=")
+        try:
+            if not t or key in _FLOW_STATS:
+                continue
+            if key == "cookie":
+                flow.cookie = int(value, 16)
+            elif key == "table":
+                flow.table = value
+            elif key == "priority":
+                flow.priority = int(value)
+            elif key in _FLOW_PROPS or t in _FLOW_FLAGS:
+                flow.props.append(t)
+            else:
+                flow.match.append(t)
+        except ValueError:
+            return None
+    return flow
 
 
 class OpenFlow:
@@ -62,32 +125,30 @@ class OpenFlow:
                                  p.stderr.strip() or p.returncode))
         return p.stdout
 
-    def dump(self, names: bool = False) -> str:
+    def dump(self, names: bool = False, ours: bool = True) -> str:
+        """dump-flows of our cookies (or, if not 'ours', of every flow)."""
         return self.run(["--names" if names else "--no-names", "--no-stats",
-                         "dump-flows", self.target,
-                         "cookie=%#x/%#x" % (COOKIE_PREFIX, COOKIE_MASK)])
+                         "dump-flows", self.target]
+                        + (["cookie=%#x/%#x" % (COOKIE_PREFIX, COOKIE_MASK)]
+                           if ours else []))
 
-    def installed(self) -> Dict[int, Set[Flow]]:
-        """Our flows on the switch, by cookie."""
+    def flows(self, names: bool = False,
+              ours: bool = True) -> List[DumpedFlow]:
+        """The flows of dump(), parsed."""
+        out = []
+        for line in self.dump(names, ours).splitlines():
+            f = parse_flow(line)
+            if f is not None:
+                out.append(f)
+        return out
+
+    def installed(self, flows: Optional[List[DumpedFlow]] = None
+                  ) -> Dict[int, Set[Flow]]:
+        """Our flows on the switch (of 'flows', if given), by cookie."""
         out: Dict[int, Set[Flow]] = {}
-        for line in self.dump().splitlines():
-            line = line.strip()
-            if not line.startswith("cookie="):
-                continue
-            head, sep, actions = line.partition(" actions=")
-            if not sep:
-                continue
-            tokens = [t for t in head.replace(" ", "").split(",") if t]
-            cookie = int(tokens[0].split("=", 1)[1], 16)
-            prio = 32768
-            match = set()
-            for t in tokens[1:]:
-                if t.startswith("priority="):
-                    prio = int(t.split("=", 1)[1])
-                elif t not in ("table=0",):
-                    match.add(t)
-            out.setdefault(cookie, set()).add(
-                (prio, frozenset(match), actions.strip()))
+        for f in self.flows() if flows is None else flows:
+            if is_ours(f.cookie):
+                out.setdefault(f.cookie, set()).add(f.compared())
         return out
 
     def bundle(self, lines: List[str]) -> None:
@@ -174,6 +235,11 @@ def flow_text(cookie: int, flow: FlowSpec) -> str:
     prio, match, actions = flow
     return "cookie=%#x,priority=%d,%s,actions=%s" % (cookie, prio,
                                                      ",".join(match), actions)
+
+
+def is_ours(cookie: int) -> bool:
+    """Whether a flow's cookie is one of ovs-daqctl's (0xdac7...)."""
+    return cookie & COOKIE_MASK == COOKIE_PREFIX
 
 
 def ofport_text(n: int) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .model import (DaqctlError, Dcm, EXIT_ROLLBACK_FAILED, EXT_DCM, MapError,
-                    Problem, SwitchSpec)
+                    Problem, SwitchSpec, grouped_notes as _grouped)
 from .ovsdb import Ovsdb, Ring, _opt
 from .openflow import (ssl_args, Flow, OpenFlow, dcm_flows, flow_text,
                        of_target, ofport_text)
@@ -605,11 +605,3 @@ def _names(names: List[str], verbose: bool) -> str:
     if len(names) > 20 and not verbose:
         return " (-v lists them)"
     return ": " + ", ".join(names)
-
-
-def _grouped(notes: List[str]) -> List[str]:
-    counts: Dict[str, int] = {}
-    for n in notes:
-        counts[n] = counts.get(n, 0) + 1
-    return [n if c == 1 else "%s (%d DCMs)" % (n, c)
-            for n, c in counts.items()]
