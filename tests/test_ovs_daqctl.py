@@ -1437,6 +1437,186 @@ def test_concurrent_add_del_dcm(sw: Switch, tmp_path: Path) -> None:
     assert sw.rings("br1") == {} and sw.flows("br1") == UNRELATED
 
 
+def test_rollback_recreates_removed_ring_with_its_ofport(
+        sw: Switch, tmp_path: Path) -> None:
+    """A failed apply that removed a DCM creates its daqring again with
+    the OpenFlow port it had (ovs-vswitchd would give it a new one, and
+    its flows point at the old one), no-flood, with its flows."""
+    sw.daqctl("clear", bridge="br1")
+    first = write(tmp_path, "g.yaml", """\
+        dcms:
+          - {name: g1, ip: 10.0.14.1, egress: q1}
+          - {name: g2, ip: 10.0.14.2, egress: q1}
+        """)
+    second = write(tmp_path, "g-bad.yaml", """\
+        dcms:
+          - {name: g2, ip: 10.0.14.2, egress: q1}
+          - {name: g3, ip: 10.0.14.3, egress: q1, numa-id: 7}
+        """)
+    try:
+        sw.daqctl("apply", first, bridge="br1")
+        rings, flows = sw.rings("br1"), sw.flows("br1")
+        p = sw.daqctl("apply", second, bridge="br1", check=1)
+        assert "refused the change, rolled back" in p.stderr, p.stderr
+        assert "invalid numa-id 7" in p.stderr
+        after = sw.rings("br1")
+        assert sorted(after) == ["g1", "g2"]
+        for n in ("g1", "g2"):
+            if n == "g1":           # a new row, the same port
+                del after[n]["_uuid"], rings[n]["_uuid"]
+            assert after[n] == rings[n]
+        # The number is the old one, its request is given back.
+        assert sw.vsctl("get", "Interface", "g1",
+                        "ofport_request").strip() == "[]"
+        assert sw.flows("br1") == flows
+        assert flows == UNRELATED | expected_flows(
+            sw, "br1", [("g1", "10.0.14.1", "q1"), ("g2", "10.0.14.2", "q1")])
+        assert no_flood(sw, "br1")["g1"] is True
+        assert "no changes" in sw.daqctl("apply", first, bridge="br1").stdout
+    finally:
+        sw.daqctl("clear", bridge="br1", check=None)
+    assert sw.rings("br1") == {} and sw.flows("br1") == UNRELATED
+
+
+def test_rollback_leaves_another_clients_change(sw: Switch,
+                                                tmp_path: Path) -> None:
+    """A ring that another client changes between ovs-daqctl's commit
+    and its rollback is left as that client made it, and the message and
+    the JSON result say so."""
+    sw.daqctl("clear", bridge="br1")
+    vswitchd = sw.vswitchd
+    assert vswitchd is not None
+    try:
+        sw.daqctl("add-dcm", "k1", "--ip", "10.0.15.1", "--egress", "q1",
+                  bridge="br1")
+        # ovs-vswitchd stopped: the add-dcm that it then refuses (NUMA node
+        # 7) waits after its commit, while another client changes k1.
+        vswitchd.send_signal(signal.SIGSTOP)
+        try:
+            bad = subprocess.Popen(
+                [PYTHON, str(DAQCTL), "--db", sw.db, "--bridge", "br1",
+                 "--timeout", "60", "-f", "json", "add-dcm", "k1", "--ip",
+                 "10.0.15.1", "--egress", "q1", "--numa-id", "7"],
+                env=sw.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True)
+            deadline = time.monotonic() + WAIT_S
+            while "numa-id" not in sw.rings("br1")["k1"]["options"]:
+                assert bad.poll() is None and time.monotonic() < deadline
+                time.sleep(0.05)
+            sw.vsctl("--no-wait", "set", "Interface", "k1",
+                     "options:max-burst=8")
+        finally:
+            vswitchd.send_signal(signal.SIGCONT)
+        out, err = bad.communicate(timeout=WAIT_S * 2)
+        assert bad.returncode == 1, (out, err)
+        assert "refused the change, rolled back" in err, err
+        assert ("not rolled back: k1, changed by another client since this "
+                "change was committed") in err, err
+        js = json.loads(out)
+        assert js["switches"][0]["left_alone"] == ["k1"]
+        assert js["switches"][0]["state"] == "rolled back"
+        opts = sw.rings("br1")["k1"]["options"]
+        assert (opts["max-burst"], opts["numa-id"]) == ("8", "7")
+    finally:
+        sw.daqctl("clear", bridge="br1", check=None)
+    assert sw.rings("br1") == {} and sw.flows("br1") == UNRELATED
+
+
+def test_flow_of_another_owner_is_not_replaced(sw: Switch,
+                                               tmp_path: Path) -> None:
+    """A DCM whose flow has the priority and match of a flow that is not
+    ovs-daqctl's is refused: OpenFlow's add would replace that flow, and
+    del-dcm would then delete it.  The flows are read after the OVSDB
+    transaction (ovs-vswitchd may be busy applying an earlier one), so
+    the daqrings are rolled back; --dry-run says so first."""
+    sw.daqctl("clear", bridge="br1")
+    sw.ofctl("add-flow", "br1",
+             "cookie=0x77,priority=100,ip,nw_dst=10.0.16.1,actions=drop")
+    theirs = "cookie=0x77, priority=100,ip,nw_dst=10.0.16.1 actions=drop"
+    path = write(tmp_path, "h.yaml", """\
+        dcms:
+          - {name: h2, ip: 10.0.16.2, egress: q1}
+          - {name: h1, ip: 10.0.16.1, egress: q1}
+        """)
+    why = ("DCM h1: its flow priority=100,ip,nw_dst=10.0.16.1 would replace "
+           "a flow that is not ovs-daqctl's (cookie 0x77, actions=drop)")
+    try:
+        cfg = sw.next_cfg()
+        p = sw.daqctl("apply", "-n", path, bridge="br1", check=2)
+        assert "%s:3: %s" % (path, why) in p.stderr, p.stderr
+        assert "nothing changed" in p.stderr
+        assert sw.next_cfg() == cfg
+        for args in (["apply", path], ["add-dcm", "h1", "--ip",
+                                       "10.0.16.1", "--egress", "q1"]):
+            p = sw.daqctl(*args, bridge="br1", check=1)
+            assert "ovs-daqctl: br1 (%s): %s" % (sw.db, why) in p.stderr, \
+                p.stderr
+            assert "daqrings rolled back" in p.stderr
+        assert sw.rings("br1") == {}
+        assert sw.flows("br1") == UNRELATED | {theirs}
+    finally:
+        sw.ofctl("del-flows", "br1", "cookie=0x77/-1")
+        sw.daqctl("clear", bridge="br1", check=None)
+    assert sw.rings("br1") == {} and sw.flows("br1") == UNRELATED
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_interrupted_apply_says_what_to_do(sw: Switch, tmp_path: Path,
+                                           fmt: str) -> None:
+    """SIGTERM while ovs-vswitchd applies the change: the wait showed
+    progress, and ovs-daqctl says (text and JSON) that OVSDB is committed
+    and the flows are not, and what to run; that finishes the job."""
+    sw.daqctl("clear", bridge="br1")
+    path = write(tmp_path, "i.yaml", """\
+        dcms:
+          - {name: i1, ip: 10.0.17.1, egress: q1}
+        """)
+    vswitchd = sw.vswitchd
+    assert vswitchd is not None
+    try:
+        vswitchd.send_signal(signal.SIGSTOP)
+        try:
+            p = subprocess.Popen(
+                [PYTHON, str(DAQCTL), "--db", sw.db, "--bridge", "br1",
+                 "--timeout", str(WAIT_S), "-f", fmt, "apply", path],
+                env=sw.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True)
+            assert p.stderr is not None
+            # The first progress line (or, if there is none, the end of
+            # the command at its --timeout).
+            line = p.stderr.readline()
+            assert "waiting for ovs-vswitchd to apply the change" in line, \
+                line
+            p.send_signal(signal.SIGTERM)
+            out, err = p.communicate(timeout=WAIT_S)
+        finally:
+            vswitchd.send_signal(signal.SIGCONT)
+        assert p.returncode == 128 + signal.SIGTERM, (out, err)
+        rerun = "to finish, run the command again (it changes only what " \
+            "differs): ovs-daqctl --db %s --bridge br1 --timeout %d -f %s " \
+            "apply %s" % (sw.db, WAIT_S, fmt, path)
+        committed = "switch br1: the daqrings are committed in OVSDB " \
+            "(next_cfg %d) but ovs-vswitchd had not applied them yet, and " \
+            "the flows were not changed" % sw.next_cfg()
+        for text in ("interrupted by SIGTERM", committed, rerun):
+            assert "ovs-daqctl: " + text in err, err
+        if fmt == "json":
+            js = json.loads(out)
+            assert (js["status"], js["interrupted"]) == (143, "SIGTERM")
+            assert js["switches"][0]["state"] == "committed"
+            assert committed in js["error"] and rerun in js["error"]
+        # As it said: the daqring is in OVSDB, its flows are not there.
+        assert sorted(sw.rings("br1")) == ["i1"]
+        assert sw.flows("br1") == UNRELATED
+        p2 = sw.daqctl("apply", path, bridge="br1")
+        assert "one OpenFlow bundle" in p2.stdout
+        assert sw.flows("br1") == UNRELATED | expected_flows(
+            sw, "br1", [("i1", "10.0.17.1", "q1")])
+    finally:
+        sw.daqctl("clear", bridge="br1", check=None)
+    assert sw.rings("br1") == {} and sw.flows("br1") == UNRELATED
+
+
 def test_1000_dcms_one_transaction(sw: Switch, tmp_path: Path) -> None:
     lines = ["defaults: {ring-size: 256, max-burst: 32, poll-interval: 500}",
              "dcms:"]

@@ -25,7 +25,9 @@ bundle.  See ovs-daqctl(8).
 import argparse
 import json
 import os
+import shlex
 import shutil
+import signal
 import sys
 from typing import Any, Dict, List, NoReturn, Optional
 
@@ -44,11 +46,13 @@ except ImportError as _e:               # pragma: no cover
 from .. import VERSION
 from .model import (DaqctlError, Dcm, EXIT_BAD_INPUT, EXIT_DIFFERS,
                     EXIT_FAILED, EXIT_OK, FRAME_BITS, MapError, PROG, Problem,
-                    STEERING_MODES, SwitchSpec, format_rate, grouped_notes,
+                    STATES, STEERING_MODES, SwitchSpec, format_rate,
+                    grouped_notes,
                     parse_rate, shaping_for_rate)
 from .dcmmap import MapReader, _int_value, build_dcm, default_db, validate_dcms
 from .openflow import (ssl_args, OpenFlow, dcm_flows, flow_text, of_target,
                        parse_flow)
+from ..process import Interrupted
 
 
 # ================================================================== commands
@@ -682,6 +686,28 @@ def usage_error(argv: List[str], parser: argparse.ArgumentParser,
     return EXIT_BAD_INPUT
 
 
+def interrupted(args: argparse.Namespace, signum: int) -> str:
+    """What to say when a signal ends the command: the state of each
+    switch it was changing, and what to run."""
+    name = signal.Signals(signum).name
+    lines = ["interrupted by %s" % name]
+    unfinished = False
+    for sw in args.report.get("switches", []):
+        state = sw.get("state") if isinstance(sw, dict) else None
+        if state in STATES:
+            lines.append("switch %s: %s" % (sw["switch"],
+                                            STATES[state] % sw))
+            unfinished = unfinished or state not in ("unchanged", "done")
+    if len(lines) == 1:
+        lines.append("nothing was changed")
+    elif args.command == "apply":
+        lines.append("switches not listed were not changed")
+    if unfinished:
+        lines.append("to finish, run the command again (it changes only "
+                     "what differs): %s" % args.cmdline)
+    return "\n".join(lines)
+
+
 def set_ssl(args: argparse.Namespace) -> None:
     """The SSL files of ssl: remotes, for OVS's Python library."""
     if not (args.private_key or args.certificate or args.ca_cert):
@@ -693,6 +719,10 @@ def set_ssl(args: argparse.Namespace) -> None:
         ovs.stream.Stream.ssl_set_certificate_file(args.certificate)
     if args.ca_cert:
         ovs.stream.Stream.ssl_set_ca_cert_file(args.ca_cert)
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    raise Interrupted(signum)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -712,6 +742,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return usage_error(argv, e.parser, str(e), commands)
     if not hasattr(args, "explicit"):
         args.explicit = set()
+    args.cmdline = shlex.join([PROG] + argv)
     as_json = args.format == "json"
     # What the command did, printed as JSON with -f json.
     args.report = {"command": args.command, "switches": []}
@@ -732,9 +763,23 @@ def main(argv: Optional[List[str]] = None) -> int:
             sys.stdout.write("\n")
         return status
 
+    # SIGTERM and SIGHUP end the command as Ctrl-C does: with a report.
+    old = {s: signal.getsignal(s)
+           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGHUP, _on_signal)
     try:
         set_ssl(args)
         return emit(int(args.func(args)))
+    except (KeyboardInterrupt, Interrupted) as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        for s in old:
+            signal.signal(s, signal.SIG_IGN)
+        msg = interrupted(args, signum)
+        sys.stderr.write("".join("%s: %s\n" % (PROG, ln)
+                                 for ln in msg.splitlines()))
+        return emit(128 + signum, error=msg,
+                    interrupted=signal.Signals(signum).name)
     except ModuleNotFoundError as e:
         if not (e.name or "").startswith("ovs"):
             raise
@@ -755,10 +800,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except DaqctlError as e:
         sys.stderr.write("%s: %s\n" % (PROG, e))
         return emit(e.status, error=str(e))
-    except KeyboardInterrupt:
-        return 130
     except BrokenPipeError:
         # "ovs-daqctl show | head": not an error.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

@@ -80,6 +80,29 @@ RESERVED_PORT_NAMES = {"ALL", "ANY", "CONTROLLER", "FLOOD", "IN_PORT",
                        "LOCAL", "NONE", "NORMAL", "TABLE", "UNSET"}
 
 
+# Where a change of one switch is ("state" in its result), and what that
+# means if ovs-daqctl is interrupted there.
+STATES = {
+    "unchanged": "nothing was changed",
+    "committing": "the OVSDB transaction was sent; it may or may not have "
+    "been committed; the flows were not changed",
+    "committed": "the daqrings are committed in OVSDB (next_cfg %(next_cfg)s) "
+    "but ovs-vswitchd had not applied them yet, and the flows were not "
+    "changed: new DCMs get no packets, removed DCMs' flows point at no port",
+    "applied": "the daqrings are committed in OVSDB (next_cfg %(next_cfg)s) "
+    "and applied by ovs-vswitchd, but the flows were not changed: new DCMs "
+    "get no packets, removed DCMs' flows point at no port",
+    "flows": "the daqrings are in place; the flows were being changed (one "
+    "OpenFlow bundle: either all old or all new) and the daqrings set "
+    "no-flood",
+    "rolling back": "a failed change was being rolled back: the switch is in "
+    "neither its old nor its new state",
+    "rolled back": "the change failed and was rolled back",
+    "rollback failed": "the change failed and so did its rollback",
+    "done": "the change is complete",
+}
+
+
 # ===================================================================== errors
 class DaqctlError(Exception):
     """A failure; 'status' is the exit status."""

@@ -156,13 +156,18 @@ class Ovsdb:
         return cfg
 
     def _run_until(self, done: Any, what: str,
-                   timeout: Optional[float] = None) -> None:
+                   timeout: Optional[float] = None,
+                   tick: Optional[Callable[[], None]] = None) -> None:
+        """Runs the IDL until done(); tick(), if given, at least every
+        100 ms meanwhile."""
         deadline = time.monotonic() + (timeout if timeout is not None
                                        else self.timeout)
         while True:
             self.idl.run()
             if done():
                 return
+            if tick is not None:
+                tick()
             if time.monotonic() > deadline:
                 raise DaqctlError("%s: timed out (%g s) waiting to %s"
                                   % (self.remote, timeout or self.timeout,
@@ -270,10 +275,19 @@ class Ovsdb:
             self._run_until(lambda: self.idl.change_seqno != seqno,
                             "receive the database's changes", timeout=left)
 
-    def wait_applied(self, cfg: int) -> None:
+    def wait_applied(self, cfg: int,
+                     progress: Optional[Callable[[float], None]] = None
+                     ) -> None:
+        """Waits until ovs-vswitchd has applied next_cfg 'cfg';
+        progress(seconds waited so far), if given, meanwhile."""
+        t0 = time.monotonic()
+
+        def tick() -> None:
+            if progress is not None:
+                progress(time.monotonic() - t0)
         try:
             self._run_until(lambda: self.root().cur_cfg >= cfg,
-                            "ovs-vswitchd to apply the change")
+                            "ovs-vswitchd to apply the change", tick=tick)
         except DaqctlError as e:
             raise DaqctlError("%s.  The transaction is committed; "
                               "ovs-vswitchd (is it running?) has not "

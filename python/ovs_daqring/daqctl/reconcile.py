@@ -16,15 +16,17 @@
 remove), its application and the rollback of a failure."""
 
 import argparse
+import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import (Any, Callable, Dict, FrozenSet, List, Optional, Sequence,
+                    Set, Tuple)
 
 from .model import (DaqctlError, Dcm, EXIT_ROLLBACK_FAILED, EXT_DCM, MapError,
-                    Problem, SwitchSpec, grouped_notes as _grouped)
+                    Problem, STATES, SwitchSpec, grouped_notes as _grouped)
 from .ovsdb import Ovsdb, Ring, _opt
-from .openflow import (ssl_args, Flow, OpenFlow, dcm_flows, flow_text,
-                       of_target, ofport_text)
+from .openflow import (ssl_args, DumpedFlow, Flow, OpenFlow, dcm_flows,
+                       flow_text, is_ours, of_target, ofport_text)
 
 
 # ================================================================ reconciler
@@ -37,12 +39,31 @@ class RingState:
     options: Dict[str, str]
     ofport_request: List[int]
     managed: bool
+    # The OpenFlow port it had (not configuration: ovs-vswitchd's choice).
+    ofport: Optional[int] = None
 
     @staticmethod
     def of(r: Ring) -> "RingState":
         return RingState(dict(r.port.external_ids), r.iface.name,
                          r.iface.type, dict(r.iface.options),
-                         list(r.iface.ofport_request), r.dcm is not None)
+                         list(r.iface.ofport_request), r.dcm is not None,
+                         _opt(r.iface.ofport))
+
+    @staticmethod
+    def of_port(port: Any) -> Optional["RingState"]:
+        """A port's state, or None if it has no single interface."""
+        ifaces = list(port.interfaces)
+        if len(ifaces) != 1:
+            return None
+        i = ifaces[0]
+        return RingState(dict(port.external_ids), i.name, i.type,
+                         dict(i.options), list(i.ofport_request),
+                         EXT_DCM in port.external_ids, _opt(i.ofport))
+
+    def config(self) -> Tuple[Any, ...]:
+        """What a client configures (what a rollback compares)."""
+        return (self.port_ids, self.iface_name, self.iface_type,
+                self.options, self.ofport_request)
 
 
 @dataclass
@@ -55,6 +76,8 @@ class Plan:
     old_errors: Dict[str, Optional[str]] = field(default_factory=dict)
     # Each ring the plan touches, as it was (None: the plan creates it).
     before: Dict[str, Optional[RingState]] = field(default_factory=dict)
+    # ... and as the committed transaction made it (None: removed).
+    after: Dict[str, Optional[RingState]] = field(default_factory=dict)
 
     def empty(self) -> bool:
         return not (self.create or self.update or self.delete)
@@ -86,6 +109,10 @@ class Reconciler:
                            ssl_args(args))
         self.t_commit = 0.0
         self.t_bundle = 0.0
+        # Where the change is, for a report if it is interrupted (see
+        # STATES): in the result, so that -f json has it too.
+        self.result["state"] = "unchanged"
+        self._next_progress = 0.0
         # Flows that are no DCM's ring steering, kept by sync() with the
         # DCMs' (the fabric agent's routes): cookie -> [(priority, match,
         # output port name)].  A cookie whose ports are not on the bridge
@@ -94,6 +121,27 @@ class Reconciler:
 
     def close(self) -> None:
         self.db.close()
+
+    def set_state(self, state: str) -> None:
+        assert state in STATES, state
+        self.result["state"] = state
+
+    def progress(self, waited: float) -> None:
+        """While ovs-vswitchd applies a change (tens of seconds for 1000
+        daqrings): a line on standard error after 2 s, then every 5 s."""
+        if waited < 2:
+            self._next_progress = 2
+            return
+        if waited < self._next_progress:
+            return
+        self._next_progress = waited + 5
+        sys.stderr.write("ovs-daqctl: %s: waiting for ovs-vswitchd to apply "
+                         "the change (next_cfg %s): %.0f s so far (it needs "
+                         "about 20 s to add 1000 daqrings, 40 s to remove "
+                         "them)\n" % (self.spec.label(),
+                                      self.result.get("next_cfg", "?"),
+                                      waited))
+        sys.stderr.flush()
 
     def say(self, msg: str) -> None:
         self.result["messages"].append(msg)
@@ -204,6 +252,7 @@ class Reconciler:
                 for col in ("type", "options", "ofport_request"):
                     r.iface.verify(col)
             for r in plan.delete:
+                plan.after[r.port.name] = None
                 br.delvalue("ports", r.port)
                 r.port.delete()
                 r.iface.delete()
@@ -226,6 +275,8 @@ class Reconciler:
                 req = [d.ofport] if d.ofport is not None else []
                 if list(r.iface.ofport_request) != req:
                     r.iface.ofport_request = req
+                plan.after[d.ring] = RingState(ext, r.iface.name, "daqring",
+                                               opts, req, True)
             for d in plan.create:
                 iface = txn.insert(self.db.idl.tables["Interface"])
                 iface.name = d.ring
@@ -238,50 +289,80 @@ class Reconciler:
                 port.interfaces = [iface]
                 port.external_ids = d.external_ids()
                 br.addvalue("ports", port)
+                plan.after[d.ring] = RingState(
+                    d.external_ids(), d.ring, "daqring", d.options(),
+                    [d.ofport] if d.ofport is not None else [], True)
 
+        self.set_state("committing")
         cfg = self.db.transact(build, comment)
+        self.result["next_cfg"] = cfg
+        self.set_state("committed")
         self.t_commit = time.monotonic() - t0
-        self.db.wait_applied(cfg)
+        self.db.wait_applied(cfg, self.progress)
+        self.set_state("applied")
         return plans[-1], time.monotonic() - t0
 
     def restore(self, plan: Plan, comment: str,
-                flood_before: Dict[str, bool]) -> None:
+                flood_before: Dict[str, bool]) -> List[str]:
         """Undoes 'plan' (already committed): the rings it created are
         removed, those it changed or adopted get back their options, marks
         and ofport_request (and an adopted ring its flooding), those it
-        removed are created again (empty).  Other rings, also those that
-        another ovs-daqctl changed meanwhile, are left alone.  Then the
-        flows follow the restored DCMs, if they were changed."""
+        removed are created again (empty), with their old OpenFlow port
+        numbers.  A ring is restored only if it is still as the plan made
+        it: one that another client changed, created or removed meanwhile
+        is left as it is.  Then the flows are made those of the DCMs in the
+        database.  Returns the names of the rings left alone."""
+        left: List[str] = []
+        # Created again, and those of them with a borrowed ofport_request.
+        again: List[str] = []
+        borrowed: List[str] = []
+
         def build(txn: Any) -> None:
+            del left[:], again[:], borrowed[:]
             br = self.db.bridge(self.spec.bridge)
             br.verify("ports")
             ports = self.db.ports(br)
             for name, st in sorted(plan.before.items()):
                 port = ports.get(name)
-                ifaces = list(port.interfaces) if port is not None else []
+                now = RingState.of_port(port) if port is not None else None
+                made = plan.after.get(name)
+                if (port is not None and now is None) or (
+                        (now.config() if now else None)
+                        != (made.config() if made else None)):
+                    left.append(name)
+                    continue
+                if port is not None:
+                    iface = list(port.interfaces)[0]
+                    for col in ("external_ids", "interfaces"):
+                        port.verify(col)
+                    for col in ("type", "options", "ofport_request"):
+                        iface.verify(col)
                 if st is None:
-                    if port is not None and EXT_DCM in port.external_ids:
-                        port.verify("external_ids")
-                        br.delvalue("ports", port)
-                        port.delete()
-                        for i in ifaces:
-                            i.delete()
+                    # Created by the plan: removed.
+                    br.delvalue("ports", port)
+                    port.delete()
+                    iface.delete()
                 elif port is None:
+                    # Removed by the plan: created again.  ovs-vswitchd
+                    # does not reuse an OpenFlow port number for an hour:
+                    # without a request the ring would get a new one, and
+                    # its DCM's flows point at the old one.
+                    req = st.ofport_request
+                    if not req and st.ofport is not None and st.ofport > 0:
+                        req = [st.ofport]
+                        borrowed.append(name)
                     iface = txn.insert(self.db.idl.tables["Interface"])
                     iface.name = st.iface_name
                     iface.type = st.iface_type
                     iface.options = st.options
-                    iface.ofport_request = st.ofport_request
+                    iface.ofport_request = req
                     port = txn.insert(self.db.idl.tables["Port"])
                     port.name = name
                     port.interfaces = [iface]
                     port.external_ids = st.port_ids
                     br.addvalue("ports", port)
-                elif len(ifaces) == 1:
-                    iface = ifaces[0]
-                    port.verify("external_ids")
-                    for col in ("type", "options", "ofport_request"):
-                        iface.verify(col)
+                    again.append(name)
+                else:
                     if dict(port.external_ids) != st.port_ids:
                         port.external_ids = st.port_ids
                     if iface.type != st.iface_type:
@@ -291,20 +372,42 @@ class Reconciler:
                     if list(iface.ofport_request) != st.ofport_request:
                         iface.ofport_request = st.ofport_request
 
+        def give_back(txn: Any) -> None:
+            """The borrowed ofport_requests, once the ports have their
+            numbers (which they keep)."""
+            ports = self.db.ports(self.db.bridge(self.spec.bridge))
+            for name in borrowed:
+                st = plan.before[name]
+                port = ports.get(name)
+                now = RingState.of_port(port) if port is not None else None
+                if (st is not None and now is not None
+                        and now.ofport_request == [st.ofport]):
+                    iface = list(port.interfaces)[0]
+                    iface.verify("ofport_request")
+                    iface.ofport_request = st.ofport_request
+
         if plan.empty():
-            return
+            return []
         cfg = self.db.transact(build, comment + " (rollback)")
-        self.db.wait_applied(cfg)
-        if self.of.written:
-            # The flows of the restored DCMs.  (If nothing was sent, the
-            # flows are still those of before.)
+        self.db.wait_applied(cfg, self.progress)
+        if borrowed:
+            cfg = self.db.transact(give_back, comment + " (rollback)")
+            self.db.wait_applied(cfg, self.progress)
+        if self.of.written or again:
+            # The flows of the restored DCMs, and those of rings created
+            # again (if their old number was taken meanwhile).  (If
+            # nothing was sent and no ring came back, the flows are still
+            # those of before.)
             self.sync()
         # An adopted ring is a hand-made one again: as it was.
-        if any(not flood_before.get(n, True) for n in plan.adopt):
-            now = self.of.no_flood()
+        if any(not flood_before.get(n, True) for n in plan.adopt
+               if n not in left):
+            now_flood = self.of.no_flood()
             for n in plan.adopt:
-                if flood_before.get(n) is False and now.get(n):
+                if (n not in left and flood_before.get(n) is False
+                        and now_flood.get(n)):
                     self.of.set_no_flood(n, False)
+        return list(left)
 
     def failures(self, plan: Plan) -> List[str]:
         """Rings that ovs-vswitchd refused (error column, no ofport, or a
@@ -382,9 +485,15 @@ class Reconciler:
         n = n_del = n_add = 0
         fixed: List[str] = []
         for _ in range(10):
-            installed = self.of.installed()
+            dumped = self.of.flows(ours=False)
+            installed = self.of.installed(dumped)
             cfg = self.db.catch_up()
             dcms = self.current()
+            problems = self.conflicts(dcms, dumped)
+            if problems:
+                raise DaqctlError("\n".join(
+                    "%s: %s" % (self.spec.label(), p.reason)
+                    for p in problems))
             flood = self.floodable([d.ring for d in dcms])
             if flood:
                 self.of.set_no_flood_all(flood)
@@ -399,6 +508,43 @@ class Reconciler:
             if not (lines or flood) or self.db.next_cfg() == cfg:
                 break
         return n, n_del, n_add, fixed
+
+    def conflicts(self, dcms: List[Dcm],
+                  dumped: Optional[List[DumpedFlow]] = None
+                  ) -> List[Problem]:
+        """The DCMs' flows that have the table (0), priority and match of a
+        flow that is not ovs-daqctl's (its cookie is not 0xdac7...):
+        adding ours would replace it, and a later del-dcm would delete
+        it.  A ring not created yet has no in_port flow to compare."""
+        if dumped is None:
+            dumped = self.of.flows(ours=False)
+        theirs: Dict[Tuple[int, FrozenSet[str]], DumpedFlow] = {}
+        for f in dumped:
+            if f.table == "0" and not is_ours(f.cookie):
+                theirs.setdefault((f.priority, frozenset(f.match)), f)
+        if not theirs:
+            return []
+        ofports: Dict[str, str] = {}
+        for p in self.db.bridge(self.spec.bridge).ports:
+            for i in p.interfaces:
+                o = _opt(i.ofport)
+                if o is not None and o > 0:
+                    ofports[p.name] = ofport_text(o)
+        problems = []
+        for d in dcms:
+            for prio, match, _ in dcm_flows(d, ofports.get(d.ring, "?"),
+                                            ofports.get(d.egress, "?")):
+                f = theirs.get((prio, frozenset(match)))
+                if f is not None and "in_port=?" not in match:
+                    problems.append(Problem(
+                        d.where or self.spec.where,
+                        "DCM %s: its flow priority=%d,%s would replace a "
+                        "flow that is not ovs-daqctl's (cookie %#x, "
+                        "actions=%s), which a later del-dcm would then "
+                        "delete: remove that flow, or change the DCM's "
+                        "match" % (d.name, prio, ",".join(match), f.cookie,
+                                   f.actions)))
+        return problems
 
     def flow_changes(self, dcms: List[Dcm], dry_run: bool,
                      installed: Optional[Dict[int, Set[Flow]]] = None
@@ -476,8 +622,13 @@ class Reconciler:
         for note in res["notes"]:
             self.say("%s: %s" % (self.spec.name, note))
         if dry_run:
+            dumped = self.of.flows(ours=False)
+            problems = self.conflicts(dcms, dumped)
+            if problems:
+                raise MapError(problems)
             self._report_plan(plan, verbose, "would ")
-            _, (n, n_del, n_add) = self.flow_changes(dcms, True)
+            _, (n, n_del, n_add) = self.flow_changes(
+                dcms, True, self.of.installed(dumped))
             flood = self.floodable([d.ring for d in dcms])
             res.update(plan.summary())
             res.update(no_flood=flood, flows={"dcms": n, "deleted": n_del,
@@ -516,6 +667,7 @@ class Reconciler:
                      "in %.3f s)" % (label, len(plan.create),
                                      len(plan.update), len(plan.delete),
                                      self.t_commit, t_db))
+        self.set_state("flows")
         try:
             n, n_del, n_add, flood = self.sync()
         except DaqctlError as e:
@@ -533,6 +685,7 @@ class Reconciler:
                      "(%d deleted, %d added) in %.3f s"
                      % (label, n, n_del, n_add, self.t_bundle))
         res["changed"] = res["changed"] or bool(n) or bool(flood)
+        self.set_state("done" if res["changed"] else "unchanged")
         if not res["changed"]:
             self.say("%s: no changes" % label)
         return res["changed"]
@@ -543,10 +696,12 @@ class Reconciler:
         """Restores what 'plan' changed and raises: EXIT_FAILED if the
         switch is as it was, EXIT_ROLLBACK_FAILED if it is not."""
         more = "".join("\n  " + d for d in details)
+        self.set_state("rolling back")
         try:
-            self.restore(plan, comment, flood_before)
+            left = self.restore(plan, comment, flood_before)
         except DaqctlError as e:
             self.result["rollback"] = "failed"
+            self.set_state("rollback failed")
             raise DaqctlError(
                 "%s%s\nROLLBACK FAILED: %s\nswitch %s is in neither its "
                 "old nor its new state: look at 'ovs-daqctl show' and "
@@ -555,6 +710,14 @@ class Reconciler:
                                        e, self.spec.name),
                 EXIT_ROLLBACK_FAILED)
         self.result["rollback"] = "done"
+        self.set_state("rolled back")
+        if left:
+            # Rings that another client changed after our commit: theirs.
+            self.result["left_alone"] = left
+            more += ("\n(not rolled back: %s, changed by another client "
+                     "since this change was committed; left as they are: "
+                     "look at them with 'ovs-daqctl show')"
+                     % ", ".join(left))
         raise DaqctlError(rolled_back + (":" + more if more else ""))
 
     def _report_plan(self, plan: Plan, verbose: bool, prefix: str) -> None:
