@@ -205,7 +205,10 @@ class Sandbox:
         waited for until DPDK is initialised; a DUMMY one has OVS's dummy
         netdevs and datapath (--enable-dummy) and no DPDK, and needs
         neither root nor hugepages.  After a failure stop() undoes what
-        was done."""
+        was done.  A switch that is neither (SETTINGS without
+        dpdk-init=true) has the system's ports only (the userspace
+        datapath polls them from its main thread) and is not waited
+        for."""
         os.makedirs(self.dir, exist_ok=True)
         if self.own_netns and self.netns and not self.netns_created:
             run(["ip", "netns", "add", self.netns])
@@ -231,7 +234,7 @@ class Sandbox:
             "-vconsole:off"] + (["--enable-dummy"] if dummy else [])
             + list(vswitchd_args), True)
         self._wait_for(self.ctl, self.vswitchd, "ovs-vswitchd")
-        if not dummy:
+        if not dummy and "other_config:dpdk-init=true" in settings:
             # In short waits: an EAL that fails aborts ovs-vswitchd, and
             # that should not cost the whole timeout.
             deadline = time.monotonic() + 120

@@ -93,6 +93,19 @@ PIPELINE = 1
 MAX_PIPELINE = 1024
 HOST_RPS_KINDS = {"off": (), "on": ("dcm", "ros"), "ros": ("ros",)}
 MODES = ("stock", "credits", "daqring")
+# --topology fabric adds unshaped daqrings (Figure 6.9's "unlimited").
+FABRIC_MODES = MODES + ("daqring-unshaped",)
+TOPOLOGIES = ("switch", "fabric")
+# The fabric as this machine can emulate it (python/ovs_daqring/incast/
+# fabric.py): the HLT leaf's DPDK ports (one per HLT host and spine)
+# count against MAX_ETHDEV_PORTS; other switches have system ports.
+MAX_FABRIC_SPINES = 1
+MAX_FABRIC_PLANES = 1
+MAX_ROS_LEAVES = 4
+MAX_HLT_HOSTS = 8
+MAX_FABRIC_DCMS = 32
+FABRIC_DB_MEMBERS = (1, 3)
+RING_SHARING = ("static",)
 SWEEP_PARAMS = {
     # parameter -> (mode it applies to, minimum value)
     "ring-size": ("daqring", 1),
@@ -265,6 +278,22 @@ class Config:
     host_rps: str = HOST_RPS_DEFAULT    # off, on (all hosts), ros
     # net.ipv4.tcp_congestion_control of every host namespace.
     congestion_control: str = CONGESTION_CONTROL_DEFAULT
+    # --topology fabric (incast/fabric.py): the leaf-spine's shape, its
+    # fabric database, how the rings of one HLT host share its link, and
+    # whether the HLT leaf runs DPDK (off: stock and credits only).
+    topology: str = "switch"
+    hlt_hosts: int = 1
+    spines: int = 1
+    planes: int = 1
+    ros_leaves: int = 1
+    fabric_db_members: int = 3
+    ring_sharing: str = "static"
+    fabric_dpdk: bool = True
+
+    @property
+    def dcms_per_host(self) -> int:
+        """DCMs per HLT host (fabric): they share its access link."""
+        return self.dcms // self.hlt_hosts
 
     @property
     def rps_cpus(self) -> List[int]:
@@ -423,6 +452,35 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ros-per-host", type=int, default=0, metavar="K",
                    help="ROS per namespace (default: 1, or the smallest K "
                    "that fits %d ethdev ports)" % MAX_ETHDEV_PORTS)
+    g.add_argument("--topology", choices=TOPOLOGIES, default="switch",
+                   help="switch: every host on one switch; fabric: a "
+                   "leaf-spine of switches programmed through a fabric "
+                   "database (default: %(default)s)")
+    g = p.add_argument_group("Fabric Options (--topology fabric)")
+    g.add_argument("--hlt-hosts", type=int, default=1, metavar="H",
+                   help="HLT hosts on the HLT leaf; the --dcms DCMs are "
+                   "spread evenly over them and share their host's "
+                   "access link (default: %(default)s)")
+    g.add_argument("--ros-leaves", type=int, default=1, metavar="L",
+                   help="ROS leaves, the ROS hosts spread over them "
+                   "(default: %(default)s)")
+    g.add_argument("--spines", type=int, default=1, metavar="S",
+                   help="spines per plane (default: %(default)s)")
+    g.add_argument("--planes", type=int, default=1, metavar="P",
+                   help="parallel planes (default: %(default)s)")
+    g.add_argument("--fabric-db-members", type=int, default=3,
+                   choices=FABRIC_DB_MEMBERS, metavar="N",
+                   help="members of the fabric database's Raft cluster: "
+                   "3 or 1 (default: %(default)s)")
+    g.add_argument("--ring-sharing", choices=RING_SHARING, default="static",
+                   help="how the daqrings of one HLT host share its "
+                   "link: static = each gets the link's rate / its DCMs "
+                   "(default: %(default)s)")
+    g.add_argument("--fabric-dpdk", choices=("on", "off"), default="on",
+                   help="off: the HLT leaf runs without DPDK too (no "
+                   "daqrings, no PMD: stock and credits only, for trying "
+                   "a topology; no result is valid) (default: "
+                   "%(default)s)")
     g = p.add_argument_group("Traffic Options")
     g.add_argument("--fragment-size", default="32KiB", metavar="SIZE",
                    help="bytes each ROS sends per event (default: "
@@ -659,6 +717,21 @@ def validate(ns: argparse.Namespace, host: HostInfo,
 
     positive("--ros", ns.ros)
     positive("--dcms", ns.dcms)
+    fabric = getattr(ns, "topology", "switch") == "fabric"
+    if fabric:
+        check_fabric(ns)
+    else:
+        for opt, default in (("hlt_hosts", 1), ("ros_leaves", 1),
+                             ("spines", 1), ("planes", 1),
+                             ("fabric_db_members", 3),
+                             ("ring_sharing", "static"),
+                             ("fabric_dpdk", "on")):
+            if getattr(ns, opt, default) != default:
+                raise ConfigError("--%s needs --topology fabric"
+                                  % opt.replace("_", "-"))
+    # Hosts with their own access link (and ethdev port): each DCM on one
+    # switch, each HLT host in a fabric.
+    links = ns.hlt_hosts if fabric else ns.dcms
     positive("--events", ns.events)
     positive("--pus", ns.pus)
     if not 0 <= ns.pipeline <= MAX_PIPELINE:
@@ -675,7 +748,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     if ns.events > MAX_EVENTS:
         raise ConfigError("--events %d is more than %d"
                           % (ns.events, MAX_EVENTS))
-    if ns.dcms > MAX_DCMS:
+    if ns.dcms > MAX_DCMS and not fabric:
         raise ConfigError("--dcms %d: at most %d DCMs (each needs its own "
                           "namespace, access link and port)"
                           % (ns.dcms, MAX_DCMS))
@@ -692,11 +765,12 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     if rate < MIN_RATE_BPS:
         raise ConfigError("--link-rate %s is below %s" % (
             ns.link_rate, format_rate(MIN_RATE_BPS)))
-    if rate * ns.dcms > MAX_TOTAL_RATE_BPS:
+    if rate * links > MAX_TOTAL_RATE_BPS:
         raise ConfigError(
-            "--link-rate %s x %d DCMs is more than the %s two cores can "
+            "--link-rate %s x %d %s is more than the %s two cores can "
             "drive through af_packet ports; the run would measure the CPU"
-            % (ns.link_rate, ns.dcms, format_rate(MAX_TOTAL_RATE_BPS)))
+            % (ns.link_rate, links, "HLT hosts" if fabric else "DCMs",
+               format_rate(MAX_TOTAL_RATE_BPS)))
     if not 0 <= ns.link_overhead <= 64:
         raise ConfigError("--link-overhead must be 0..64")
     max_frames = max_port_frames(host.wmem_default)
@@ -723,8 +797,10 @@ def validate(ns: argparse.Namespace, host: HostInfo,
             raise ConfigError("%s %d: must hold a full frame (>= %d bytes)"
                               % (name, v, MIN_LINK_BUFFER))
 
-    # Hosts: one ethdev port per namespace.
-    dcm_ports = ns.dcms
+    # Hosts: one ethdev port per namespace (in a fabric, the HLT leaf's
+    # ports: its HLT hosts' and its uplinks; the ROS are on system ports
+    # of the ROS leaves, and aggregated the same way).
+    dcm_ports = ns.hlt_hosts + ns.spines * ns.planes if fabric else ns.dcms
     if ns.ros_per_host < 0:
         raise ConfigError("--ros-per-host must be positive")
     k = ns.ros_per_host or 1
@@ -748,14 +824,23 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                      % (k, ports, ns.ros, ns.dcms))
 
     modes = [m.strip() for m in ns.modes.split(",") if m.strip()]
+    known = FABRIC_MODES if fabric else MODES
     for m in modes:
-        if m not in MODES:
+        if m not in known:
             raise ConfigError("unknown mode %r (modes: %s)"
-                              % (m, ", ".join(MODES)))
+                              % (m, ", ".join(known)))
+    if fabric and not ns.fabric_dpdk == "on":
+        rings = [m for m in modes if m.startswith("daqring")]
+        if rings:
+            raise ConfigError("--fabric-dpdk off: no daqrings without "
+                              "DPDK; drop %s from --modes" % ", ".join(rings))
     if not modes or len(set(modes)) != len(modes):
         raise ConfigError("--modes needs distinct modes")
     sweep_param: Optional[str] = None
     sweep_values: List[int] = []
+    if ns.sweep and fabric:
+        raise ConfigError("--sweep is not supported with --topology "
+                          "fabric yet")
     if ns.sweep:
         sweep_param, sweep_values = parse_sweep(ns.sweep)
         mode = SWEEP_PARAMS[sweep_param][0]
@@ -771,6 +856,11 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         raise ConfigError("--ring-size must be positive")
     ring = ns.ring_size or auto_ring_size(ns.ros, fragment, mss, ns.pus)
     byte_shaping = ns.shaper == "bytes" and ns.poll_interval < 0
+    if fabric and not byte_shaping:
+        raise ConfigError("--topology fabric shapes daqrings by bytes "
+                          "(each ring gets its share of the HLT host's "
+                          "link as max-rate): --shaper packets and "
+                          "--poll-interval are not supported")
     if ns.ring_rate_fraction is None:
         ns.ring_rate_fraction = (BYTES_RATE_FRACTION if byte_shaping
                                  else PACKETS_RATE_FRACTION)
@@ -833,7 +923,8 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                           "one more for the hosts" % host.cpus)
 
     binaries = resolve_binaries(ns.ovs_build, ns.vswitchd)
-    use_huge = ns.hugepages != "off"
+    use_huge = ns.hugepages != "off" and (not fabric
+                                          or ns.fabric_dpdk == "on")
     check_congestion_control(ns.congestion_control,
                              available_congestion_control()
                              if check_env else None)
@@ -892,7 +983,40 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         plot_dir=ns.plot_dir, log_dir=ns.log_dir, progress=not ns.quiet,
         dry_run=ns.dry_run, notes=notes,
         flow_buckets=_flow_buckets(ns.flow_buckets),
-        host_rps=ns.host_rps, congestion_control=ns.congestion_control)
+        host_rps=ns.host_rps, congestion_control=ns.congestion_control,
+        topology=ns.topology, hlt_hosts=ns.hlt_hosts, spines=ns.spines,
+        planes=ns.planes, ros_leaves=ns.ros_leaves,
+        fabric_db_members=ns.fabric_db_members,
+        ring_sharing=ns.ring_sharing, fabric_dpdk=ns.fabric_dpdk == "on")
+
+
+def check_fabric(ns: argparse.Namespace) -> None:
+    """The fabric's shape (--topology fabric): what this machine can
+    emulate, or ConfigError saying why not."""
+    if not 1 <= ns.hlt_hosts <= MAX_HLT_HOSTS:
+        raise ConfigError("--hlt-hosts must be 1..%d, not %d"
+                          % (MAX_HLT_HOSTS, ns.hlt_hosts))
+    if not 1 <= ns.ros_leaves <= MAX_ROS_LEAVES:
+        raise ConfigError("--ros-leaves must be 1..%d, not %d"
+                          % (MAX_ROS_LEAVES, ns.ros_leaves))
+    if ns.planes < 1 or ns.spines < 1:
+        raise ConfigError("--planes and --spines must be positive")
+    if ns.planes > MAX_FABRIC_PLANES or ns.spines > MAX_FABRIC_SPINES:
+        raise ConfigError(
+            "--planes %d --spines %d: only 1 plane of 1 spine so far.  "
+            "The fabric's slices route only the traffic towards DCMs; the "
+            "rest (requests, ACKs) takes the switches' NORMAL learning, "
+            "which loops on more than one path" % (ns.planes, ns.spines))
+    if ns.dcms > MAX_FABRIC_DCMS:
+        raise ConfigError("--dcms %d: at most %d in a fabric"
+                          % (ns.dcms, MAX_FABRIC_DCMS))
+    if ns.dcms % ns.hlt_hosts:
+        raise ConfigError("--dcms %d is not a multiple of --hlt-hosts %d "
+                          "(every HLT host runs as many DCMs)"
+                          % (ns.dcms, ns.hlt_hosts))
+    if ns.ros < ns.ros_leaves:
+        raise ConfigError("--ros %d: fewer ROS than --ros-leaves %d"
+                          % (ns.ros, ns.ros_leaves))
 
 
 def available_congestion_control(path: str = AVAILABLE_CC) -> List[str]:

@@ -363,14 +363,13 @@ class Runner:
             self._read_lines(procs, "READY", 60)
             if cfg.preempt_us[0]:
                 hog = self._hog()
-            assert self.switch
-            sched0 = self.switch.pmd_schedstat()
+            sched0 = self.pmd_schedstat()
             for p in procs:
                 assert p.stdin
                 p.stdin.write(b"GO\n")
                 p.stdin.flush()
             got = self._events(label, procs)
-            sched1 = self.switch.pmd_schedstat()
+            sched1 = self.pmd_schedstat()
             # What the PMD got while events were collected (not while
             # the agents connected and warmed up).
             got["sched"] = (sched1[0] - sched0[0], sched1[1] - sched0[1])
@@ -458,6 +457,9 @@ class Runner:
         # transfers: with several processing units the events overlap.
         link_time = 0.0
         busy = 0.0
+        # Every event of every DCM (from its DCM's GO): what the goodput
+        # of DCMs that share a link or a fabric is measured over.
+        spans_all: List[Tuple[float, float]] = []
         for i in sorted(results):
             r = results[i]
             times += [t / 1e9 for t in r["times_ns"]]
@@ -477,45 +479,44 @@ class Runner:
                     read_lag.append(max(0, t - z) / 1e9)
                     spans.append(((s + a) / 1e9, (s + z) / 1e9))
             link_time += busy_time(spans)
-            busy += busy_time([(s / 1e9, (s + t) / 1e9) for s, t in
-                               zip(r["start_ns"], r["times_ns"])])
+            mine = [(s / 1e9, (s + t) / 1e9) for s, t in
+                    zip(r["start_ns"], r["times_ns"])]
+            busy += busy_time(mine)
+            spans_all += mine
         return {"times": times, "bytes": nbytes, "first_byte": first,
                 "ros_read": ros_read, "ros_sent": ros_sent, "busy": busy,
                 "transfer": transfer, "transfer_bytes": transfer_bytes,
-                "read_lag": read_lag, "link_time": link_time}
+                "read_lag": read_lag, "link_time": link_time,
+                "spans_all": spans_all}
+
+    def pmd_schedstat(self) -> Tuple[int, int]:
+        """The PMD threads' schedstat ((0, 0) without a DPDK switch)."""
+        return self.switch.pmd_schedstat() if self.switch else (0, 0)
 
     def run_mode(self, mode: str, params: Dict[str, Any], label: str
                  ) -> Dict[str, Any]:
-        assert self.switch
         result: Dict[str, Any] = {"mode": mode, "label": label,
                                   "status": "ok", "error": None,
                                   "params": params}
         t0 = time.monotonic()
-        if mode == "daqring":
-            self.progress.show("[%s] programming daqrings" % label)
-            try:
-                program_daqrings(self.switch, self.plan, params["ring_size"],
-                                 params["max_burst"],
-                                 params["poll_interval_us"],
-                                 params["max_rate_bps"],
-                                 params["frame_overhead"],
-                                 params["flow_buckets"])
-            except ModeUnavailable as e:
-                result.update(status="error", error=str(e))
-                return result
+        self.progress.show("[%s] programming the switch" % label)
+        try:
+            self.program(mode, params)
+        except ModeUnavailable as e:
+            result.update(status="error", error=str(e))
+            return result
         try:
             before = self._snapshot()
             got = self._collect(label, params.get("credits", 0))
             after = self._snapshot()
-            if mode == "daqring":
-                result["daqring_status"] = self.switch.status(
-                    [self.plan.ring_name(d) for d in self.plan.dcms])
+            status = self.ring_status(mode)
+            if status is not None:
+                result["daqring_status"] = status
         except ModeFailed as e:
             result.update(status="error", error=str(e))
             return result
         finally:
-            if mode == "daqring":
-                remove_daqrings(self.switch, self.plan)
+            self.unprogram(mode)
         times, nbytes = got["times"], got["bytes"]
         result.update(summarize_mode(times, nbytes,
                                      self.ideal["goodput_bps"],
@@ -545,13 +546,39 @@ class Runner:
                                         got["read_lag"], got["link_time"],
                                         self.ideal["goodput_bps"])
         result["event_bytes"] = nbytes
+        result["spans_all"] = got["spans_all"]
         result["wall_s"] = time.monotonic() - t0
         return result
+
+    # The programming of a mode (a subclass programs another way).
+    def program(self, mode: str, params: Dict[str, Any]) -> None:
+        """Raises ModeUnavailable if the switch cannot run MODE."""
+        if mode == "daqring":
+            assert self.switch
+            program_daqrings(self.switch, self.plan, params["ring_size"],
+                             params["max_burst"],
+                             params["poll_interval_us"],
+                             params["max_rate_bps"],
+                             params["frame_overhead"],
+                             params["flow_buckets"])
+
+    def ring_status(self, mode: str) -> Optional[Dict[str, object]]:
+        if mode != "daqring":
+            return None
+        assert self.switch
+        return self.switch.status([self.plan.ring_name(d)
+                                   for d in self.plan.dcms])
+
+    def unprogram(self, mode: str) -> None:
+        if mode == "daqring":
+            assert self.switch
+            remove_daqrings(self.switch, self.plan)
 
     def run_all(self) -> Dict[str, Any]:
         self.setup()
         for mode, params, label in mode_runs(self.cfg):
             r = self.run_mode(mode, params, label)
+            r.pop("spans_all", None)
             self.modes.append(r)
             if r["status"] != "ok":
                 self.progress.done("[%s] not run: %s" % (label, r["error"]))
@@ -567,7 +594,10 @@ class Runner:
                    r["tcp"]["rto_timeouts"], r["timeouts"],
                    self.cfg.rto_threshold_s * 1e3,
                    100 * r["pmd_cpu_share"]))
-            if r["pmd_cpu_share"] < 0.9:
+            if r.get("invalid_reason"):
+                self.cfg.notes.append("%s: not a valid result: %s"
+                                      % (label, r["invalid_reason"]))
+            elif r["pmd_cpu_share"] < 0.9:
                 self.cfg.notes.append(
                     "%s: the PMD had only %.0f%% of its core (another busy "
                     "thread shares it): results are skewed"
@@ -712,6 +742,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if ns.cleanup_stale:
         return cleanup_stale()
     host = probe_host()
+    fplan = None
     try:
         cfg = validate(ns, host, check_env=not ns.dry_run)
         if cfg.plot_dir:
@@ -722,10 +753,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                   "(apt-get install python3-matplotlib)")
         plan = make_plan(os.getpid(), cfg.ros, cfg.dcms, cfg.ros_per_host,
                          cfg.port_frames)
+        if cfg.topology == "fabric":
+            from . import fabric
+            fplan = fabric.make_fabric_plan(os.getpid(), cfg)
     except (ConfigError, ValueError) as e:
         sys.stderr.write("daq-incast: error: %s\n" % e)
         return 2
-    print(describe(cfg, plan))
+    if fplan is not None:
+        print(fabric.describe_fabric(cfg, fplan))
+        print("\n".join(describe(cfg, plan).splitlines()[2:]))
+    else:
+        print(describe(cfg, plan))
     early_notes = list(cfg.notes)
     if cfg.dry_run:
         return 0
@@ -734,7 +772,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cleanup = Cleanup()
     atexit.register(cleanup.run)
     install_signal_handlers(cfg.timeout_s)
-    runner = Runner(cfg, plan, cleanup)
+    runner = (fabric.FabricRunner(cfg, fplan, cleanup) if fplan is not None
+              else Runner(cfg, plan, cleanup))
     rc = 0
     doc: Optional[Dict[str, Any]] = None
     try:

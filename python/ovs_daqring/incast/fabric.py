@@ -1,0 +1,934 @@
+"""daq-incast --topology fabric: the incast through an emulated leaf-spine
+fabric of ovs-daqring switches (thesis Figure 6.7a, scaled to one
+machine), programmed only through the fabric database and its agents.
+
+Shape: the ROS hosts on R ROS leaves, H HLT hosts on one HLT leaf (each
+HLT host a namespace holding its DCMs' addresses, behind one access
+link), S spines in one plane.  Every switch is its own ovsdb-server and
+ovs-vswitchd in a namespace of its own; inter-switch links and host links
+are veth pairs.  The fabric database is a Raft cluster of 1 or 3
+ovsdb-servers; each switch has an ovs-daqfabric-agent (the HLT leaf's
+also plans), and every mode is programmed by `ovs-daqctl fabric apply
+--wait` of a generated fabric map, never by hand.
+
+CPU plan (2 cores): the HLT leaf, where the incast fans in and the rings
+are, runs DPDK with its one PMD on the PMD core (--pmd-cpu-mask, 0x2);
+every other switch runs the userspace datapath without DPDK, its system
+(veth) ports polled by its main thread, pinned with everything else (the
+database, the agents, the hosts) to the other core(s).
+
+Pure parts (the plan, the map, the limit) are tested without root in
+tests/test_daq_incast_fabric.py."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import tool_path
+from ..fabric import SCHEMA_NAME, schema_path
+from ..process import Cleanup, RunError, die_with_parent, read_text, run
+from ..process import stop_process
+from ..sandbox import Sandbox
+from .config import Config, format_rate
+from .runner import Runner
+from .stats import (busy_time, counter_delta, ideal_collection_time,
+                    payload_efficiency)
+from .switch import (STATS_INTERVAL, ModeUnavailable, Switch, daqctl_path)
+from .topology import (ALLOWED_CC, NO_IPV6, Host, parse_snmp, ros_ip,
+                       tbf_command)
+
+NET = "10.77"
+HLT_LEAF = "hlt-leaf"
+BRIDGE = "br0"
+# OpenFlow/DPDK port numbers of the HLT leaf: its hosts' ports 1.., its
+# uplinks UPLINK_OFPORT_BASE.. (net_af_packetN is unique per process).
+UPLINK_OFPORT_BASE = 100
+AGENT_INTERVAL = "1"
+APPLY_TIMEOUT = 120
+# A gratuitous ARP per address, sent by a host out of e0: the NORMAL
+# action of every switch on the way learns where the host is.  The ROS
+# send everything else to the DCMs through the fabric's flows, which do
+# not learn, so without it the requests and ACKs towards the ROS would be
+# flooded on every switch (and onto the other HLT hosts' links).
+GARP = r"""
+import socket, struct, sys
+mac = bytes.fromhex(sys.argv[1].replace(":", ""))
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("e0", 0))
+for ip in sys.argv[2:]:
+    a = socket.inet_aton(ip)
+    s.send(b"\xff" * 6 + mac + b"\x08\x06"
+           + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + mac + a
+           + b"\x00" * 6 + a)
+"""
+
+
+# ===================================================================== plan
+@dataclass
+class FabricPort:
+    """A switch port: the switch-side end of a veth (its name in the
+    switch's namespace), and what is at the other end."""
+    name: str
+    ofport: int
+    peer_ns: str
+    peer_port: str              # "e0" for a host, else the peer switch's
+    frames: int = 0             # af_packet TX frames (DPDK ports), 0 = default
+
+    def dpdk_host(self, ns: str) -> Host:
+        """The port as incast.switch.Switch.add_ports() takes it."""
+        return Host(kind="port", index=self.ofport, ns=ns, veth=self.name,
+                    mac="", ips=[], ofport=self.ofport, frames=self.frames)
+
+
+@dataclass
+class FabricSwitch:
+    name: str
+    role: str                   # "leaf" or "spine"
+    ns: str
+    dpdk: bool
+    ports: List[FabricPort] = field(default_factory=list)
+
+
+@dataclass
+class HltHost:
+    name: str
+    ns: str
+    mac: str
+    ips: List[str]              # its DCMs' addresses, the first is its own
+    port: str                   # its port on the HLT leaf
+
+
+@dataclass
+class FabricPlan:
+    tag: str
+    switches: List[FabricSwitch]
+    ros_hosts: List[Host]       # .veth: the host's port on its ROS leaf
+    ros_leaf_of: Dict[str, str]     # ROS host ns -> its leaf
+    hlt_hosts: List[HltHost]
+    dcms: List[Host]            # one per DCM: .ns its HLT host's
+    dcm_host: Dict[int, str]    # DCM index -> HLT host name
+    links: List[Tuple[str, str, str, str]]   # leaf, port, spine, port
+
+    @property
+    def ros_ips(self) -> List[str]:
+        return [ip for h in self.ros_hosts for ip in h.ips]
+
+    @property
+    def hosts(self) -> List[Host]:
+        """The ROS hosts and the DCMs (as daq-incast's one-switch plan)."""
+        return self.ros_hosts + self.dcms
+
+    @property
+    def hosts_ns(self) -> List[str]:
+        return ([h.ns for h in self.ros_hosts]
+                + [h.ns for h in self.hlt_hosts])
+
+    def switch(self, name: str) -> FabricSwitch:
+        return next(s for s in self.switches if s.name == name)
+
+    def namespaces(self) -> List[str]:
+        return [s.ns for s in self.switches] + self.hosts_ns
+
+    def dcm_name(self, d: Host) -> str:
+        return "dcm%d" % d.index
+
+    def ring_name(self, d: Host) -> str:
+        return "dcm%d-ring" % d.index
+
+
+def make_fabric_plan(pid: int, cfg: Config) -> FabricPlan:
+    """Names, addresses and ports; nothing is created.  Namespaces
+    dqf<pid>-<switch> and dqf<pid>-ros<j> / -hlt<k>; in each switch's
+    namespace its ports are h<i> (hosts), up<j> (a leaf's uplink to spine
+    j), dn<i> (a spine's downlink to leaf i); the hosts' side is e0.
+    DCM addresses 10.77.0.N (HLT host k holds its DCMs' addresses), ROS
+    10.77.1.N... as on one switch."""
+    if cfg.planes != 1:
+        raise ValueError("one plane only")
+    tag = "dqf%d" % pid
+    if len("%s-ros-leaf%d" % (tag, cfg.ros_leaves)) > 40:
+        raise ValueError("pid %d too long for namespace names" % pid)
+    spines = ["spine%d" % j for j in range(cfg.spines)]
+    ros_leaves = ["ros-leaf%d" % i for i in range(cfg.ros_leaves)]
+    leaves = ros_leaves + [HLT_LEAF]
+    sw: Dict[str, FabricSwitch] = {}
+    for name in leaves:
+        sw[name] = FabricSwitch(name, "leaf", "%s-%s" % (tag, name),
+                                dpdk=(name == HLT_LEAF and cfg.fabric_dpdk))
+    for name in spines:
+        sw[name] = FabricSwitch(name, "spine", "%s-%s" % (tag, name),
+                                dpdk=False)
+    links = []
+    for i, leaf in enumerate(leaves):
+        for j, sp in enumerate(spines):
+            up, dn = "up%d" % j, "dn%d" % i
+            base = UPLINK_OFPORT_BASE if leaf == HLT_LEAF else 1000
+            sw[leaf].ports.append(FabricPort(up, base + j, sw[sp].ns, dn))
+            sw[sp].ports.append(FabricPort(dn, i + 1, sw[leaf].ns, up))
+            links.append((leaf, up, sp, dn))
+    # ROS hosts (aggregated as on one switch), round-robin over leaves.
+    ros_hosts: List[Host] = []
+    ros_leaf_of: Dict[str, str] = {}
+    k = cfg.ros_per_host
+    firsts = list(range(0, cfg.ros, k))
+    if len(firsts) < cfg.ros_leaves:
+        raise ValueError("%d ROS hosts for %d ROS leaves: every leaf needs "
+                         "one" % (len(firsts), cfg.ros_leaves))
+    for j, first in enumerate(firsts):
+        leaf = sw[ros_leaves[j % cfg.ros_leaves]]
+        ids = list(range(first, min(cfg.ros, first + k)))
+        port = "h%d" % (j // cfg.ros_leaves)
+        ns = "%s-ros%d" % (tag, j)
+        leaf.ports.append(FabricPort(port, len(leaf.ports) + 1, ns, "e0"))
+        ros_hosts.append(Host(
+            kind="ros", index=j, ns=ns, veth=port,
+            mac="02:77:00:00:%02x:%02x" % (1 + j // 256, j % 256),
+            ips=[ros_ip(i) for i in ids], ofport=len(leaf.ports),
+            ros_ids=ids))
+        ros_leaf_of[ns] = leaf.name
+    hlt: List[HltHost] = []
+    dcms: List[Host] = []
+    dcm_host: Dict[int, str] = {}
+    per = cfg.dcms_per_host
+    for k2 in range(cfg.hlt_hosts):
+        ns = "%s-hlt%d" % (tag, k2)
+        port = "h%d" % k2
+        ips = ["%s.0.%d" % (NET, k2 * per + i + 1) for i in range(per)]
+        mac = "02:77:00:00:00:%02x" % (k2 + 1)
+        hlt.append(HltHost("hlt%d" % k2, ns, mac, ips, port))
+        sw[HLT_LEAF].ports.append(FabricPort(port, k2 + 1, ns, "e0",
+                                             frames=cfg.port_frames))
+        for i, ip in enumerate(ips):
+            n = k2 * per + i
+            dcms.append(Host(kind="dcm", index=n, ns=ns, veth=port, mac=mac,
+                             ips=[ip], ofport=k2 + 1))
+            dcm_host[n] = "hlt%d" % k2
+    return FabricPlan(tag=tag, switches=list(sw.values()),
+                      ros_hosts=ros_hosts, ros_leaf_of=ros_leaf_of,
+                      hlt_hosts=hlt, dcms=dcms, dcm_host=dcm_host,
+                      links=links)
+
+
+# ====================================================================== map
+def ring_params(cfg: Config, mode: str) -> Dict[str, Any]:
+    """The daqring options of one DCM in MODE, with the sharing policy:
+    'static' (thesis Fig. 6.8g) gives each of the N rings of an HLT host
+    max-rate = the rate one ring would get alone / N, and max-burst = the
+    single ring's / N (at least 1), so that N rings released together
+    never put more in front of the shared link than one ring would."""
+    n = cfg.dcms_per_host
+    if mode == "daqring-unshaped":
+        return {"ring_size": cfg.ring_size, "max_burst": 32,
+                "poll_interval_us": 0, "max_rate_bps": 0, "rate_bps": 0,
+                "flow_buckets": cfg.flow_buckets_for(cfg.ring_size, 0,
+                                                     False),
+                "sharing": "none (unshaped)"}
+    rate = cfg.max_rate_bps // n
+    return {"ring_size": cfg.ring_size,
+            "max_burst": max(1, cfg.max_burst // n),
+            "poll_interval_us": 0, "max_rate_bps": rate, "rate_bps": rate,
+            "frame_overhead": cfg.link_overhead,
+            "flow_buckets": cfg.flow_buckets_for(cfg.ring_size, rate, True),
+            "sharing": "%s: %s / %d DCMs = %s per ring"
+            % (cfg.ring_sharing, format_rate(cfg.max_rate_bps), n,
+               format_rate(rate))}
+
+
+def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
+               hold_down: int = 30) -> Dict[str, Any]:
+    """The fabric map of a mode: the switches, links and hosts always;
+    the DCMs (matched by their address) with PARAMS' ring options, none
+    when PARAMS is None (stock, credits: the switches' NORMAL forwarding
+    alone)."""
+    switches = [{"name": s.name, "role": s.role, "plane": 0,
+                 "dpdk": s.dpdk, "bridge": BRIDGE} for s in plan.switches]
+    links = [{"a": "%s:%s" % (lf, lp), "b": "%s:%s" % (sp, spp)}
+             for lf, lp, sp, spp in plan.links]
+    hosts = [{"name": "ros%d" % h.index, "role": "ros", "ip": h.ips[0],
+              "ports": {0: "%s:%s" % (plan.ros_leaf_of[h.ns], h.veth)}}
+             for h in plan.ros_hosts]
+    hosts += [{"name": h.name, "role": "hlt", "ip": h.ips[0],
+               "ports": {0: "%s:%s" % (HLT_LEAF, h.port)}}
+              for h in plan.hlt_hosts]
+    doc: Dict[str, Any] = {"fabric": {"hold-down": hold_down,
+                                      "switches": switches, "links": links,
+                                      "hosts": hosts}}
+    if params is None:
+        doc["dcms"] = []
+        return doc
+    defaults: Dict[str, Any] = {"ring-size": params["ring_size"],
+                                "max-burst": params["max_burst"],
+                                "flow-buckets": params["flow_buckets"]}
+    if params["max_rate_bps"]:
+        defaults.update({"rate": "%dbit" % params["max_rate_bps"],
+                         "frame-overhead": params["frame_overhead"]})
+    else:
+        defaults["poll-interval"] = 0
+    doc["defaults"] = defaults
+    doc["dcms"] = [{"name": plan.dcm_name(d), "ring": plan.ring_name(d),
+                    "host": plan.dcm_host[d.index], "ip": d.ips[0]}
+                   for d in plan.dcms]
+    return doc
+
+
+# ==================================================================== limit
+def fabric_limit(cfg: Config, plan: FabricPlan) -> Dict[str, Any]:
+    """The emulated fabric's theoretical limit for full event building
+    (thesis §6.2.2): B = N_P * N_H * N_R * b_RH with
+    b_RH = min(b_H / N_R, b_R / N_H, b_S * N_S / (N_R * N_H)), written
+    with each kind of link's own rate (the thesis has one rate b for
+    all): b_H the HLT hosts' access links (the tbf), b_R the ROS hosts'
+    links and b_S the leaf-spine links.  Here every ROS sits in a ROS pod
+    and every HLT host in the HLT pod, so every flow crosses the spines.
+    Unshaped veths count as unlimited (None); aggregated ROS namespaces
+    count as one ROS link each.  The goodput limit is B times the payload
+    efficiency of the link (as the single-switch ideal)."""
+    n_p, n_s = cfg.planes, cfg.spines
+    n_h, n_r = cfg.hlt_hosts, len(plan.ros_hosts)
+    b_h = float(cfg.link_rate_bps)
+    inf = float("inf")
+    b_r = inf
+    b_s = inf
+    terms = {"hlt_link": b_h / n_r, "ros_link": b_r / n_h,
+             "spine": b_s * n_s / (n_r * n_h)}
+    b_rh = min(terms.values())
+    total = n_p * n_h * n_r * b_rh
+    eff = payload_efficiency(cfg.fragment_size, cfg.mss, cfg.link_overhead)
+    bound = min(terms, key=lambda k: terms[k])
+
+    def num(v: float) -> Optional[float]:
+        return None if v == inf else v
+    return {"formula": "B = N_P * N_H * N_R * min(b_H / N_R, b_R / N_H, "
+            "b_S * N_S / (N_R * N_H))",
+            "inputs": {"N_P": n_p, "N_S": n_s, "N_H": n_h, "N_R": n_r,
+                       "b_H_bps": b_h, "b_R_bps": num(b_r),
+                       "b_S_bps": num(b_s)},
+            "b_RH_bps": b_rh, "bound_by": bound, "limit_bps": total,
+            "efficiency": eff, "goodput_bps": total * eff}
+
+
+def describe_fabric(cfg: Config, plan: FabricPlan) -> str:
+    lim = fabric_limit(cfg, plan)
+    i = lim["inputs"]
+
+    def r(v: Optional[float]) -> str:
+        return "unlimited (unshaped veth)" if v is None else format_rate(v)
+    pmd = ",".join(map(str, cfg.pmd_cpus))
+    other = ",".join(map(str, cfg.agent_cpus))
+    sw = ", ".join("%s (%s, %d ports)" % (
+        s.name, "DPDK, PMD on core %s" % pmd if s.dpdk
+        else "no DPDK, core %s" % other, len(s.ports))
+        for s in plan.switches)
+    return "\n".join([
+        "fabric: %d plane x %d spine, %d ROS leaves, 1 HLT leaf; %d ROS in "
+        "%d ROS hosts, %d HLT hosts x %d DCMs (one namespace and one "
+        "access link each)" % (cfg.planes, cfg.spines, cfg.ros_leaves,
+                               cfg.ros, len(plan.ros_hosts), cfg.hlt_hosts,
+                               cfg.dcms_per_host),
+        "switches: %s" % sw,
+        "fabric database: %d-member Raft cluster; one ovs-daqfabric-agent "
+        "per switch (%s plans)" % (cfg.fabric_db_members, HLT_LEAF),
+        "limit (thesis 6.2.2): %s; N_P %d, N_S %d, N_H %d, N_R %d, b_H %s, "
+        "b_R %s, b_S %s: B = %s (bound by %s), goodput limit %s"
+        % (lim["formula"], i["N_P"], i["N_S"], i["N_H"], i["N_R"],
+           r(i["b_H_bps"]), r(i["b_R_bps"]), r(i["b_S_bps"]),
+           format_rate(lim["limit_bps"]), lim["bound_by"],
+           format_rate(lim["goodput_bps"])),
+        "ring sharing: %s" % ring_params(cfg, "daqring")["sharing"],
+    ])
+
+
+# ================================================================ machinery
+def pin(pid: int, cpus: Sequence[int], skip_pmd: bool = False) -> None:
+    """Every thread of process PID onto CPUS (its PMD threads aside)."""
+    task = "/proc/%d/task" % pid
+    for tid in os.listdir(task):
+        if skip_pmd and read_text("%s/%s/comm" % (task, tid)).startswith(
+                "pmd"):
+            continue
+        try:
+            os.sched_setaffinity(int(tid), set(cpus))
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _preexec(cpus: Sequence[int]) -> Any:
+    def fn() -> None:
+        die_with_parent()
+        os.sched_setaffinity(0, set(cpus))
+    return fn
+
+
+class FabricDatabase:
+    """The fabric database: a Raft cluster of N ovsdb-servers (unix
+    sockets under DIR), stopped by the Cleanup."""
+
+    def __init__(self, cfg: Config, d: str, n: int,
+                 cleanup: Cleanup) -> None:
+        self.cfg = cfg
+        self.dir = d
+        self.n = n
+        self.cleanup = cleanup
+        self.procs: List["subprocess.Popen[bytes]"] = []
+
+    def path(self, i: int, ext: str) -> str:
+        return os.path.join(self.dir, "s%d.%s" % (i, ext))
+
+    def remotes(self) -> str:
+        return ",".join("unix:" + self.path(i, "sock")
+                        for i in range(1, self.n + 1))
+
+    def start(self) -> None:
+        b = self.cfg.binaries
+        os.makedirs(self.dir, exist_ok=True)
+        run([b.ovsdb_tool, "create-cluster", self.path(1, "db"),
+             schema_path(), "unix:" + self.path(1, "raft")])
+        for i in range(2, self.n + 1):
+            run([b.ovsdb_tool, "join-cluster", self.path(i, "db"),
+                 SCHEMA_NAME, "unix:" + self.path(i, "raft"),
+                 "unix:" + self.path(1, "raft")])
+        self.cleanup.push("stop the fabric database", self.stop)
+        for i in range(1, self.n + 1):
+            with open(self.path(i, "out"), "w") as out:
+                self.procs.append(subprocess.Popen(
+                    [b.ovsdb_server, "--no-chdir", "-vconsole:off",
+                     "--log-file=" + self.path(i, "log"),
+                     "--unixctl=" + self.path(i, "ctl"),
+                     "--remote=punix:" + self.path(i, "sock"),
+                     self.path(i, "db")], stdout=out,
+                    stderr=subprocess.STDOUT, start_new_session=True,
+                    preexec_fn=_preexec(self.cfg.agent_cpus)))
+        deadline = time.monotonic() + 60
+        while True:
+            st = [self.status(i) for i in range(1, self.n + 1)]
+            if (all("Status: cluster member" in s for s in st)
+                    and any("Role: leader" in s for s in st)):
+                return
+            if time.monotonic() > deadline:
+                raise RunError("the fabric database's %d members did not "
+                               "form a cluster within 60 s (see %s)"
+                               % (self.n, self.dir))
+            time.sleep(0.2)
+
+    def status(self, i: int) -> str:
+        p = self.procs[i - 1]
+        if p.poll() is not None:
+            raise RunError("fabric database member %d exited: %s"
+                           % (i, read_text(self.path(i, "out"))[-1000:]))
+        return run([self.cfg.binaries.appctl, "-t", self.path(i, "ctl"),
+                    "cluster/status", SCHEMA_NAME], check=False)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            stop_process(p)
+
+
+class SystemSwitch(Sandbox):
+    """A switch without DPDK: the userspace datapath with the veths as
+    system ports, polled by ovs-vswitchd's main thread."""
+
+    def __init__(self, cfg: Config, fsw: FabricSwitch, workdir: str,
+                 cleanup: Cleanup) -> None:
+        super().__init__(cfg.binaries, workdir, netns=fsw.ns,
+                         label=fsw.name)
+        self.cfg = cfg
+        self.fsw = fsw
+        self.bridge = BRIDGE
+        self.cleanup = cleanup
+
+    def start(self) -> None:  # type: ignore[override]
+        os.makedirs(self.dir, exist_ok=True)
+        self.cleanup.push("stop %s" % self.label,
+                          lambda: self.stop(fast=True))
+        super().start([])
+        pin(self.pid(), self.cfg.agent_cpus)
+        assert self.ovsdb is not None
+        pin(self.ovsdb.pid, self.cfg.agent_cpus)
+        self.add_bridge(self.bridge)
+
+    def add_ports(self) -> None:
+        """The ports; those with an access link's tbf (frames set: an HLT
+        host's, when the HLT leaf runs without DPDK) get QoS linux-noop,
+        else ovs-vswitchd replaces the veth's root qdisc with the
+        default one."""
+        args: List[str] = []
+        for p in self.fsw.ports:
+            args += ["--", "add-port", self.bridge, p.name, "--", "set",
+                     "Interface", p.name, "ofport_request=%d" % p.ofport]
+            if p.frames:
+                args += ["--", "set", "Port", p.name, "qos=@noop"]
+        if any(p.frames for p in self.fsw.ports):
+            args += ["--", "--id=@noop", "create", "QoS", "type=linux-noop"]
+        self.vsctl(*args, timeout=60)
+        check_ports(self, [p.name for p in self.fsw.ports])
+
+    def stats(self) -> Dict[str, Dict[str, int]]:
+        return Switch.stats(self)  # type: ignore[arg-type]
+
+
+def check_ports(sw: Sandbox, names: List[str]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        ifs = sw.interfaces()
+        bad = [n for n in names if not isinstance(ifs.get(n, {}).get(
+            "ofport"), int) or ifs[n]["ofport"] <= 0]  # type: ignore
+        if not bad:
+            return
+        errs = ["%s: %s" % (n, ifs.get(n, {}).get("error")) for n in bad
+                if ifs.get(n, {}).get("error") not in (None, [], "")]
+        if errs or time.monotonic() > deadline:
+            raise RunError("%s: ports not added: %s" % (
+                sw.label, "; ".join(errs) or " ".join(bad)))
+        time.sleep(0.2)
+
+
+class _LeafPlan:
+    """What incast.switch.Switch needs of a plan: its namespace and the
+    tag of its DPDK file prefix."""
+
+    def __init__(self, ns: str, tag: str) -> None:
+        self.switch_ns = ns
+        self.tag = tag
+
+
+# =================================================================== runner
+class FabricRunner(Runner):
+    """Runner's modes and measurements on the fabric: its own topology,
+    switches, database and agents; modes programmed by fabric maps."""
+
+    def __init__(self, cfg: Config, plan: FabricPlan,
+                 cleanup: Cleanup) -> None:
+        super().__init__(cfg, plan, cleanup)  # type: ignore[arg-type]
+        self.fplan = plan
+        self.limit = fabric_limit(cfg, plan)
+        self.ideal["goodput_bps"] = self.limit["goodput_bps"]
+        self.ideal["per_dcm_goodput_bps"] = (
+            self.limit["goodput_bps"] / cfg.dcms)
+        # The ideal event time of a DCM: its share of its host's link.
+        self.ideal["collection_time_s"] = ideal_collection_time(
+            cfg.link_rate_bps / cfg.dcms_per_host, cfg.ros,
+            cfg.fragment_size, cfg.mss, cfg.link_overhead)
+        self.switches: Dict[str, Sandbox] = {}
+        self.agents: Dict[str, "subprocess.Popen[bytes]"] = {}
+        self.db: Optional[FabricDatabase] = None
+        self.generations: List[Dict[str, Any]] = []
+
+    # ------------------------------------------------------------ setup
+    def setup(self) -> None:
+        cfg = self.cfg
+        plan = self.fplan
+        # Short: unix socket paths hold 108 bytes.
+        self.workdir = tempfile.mkdtemp(prefix="daq-incast.%s." % plan.tag,
+                                        dir="/tmp")
+        self.cleanup.push("remove " + self.workdir,
+                          lambda: shutil.rmtree(self.workdir, True))
+        if cfg.log_dir:
+            self.cleanup.push("save logs", self._save_logs)
+        self.progress.show("creating %d namespaces"
+                           % len(plan.namespaces()))
+        create_topology(cfg, plan, self.cleanup)
+        self.hosts_cc = {ns: run(["ip", "netns", "exec", ns, "sysctl", "-n",
+                                  "net.ipv4.tcp_congestion_control"]).strip()
+                         for ns in plan.hosts_ns}
+        self.progress.show("starting the fabric database (%d members)"
+                           % cfg.fabric_db_members)
+        self.db = FabricDatabase(cfg, os.path.join(self.workdir, "db"),
+                                 cfg.fabric_db_members, self.cleanup)
+        self.db.start()
+        for s in plan.switches:
+            d = os.path.join(self.workdir, s.name)
+            self.progress.show("starting %s%s" % (s.name, " (DPDK)"
+                                                  if s.dpdk else ""))
+            if s.dpdk:
+                sw = Switch(cfg, _LeafPlan(s.ns, plan.tag),  # type: ignore
+                            d, self.cleanup)
+                sw.label = s.name
+                sw.start()
+                try:
+                    sw.add_ports([p.dpdk_host(s.ns) for p in s.ports])
+                except ModeUnavailable as e:
+                    raise RunError("%s: ports failed: %s\n%s"
+                                   % (s.name, e, sw.log_tail()))
+                pin(sw.pid(), cfg.agent_cpus, skip_pmd=True)
+                assert sw.ovsdb is not None
+                pin(sw.ovsdb.pid, cfg.agent_cpus)
+                self.switch = sw
+            else:
+                ssw = SystemSwitch(cfg, s, d, self.cleanup)
+                ssw.start()
+                ssw.add_ports()
+                self.switches[s.name] = ssw
+                continue
+            self.switches[s.name] = sw
+        access_links(cfg, plan)
+        self.cleanup.push("stop the fabric agents", self._stop_fabric_agents)
+        for s in plan.switches:
+            self._start_agent(s.name, planner=(s.name == HLT_LEAF))
+        self.cleanup.push("stop agents", self._stop_agents)
+        self._start_ros()
+
+    def _start_agent(self, name: str, planner: bool) -> None:
+        sw = self.switches[name]
+        assert self.db is not None
+        agent = tool_path("ovs-daqfabric-agent")
+        if not agent:
+            raise RunError("ovs-daqfabric-agent not found next to "
+                           "daq-incast or on PATH")
+        d = sw.dir
+        cmd = [sys.executable, agent, "--node", name,
+               "--db", self.db.remotes(), "--ovsdb", sw.db,
+               "--bridge", BRIDGE, "--interval", AGENT_INTERVAL,
+               "--timeout", "60", "--state-file",
+               os.path.join(d, "agent.json"),
+               "--unixctl", os.path.join(d, "agent.ctl"),
+               "--log-file=" + os.path.join(d, "agent.log"),
+               "--ofctl", sw.bin.ofctl, "-vconsole:off", "--no-chdir"]
+        if planner:
+            cmd.append("--planner")
+        with open(os.path.join(d, "agent.out"), "w") as out:
+            self.agents[name] = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=sw.env,
+                start_new_session=True,
+                preexec_fn=_preexec(self.cfg.agent_cpus))
+
+    def _stop_fabric_agents(self) -> None:
+        for p in self.agents.values():
+            stop_process(p)
+
+    def _save_logs(self) -> None:
+        assert self.cfg.log_dir
+        os.makedirs(self.cfg.log_dir, exist_ok=True)
+        for top, _, files in os.walk(self.workdir):
+            for f in files:
+                if f.endswith((".log", ".out", ".json")):
+                    rel = os.path.relpath(os.path.join(top, f),
+                                          self.workdir)
+                    shutil.copy(os.path.join(top, f), os.path.join(
+                        self.cfg.log_dir, rel.replace("/", "-")))
+
+    # ------------------------------------------------------------ modes
+    def program(self, mode: str, params: Dict[str, Any]) -> None:
+        """Every mode is a fabric map applied through the fabric database
+        (ovs-daqctl fabric apply --wait): the daqring modes with the DCMs,
+        stock and credits without (no rings, no routes).  Then checks the
+        outcome on the switches: the HLT leaf has exactly the rings of the
+        map, and every other switch a route per DCM."""
+        ring_mode = mode.startswith("daqring")
+        doc = fabric_map(self.fplan, params if ring_mode else None)
+        path = os.path.join(self.workdir, "fabric-map.%s.json" % mode)
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+        assert self.db is not None
+        t0 = time.monotonic()
+        try:
+            out = run([sys.executable, daqctl_path(), "--db",
+                       self.db.remotes(), "--timeout", str(APPLY_TIMEOUT),
+                       "fabric", "apply", path, "--wait"],
+                      timeout=APPLY_TIMEOUT + 30)
+        except RunError as e:
+            raise ModeUnavailable("fabric apply failed: %s" % e)
+        applied_s = time.monotonic() - t0
+        want = ({self.fplan.ring_name(d) for d in self.fplan.dcms}
+                if ring_mode else set())
+        got = self.outcome()
+        if got["rings"] != sorted(want):
+            raise ModeUnavailable("after fabric apply, %s holds rings %s, "
+                                  "not %s" % (HLT_LEAF, got["rings"],
+                                              sorted(want)))
+        n = len(want)
+        short = {s: c for s, c in got["routes"].items()
+                 if s != HLT_LEAF and c != n}
+        if short:
+            raise ModeUnavailable("after fabric apply, routes per switch "
+                                  "%s, not %d each" % (short, n))
+        self.generations.append({"mode": mode, "apply_s": applied_s,
+                                 "outcome": got,
+                                 "output": out.strip().splitlines()[-3:]})
+        self.announce()
+
+    def outcome(self) -> Dict[str, Any]:
+        """The rings on the HLT leaf and the fabric's flows (cookie
+        0xdac7...) per switch, read from the switches themselves."""
+        routes = {}
+        for name, sw in self.switches.items():
+            flows = sw.ofctl("dump-flows", BRIDGE).splitlines()
+            routes[name] = sum(1 for f in flows
+                               if f.strip().startswith("cookie=0xdac7"))
+        rings = sorted(n for n, row in self.switches[HLT_LEAF].interfaces(
+            "name,type").items() if row.get("type") == "daqring")
+        return {"rings": rings, "routes": routes}
+
+    def announce(self) -> None:
+        """A gratuitous ARP from every host (see GARP)."""
+        for h in self.fplan.ros_hosts:
+            run(["ip", "netns", "exec", h.ns, sys.executable, "-c", GARP,
+                 h.mac] + h.ips)
+        for hh in self.fplan.hlt_hosts:
+            run(["ip", "netns", "exec", hh.ns, sys.executable, "-c", GARP,
+                 hh.mac] + hh.ips)
+
+    def unprogram(self, mode: str) -> None:
+        """The next mode's apply replaces this one's rings and routes."""
+
+    def ring_status(self, mode: str) -> Optional[Dict[str, object]]:
+        if not mode.startswith("daqring"):
+            return None
+        return Switch.status(self.switches[HLT_LEAF],  # type: ignore
+                             [self.fplan.ring_name(d)
+                              for d in self.fplan.dcms])
+
+    def is_ring_mode(self, mode: str) -> bool:
+        return mode.startswith("daqring")
+
+    # ------------------------------------------------------------ counters
+    def _snapshot(self) -> Dict[str, Any]:
+        wait = self.last_traffic + STATS_INTERVAL - time.monotonic()
+        if wait > 0:
+            self.progress.show("waiting %.1f s for switch counters" % wait)
+            time.sleep(wait)
+        ports = {}
+        for name, sw in self.switches.items():
+            for port, st in Switch.stats(sw).items():  # type: ignore
+                ports["%s:%s" % (name, port)] = st
+        tcp = {}
+        for ns in self.fplan.hosts_ns:
+            tcp[ns] = parse_snmp(run(["ip", "netns", "exec", ns, "cat",
+                                      "/proc/net/snmp",
+                                      "/proc/net/netstat"]))
+        return {"ports": ports, "qdisc": self._qdiscs(),
+                "tcp": tcp, "links": self._links()}
+
+    def _qdiscs(self) -> Dict[str, Dict[str, int]]:
+        out = {}
+        ns = self.fplan.switch(HLT_LEAF).ns
+        for h in self.fplan.hlt_hosts:
+            data = json.loads(run(["tc", "-n", ns, "-s", "-j", "qdisc",
+                                   "show", "dev", h.port]) or "[]")
+            root = next((q for q in data if q.get("root")),
+                        data[0] if data else {})
+            out["%s:%s" % (HLT_LEAF, h.port)] = {
+                k: int(root.get(k, 0)) for k in ("packets", "bytes",
+                                                 "drops", "overlimits")}
+        return out
+
+    def _links(self) -> Dict[str, Dict[str, int]]:
+        """Kernel counters of every veth end (switches' and hosts')."""
+        out: Dict[str, Dict[str, int]] = {}
+        where = [(s.name, s.ns) for s in self.fplan.switches]
+        where += [(ns, ns) for ns in self.fplan.hosts_ns]
+        for label, ns in where:
+            for link in json.loads(run(["ip", "-n", ns, "-s", "-j", "link",
+                                        "show"])):
+                if link.get("link_type") != "ether" or link.get(
+                        "ifname") in (BRIDGE, "ovs-netdev"):
+                    continue
+                st = link.get("stats64", {})
+                out["%s:%s" % (label, link["ifname"])] = {
+                    "rx_packets": int(st["rx"]["packets"]),
+                    "tx_packets": int(st["tx"]["packets"]),
+                    "rx_dropped": int(st["rx"]["dropped"]),
+                    "tx_dropped": int(st["tx"]["dropped"])}
+        return out
+
+    def _drops(self, before: Dict[str, Any],  # type: ignore[override]
+               after: Dict[str, Any]) -> Dict[str, Any]:
+        rings = {"%s:%s" % (HLT_LEAF, self.fplan.ring_name(d))
+                 for d in self.fplan.dcms}
+        ports: Dict[str, Dict[str, int]] = {}
+        total = ring_drops = 0
+        for name, st in after["ports"].items():
+            delta = counter_delta(before["ports"].get(name, {}), st)
+            if name in rings:
+                ring_drops += delta.get("tx_dropped", 0)
+            elif name.split(":", 1)[1] != BRIDGE:
+                total += sum(delta.get(k, 0) for k in
+                             ("rx_dropped", "tx_dropped", "rx_missed_errors"))
+            keep = {k: v for k, v in delta.items()
+                    if v and ("drop" in k or "error" in k or "fail" in k)}
+            if name in rings:
+                for k in ("tx_packets", "rx_packets", "tx_dropped"):
+                    keep[k] = delta.get(k, 0)
+            if keep:
+                ports[name] = keep
+        qdiscs = {v: counter_delta(before["qdisc"].get(v, {}), st)
+                  for v, st in after["qdisc"].items()}
+        links = {v: counter_delta(before["links"].get(v, {}), st)
+                 for v, st in after["links"].items()}
+        kernel = sum(v.get("rx_dropped", 0) + v.get("tx_dropped", 0)
+                     for v in links.values())
+        # Frames a peer sent into a DPDK port's veth that the port never
+        # read (its af_packet RX ring was full: no counter shows it).
+        socket = {}
+        leaf = self.fplan.switch(HLT_LEAF)
+        if leaf.dpdk:
+            for p in leaf.ports:
+                name = "%s:%s" % (HLT_LEAF, p.name)
+                sent = links.get(name, {}).get("rx_packets")
+                read = counter_delta(before["ports"].get(name, {}),
+                                     after["ports"].get(name, {})
+                                     ).get("rx_packets")
+                if sent is not None and read is not None and sent > read:
+                    socket[name] = sent - read
+                    ports.setdefault(name, {})[
+                        "af_packet_rx_ring_drops"] = sent - read
+        total += sum(socket.values())
+        # End to end: what the ROS hosts sent against what the HLT hosts
+        # received (both include the gratuitous ARPs and any flooding).
+        ros_tx = sum(links.get("%s:e0" % h.ns, {}).get("tx_packets", 0)
+                     for h in self.fplan.ros_hosts)
+        hlt_rx = sum(links.get("%s:e0" % h.ns, {}).get("rx_packets", 0)
+                     for h in self.fplan.hlt_hosts)
+        qdisc = sum(q.get("drops", 0) for q in qdiscs.values())
+        # What went missing on the way and no counter above explains: 0
+        # when every loss is counted.  (Without DPDK, the HLT leaf's
+        # system ports drop what their socket cannot take at once without
+        # counting it: ovs-vswitchd's netdev-linux send.)
+        lost = ros_tx - hlt_rx
+        counted = total + ring_drops + qdisc + kernel
+        return {"switch_total": total, "daqring": ring_drops,
+                "qdisc": qdisc, "af_packet_rx": sum(socket.values()),
+                "kernel_links": kernel,
+                "ros_tx_frames": ros_tx, "hlt_rx_frames": hlt_rx,
+                "unaccounted": max(0, lost - counted),
+                "ports": ports, "qdiscs": qdiscs, "hosts": links}
+
+    def run_mode(self, mode: str, params: Dict[str, Any], label: str
+                 ) -> Dict[str, Any]:
+        r = super().run_mode(mode, params, label)
+        if r.get("status") != "ok":
+            return r
+        # Goodput of the whole fabric: every DCM's bytes over the time at
+        # least one event was being collected anywhere (the union of all
+        # events' intervals), against the fabric's limit.
+        spans = r.pop("spans_all", None)
+        if spans:
+            busy = busy_time(spans)
+            r["per_dcm_goodput_bps"] = r["goodput_bps"]
+            r["goodput_bps"] = sum(r["event_bytes"]) * 8 / busy
+            r["busy_s"] = busy
+            r["ideal_ratio"] = r["goodput_bps"] / self.ideal["goodput_bps"]
+        r["limit_ratio"] = r["ideal_ratio"]
+        r["valid"] = (self.switch is not None and r["pmd_cpu_share"] >= 0.9)
+        if self.switch is None:
+            r["invalid_reason"] = "no PMD (--fabric-dpdk off)"
+        elif not r["valid"]:
+            r["invalid_reason"] = ("the PMD had %.0f%% of its core"
+                                   % (100 * r["pmd_cpu_share"]))
+        return r
+
+    def document(self) -> Dict[str, Any]:
+        doc = super().document()
+        plan = self.fplan
+        doc["topology"] = {
+            "kind": "fabric",
+            "congestion_control": {"configured": self.cfg.congestion_control,
+                                   "hosts": dict(self.hosts_cc)},
+            "ros": self.cfg.ros, "dcms": self.cfg.dcms,
+            "ros_per_host": self.cfg.ros_per_host,
+            "ros_hosts": len(plan.ros_hosts),
+            "hlt_hosts": [{"name": h.name, "ns": h.ns, "ips": h.ips,
+                           "port": "%s:%s" % (HLT_LEAF, h.port)}
+                          for h in plan.hlt_hosts],
+            "switches": [{"name": s.name, "role": s.role, "ns": s.ns,
+                          "dpdk": s.dpdk,
+                          "ports": [p.name for p in s.ports]}
+                         for s in plan.switches],
+            "links": ["%s:%s-%s:%s" % lk for lk in plan.links],
+            "fabric_db_members": self.cfg.fabric_db_members,
+            "cpu_plan": {
+                "pmd_cpus": self.cfg.pmd_cpus if self.switch else [],
+                "other_cpus": self.cfg.agent_cpus,
+                "dpdk_switch": HLT_LEAF if self.switch else None}}
+        doc["fabric"] = {"limit": self.limit,
+                         "sharing": ring_params(self.cfg,
+                                                "daqring")["sharing"],
+                         "programming": self.generations}
+        return doc
+
+
+# ================================================================ topology
+def create_topology(cfg: Config, plan: FabricPlan, cleanup: Cleanup) -> None:
+    """The namespaces, veths, host addresses and the HLT links' tbf;
+    their removal is registered before anything is created."""
+    names = plan.namespaces()
+    existing = set(run(["ip", "netns", "list"]).split())
+    clash = [ns for ns in names if ns in existing]
+    if clash:
+        raise RunError("already exist (a stale run?): %s" % " ".join(clash))
+
+    def remove() -> None:
+        run(["ip", "-force", "-batch", "-"], check=False, timeout=120,
+            input="".join("netns del %s\n" % ns for ns in names))
+        left = [ns for ns in names if os.path.exists("/run/netns/" + ns)]
+        if left:
+            raise RunError("namespaces left behind: %s" % " ".join(left))
+    cleanup.push("remove the fabric's namespaces", remove)
+    run(["ip", "-batch", "-"], timeout=120,
+        input="".join("netns add %s\n" % ns for ns in names))
+    for s in plan.switches:
+        run(["ip", "netns", "exec", s.ns, "sh", "-c",
+             NO_IPV6 + "ip link set lo up"])
+    # Each veth once: from the switch that has it as port, to its peer
+    # (a host's e0, or a spine's downlink, made with the leaf's uplink).
+    cmds: List[str] = []
+    for s in plan.switches:
+        for p in s.ports:
+            if s.role == "spine":
+                continue
+            cmds.append("link add %s netns %s type veth peer name %s "
+                        "netns %s\n" % (p.name, s.ns, p.peer_port,
+                                        p.peer_ns))
+    run(["ip", "-batch", "-"], timeout=120, input="".join(cmds))
+    for s in plan.switches:
+        run(["ip", "-n", s.ns, "-batch", "-"], input="".join(
+            "link set %s up\n" % p.name for p in s.ports))
+        for p in s.ports:
+            run(["ip", "netns", "exec", s.ns, "ethtool", "-K", p.name, "tx",
+                 "off"], check=False)
+    allowed = run(["sysctl", "-n", ALLOWED_CC]).split()
+    if cfg.congestion_control not in allowed:
+        cleanup.push("restore " + ALLOWED_CC, lambda: run(
+            ["sysctl", "-q", "-w", "%s=%s" % (ALLOWED_CC,
+                                              " ".join(allowed))]))
+        run(["sysctl", "-q", "-w", "%s=%s" % (
+            ALLOWED_CC, " ".join(allowed + [cfg.congestion_control]))])
+    dcm_ips = [(ip, h.mac) for h in plan.hlt_hosts for ip in h.ips]
+    ros_ips = [(ip, h.mac) for h in plan.ros_hosts for ip in h.ips]
+    for ns, mac, ips, peers in (
+            [(h.ns, h.mac, h.ips, dcm_ips) for h in plan.ros_hosts]
+            + [(h.ns, h.mac, h.ips, ros_ips) for h in plan.hlt_hosts]):
+        script = [NO_IPV6 + "ip link set lo up",
+                  "ip link set e0 address %s" % mac,
+                  "sysctl -q -w net.ipv4.tcp_congestion_control=%s"
+                  % cfg.congestion_control]
+        script += ["ip addr add %s/16 dev e0" % ip for ip in ips]
+        script += ["ethtool -K e0 tx off >/dev/null", "ip link set e0 up"]
+        run(["ip", "netns", "exec", ns, "sh", "-c", "\n".join(script)])
+        run(["ip", "-n", ns, "-batch", "-"], input="".join(
+            "neigh replace %s lladdr %s dev e0 nud permanent\n" % pm
+            for pm in peers))
+    wrong = {}
+    for ns in plan.hosts_ns:
+        cc = run(["ip", "netns", "exec", ns, "sysctl", "-n",
+                  "net.ipv4.tcp_congestion_control"]).strip()
+        if cc != cfg.congestion_control:
+            wrong[ns] = cc
+    if wrong:
+        raise RunError("TCP congestion control is not %s in %s" % (
+            cfg.congestion_control, ", ".join("%s (%s)" % kv
+                                              for kv in wrong.items())))
+
+
+def access_links(cfg: Config, plan: FabricPlan) -> None:
+    """The HLT hosts' access links: a tbf on the HLT leaf's side of each
+    (after its switch has the port: see SystemSwitch.add_ports)."""
+    leaf = plan.switch(HLT_LEAF)
+    for h in plan.hlt_hosts:
+        run(tbf_command(leaf.ns, h.port, cfg.link_rate_bps, cfg.link_burst,
+                        cfg.link_limit, cfg.link_overhead))

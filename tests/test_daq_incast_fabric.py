@@ -1,0 +1,265 @@
+"""Tests of daq-incast --topology fabric (python/ovs_daqring/incast/
+fabric.py): the options it refuses, the plan of the emulated leaf-spine,
+the fabric map of each mode as the fabric's own reader, planner and
+slices take it (the static split of an HLT host's link over its rings),
+the limit of thesis §6.2.2, and, as root, a run through a real fabric
+(three switches without DPDK, a 3-member fabric database and an agent per
+switch) asserting outcomes only: every event delivered, the switches
+programmed as each mode's map says, every loss counted, nothing left
+behind.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_daq_incast_fabric.py
+"""
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any, List
+
+import pytest
+
+from ovs_daqring.fabric.fabmap import FabricMapReader
+from ovs_daqring.fabric.planner import plan as fabric_plan
+from ovs_daqring.fabric.slice import slices
+from ovs_daqring.hosts import HostInfo
+from ovs_daqring.incast import config, fabric
+from ovs_daqring.incast.config import ConfigError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(os.path.dirname(HERE), "utilities", "daq-incast")
+OVS = os.path.join(os.path.dirname(HERE), "ovs")
+PYTHON = "/usr/bin/python3"
+
+
+def host() -> HostInfo:
+    return HostInfo(is_root=True, cpus=[0, 1], hugepages_free_mb=4096,
+                    hugetlbfs_mounted=True)
+
+
+def cfg(*argv: str) -> config.Config:
+    return config.validate(config.parse_args(
+        ["--topology", "fabric"] + list(argv)), host(), check_env=False)
+
+
+# =============================================================== options
+@pytest.mark.parametrize("argv,words", [
+    (["--spines", "2"], "only 1 plane of 1 spine"),
+    (["--planes", "2"], "only 1 plane of 1 spine"),
+    (["--spines", "0"], "must be positive"),
+    (["--dcms", "3", "--hlt-hosts", "2"], "not a multiple of --hlt-hosts"),
+    (["--hlt-hosts", "0"], "--hlt-hosts must be"),
+    (["--hlt-hosts", "9", "--dcms", "9"], "--hlt-hosts must be"),
+    (["--ros-leaves", "5"], "--ros-leaves must be"),
+    (["--ros", "2", "--ros-leaves", "3"], "fewer ROS than --ros-leaves"),
+    (["--dcms", "33"], "at most 32 in a fabric"),
+    (["--fabric-dpdk", "off"], "no daqrings without DPDK"),
+    (["--sweep", "ring-size=64,128"], "--sweep is not supported"),
+    (["--shaper", "packets"], "shapes daqrings by bytes"),
+    (["--poll-interval", "500"], "shapes daqrings by bytes"),
+    (["--modes", "stock,bogus"], "unknown mode 'bogus'"),
+])
+def test_bad_fabric_options_are_refused(argv: List[str], words: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        cfg(*argv)
+    assert words in str(e.value)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--hlt-hosts", "2"], ["--spines", "1", "--ros-leaves", "2"],
+    ["--fabric-db-members", "1"], ["--fabric-dpdk", "off"],
+    ["--modes", "daqring-unshaped"],
+])
+def test_fabric_options_need_the_fabric(argv: List[str]) -> None:
+    ns = config.parse_args(argv)
+    with pytest.raises(ConfigError):
+        config.validate(ns, host(), check_env=False)
+
+
+def test_script_exits_2_on_a_bad_topology() -> None:
+    p = subprocess.run([PYTHON, SCRIPT, "--topology", "fabric", "--spines",
+                        "2", "--dry-run"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2
+    assert "daq-incast: error:" in p.stderr and "spine" in p.stderr
+    p = subprocess.run([PYTHON, SCRIPT, "--topology", "fabric",
+                        "--fabric-db-members", "2", "--dry-run"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+
+
+def test_dry_run_prints_the_limit_and_the_sharing() -> None:
+    p = subprocess.run([PYTHON, SCRIPT, "--topology", "fabric", "--ros",
+                        "6", "--dcms", "4", "--hlt-hosts", "2",
+                        "--dry-run"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "limit (thesis 6.2.2)" in p.stdout
+    assert "N_H 2, N_R 6" in p.stdout
+    assert "/ 2 DCMs" in p.stdout
+
+
+# ================================================================== plan
+def test_plan_shape_and_names() -> None:
+    c = cfg("--ros", "10", "--ros-per-host", "2", "--dcms", "6",
+            "--hlt-hosts", "3", "--ros-leaves", "2")
+    p = fabric.make_fabric_plan(4194304, c)
+    names = {s.name for s in p.switches}
+    assert names == {"ros-leaf0", "ros-leaf1", "hlt-leaf", "spine0"}
+    assert len(p.ros_hosts) == 5 and len(p.hlt_hosts) == 3
+    assert sorted(len(h.ips) for h in p.hlt_hosts) == [2, 2, 2]
+    assert len(p.dcms) == 6
+    assert len({d.ips[0] for d in p.dcms}) == 6
+    assert sorted(p.ros_ips) == sorted(set(p.ros_ips))
+    assert len(p.ros_ips) == 10
+    # Port names are interface names in their switch's namespace.
+    for s in p.switches:
+        ports = [x.name for x in s.ports]
+        assert len(ports) == len(set(ports))
+        assert all(len(x) <= 15 for x in ports)
+        ofports = [x.ofport for x in s.ports]
+        assert len(ofports) == len(set(ofports))
+    assert len(set(p.namespaces())) == len(p.namespaces())
+    # Every leaf has a link to the spine; the ROS alternate over leaves.
+    assert sorted(lk[0] for lk in p.links) == ["hlt-leaf", "ros-leaf0",
+                                               "ros-leaf1"]
+    assert sorted(p.ros_leaf_of.values()) == ["ros-leaf0"] * 3 + [
+        "ros-leaf1"] * 2
+    leaf = p.switch("hlt-leaf")
+    assert leaf.dpdk and not p.switch("spine0").dpdk
+    assert not any(s.dpdk for s in p.switches if s.name != "hlt-leaf")
+    # The HLT hosts' ports model the shallow buffer (af_packet frames).
+    assert all(x.frames == c.port_frames for x in leaf.ports
+               if x.name.startswith("h"))
+
+
+# =================================================================== map
+def _state(doc: Any) -> Any:
+    return FabricMapReader("map").parse(json.dumps(doc))
+
+
+@pytest.mark.parametrize("mode", ["daqring", "daqring-unshaped"])
+def test_ring_map_gives_rings_on_the_hlt_leaf_and_routes(mode: str) -> None:
+    c = cfg("--ros", "8", "--dcms", "6", "--hlt-hosts", "2",
+            "--ros-leaves", "2")
+    p = fabric.make_fabric_plan(77, c)
+    params = fabric.ring_params(c, mode)
+    state = _state(fabric.fabric_map(p, params))
+    assign, notes = fabric_plan(state, {}, set(), {}, 0)
+    assert len(assign) == 6
+    sl = slices(state, assign)
+    rings = sl["hlt-leaf"].rings
+    assert sorted(r.ring for r in rings) == sorted(p.ring_name(d)
+                                                   for d in p.dcms)
+    for d in p.dcms:
+        r = next(x for x in rings if x.ring == p.ring_name(d))
+        # Out of the port of the DCM's own HLT host.
+        assert r.egress == d.veth
+        assert r.match_text() == "ip:" + d.ips[0]
+    # One route per DCM on the spine and on each ROS leaf, none on the
+    # HLT leaf (it holds the rings).
+    for name in ("spine0", "ros-leaf0", "ros-leaf1"):
+        assert sorted(x.dcm for x in sl[name].routes) == sorted(
+            p.dcm_name(d) for d in p.dcms)
+        assert not sl[name].rings
+    assert not sl["hlt-leaf"].routes
+    by_port = {}
+    for r in rings:
+        by_port.setdefault(r.egress, []).append(r)
+    if mode == "daqring":
+        # The static split: the rings of one host together stay within
+        # what one ring alone would get (--ring-rate-fraction x link),
+        # and their bursts within one ring's.
+        for port, rs in by_port.items():
+            assert len(rs) == 3
+            assert sum(r.max_rate for r in rs) <= c.max_rate_bps
+            assert sum(r.max_rate for r in rs) > 0.99 * c.max_rate_bps
+            assert sum(r.max_burst for r in rs) <= max(c.max_burst, 3)
+    else:
+        assert all(r.poll_interval == 0 and not r.max_rate for r in rings)
+
+
+def test_stock_map_programs_nothing() -> None:
+    c = cfg("--ros", "4", "--dcms", "2")
+    p = fabric.make_fabric_plan(77, c)
+    state = _state(fabric.fabric_map(p, None))
+    assert not state.dcms
+    sl = slices(state, {})
+    assert all(not s.rings and not s.routes for s in sl.values())
+    # The switches, links and hosts are in it all the same.
+    assert len(state.switches) == 3 and len(state.links) == 2
+    assert len(state.hosts) == 5
+
+
+# ================================================================= limit
+def test_limit_of_the_emulated_fabric() -> None:
+    c = cfg("--ros", "8", "--dcms", "4", "--link-rate", "200mbit")
+    p = fabric.make_fabric_plan(77, c)
+    lim = fabric.fabric_limit(c, p)
+    assert lim["inputs"]["N_H"] == 1 and lim["inputs"]["N_R"] == 8
+    assert lim["inputs"]["b_S_bps"] is None
+    assert lim["bound_by"] == "hlt_link"
+    # B = N_P N_H N_R min(b_H / N_R, ...) = N_H b_H.
+    assert lim["limit_bps"] == pytest.approx(200e6)
+    assert lim["goodput_bps"] == pytest.approx(200e6 * lim["efficiency"])
+    c2 = cfg("--ros", "8", "--dcms", "4", "--hlt-hosts", "2",
+             "--link-rate", "200mbit")
+    lim2 = fabric.fabric_limit(c2, fabric.make_fabric_plan(77, c2))
+    assert lim2["limit_bps"] == pytest.approx(400e6)
+
+
+# ============================================================ a real run
+def _skip_reason() -> str:
+    if os.geteuid() != 0:
+        return "needs root (namespaces)"
+    if not os.access(os.path.join(OVS, "vswitchd", "ovs-vswitchd"),
+                     os.X_OK):
+        return "needs the OVS build in ovs/"
+    try:
+        import ovs  # noqa: F401
+    except ImportError:
+        return "needs python3-openvswitch (run with /usr/bin/python3)"
+    return ""
+
+
+@pytest.mark.skipif(bool(_skip_reason()), reason=_skip_reason())
+def test_fabric_run_without_dpdk(tmp_path: Any) -> None:
+    """Stock and credits through a fabric of three switches without DPDK
+    (no hugepages, no PMD): every event is collected, each mode's map is
+    what the switches hold, the results say the run is not valid (no
+    PMD), and nothing is left behind."""
+    out = tmp_path / "out.json"
+    before = set(subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                text=True).stdout.split())
+    p = subprocess.run(
+        [PYTHON, SCRIPT, "--topology", "fabric", "--fabric-dpdk", "off",
+         "--ros", "4", "--dcms", "2", "--events", "5", "--modes",
+         "stock,credits", "--json", str(out), "-q", "--timeout", "300"],
+        capture_output=True, text=True, timeout=400)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert [m["mode"] for m in doc["modes"]] == ["stock", "credits"]
+    for m in doc["modes"]:
+        assert m["status"] == "ok"
+        assert m["events"] == 2 * 5
+        assert all(b == 4 * 32 * 1024 for b in m["event_bytes"])
+        assert m["valid"] is False and "no PMD" in m["invalid_reason"]
+        for k in ("ros_tx_frames", "hlt_rx_frames", "unaccounted",
+                  "qdisc", "daqring", "switch_total"):
+            assert k in m["drops"]
+    prog = doc["fabric"]["programming"]
+    assert [g["mode"] for g in prog] == ["stock", "credits"]
+    for g in prog:
+        assert g["outcome"]["rings"] == []
+        assert set(g["outcome"]["routes"].values()) == {0}
+    assert doc["topology"]["kind"] == "fabric"
+    assert set(doc["topology"]["congestion_control"]["hosts"].values()) \
+        == {"cubic"}
+    assert doc["fabric"]["limit"]["inputs"]["N_R"] == 4
+    after = set(subprocess.run(["ip", "netns", "list"], capture_output=True,
+                               text=True).stdout.split())
+    assert not {n for n in after - before if n.startswith("dqf")}
+
+
+if __name__ == "__main__":      # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
