@@ -85,6 +85,27 @@ def test_cli_reserve_and_give_back(tmp_path: Any, monkeypatch: Any,
     assert not os.path.exists(mnt)          # the mount point is gone too
 
 
+def test_first_reservation_adds_its_own_pages(tmp_path: Any,
+                                              monkeypatch: Any,
+                                              capsys: Any) -> None:
+    """Free pages in the pool may be another run's (reserved, not yet
+    taken by its DPDK process): a run's first reservation adds its own
+    instead of counting them, so that two runs side by side both get
+    what they asked for."""
+    k = FakeKernel(tmp_path, monkeypatch, total=600, used=88)
+    assert hugepages.main(["reserve", "1024", str(tmp_path / "a")]) == 0
+    a = shell_vars(capsys.readouterr().out)
+    assert a["reason"] == "" and a["added"] == "512"
+    assert hugepages.main(["reserve", "1024", str(tmp_path / "b"),
+                           "--prefix", "b"]) == 0
+    b = shell_vars(capsys.readouterr().out, "b")
+    assert b["reason"] == "" and b["added"] == "512"
+    assert k.total() == 600 + 512 + 512
+    assert hugepages.main(["give-back", b["added"], b["mount"]]) == 0
+    assert hugepages.main(["give-back", a["added"], a["mount"]]) == 0
+    assert k.total() == 600 and k.mounts == []
+
+
 def test_cli_reason_is_shell_safe(tmp_path: Any, monkeypatch: Any,
                                   capsys: Any) -> None:
     """The reason (spaces, quotes) comes through eval intact, and a
