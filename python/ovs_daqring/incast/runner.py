@@ -4,6 +4,7 @@ import atexit
 import datetime
 import json
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -714,7 +715,9 @@ def cleanup_stale() -> int:
         return 2
     names = [line.split()[0] for line in
              run(["ip", "netns", "list"]).splitlines() if line.strip()]
-    stale = stale_namespaces(names)
+    # (--topology fabric: dqf<pid>-<switch or host>.)
+    stale = stale_namespaces(names) + stale_namespaces(
+        names, re.compile(r"^dqf(\d+)-[a-z0-9-]+$"))
     for name in stale:
         run(["ip", "netns", "del", name], check=False)
         print("removed namespace %s" % name)
@@ -722,7 +725,7 @@ def cleanup_stale() -> int:
     # mounted there) and DPDK runtime directories (file prefix dqi<pid>,
     # see Switch) of dead runs.
     done, errors = hugepages.remove_stale_runs(
-        r"^daq-incast\.dqi(\d+)\.", r"^dqi(\d+)$")
+        r"^daq-incast\.dq[if](\d+)\.", r"^dq[if](\d+)$")
     for what in done:
         print(what)
     for e in errors:
