@@ -44,8 +44,8 @@ def cfg(*argv: str) -> config.Config:
 
 # =============================================================== options
 @pytest.mark.parametrize("argv,words", [
-    (["--spines", "2"], "only 1 plane of 1 spine"),
-    (["--planes", "2"], "only 1 plane of 1 spine"),
+    (["--spines", "3"], "at most 1 plane of 2 spines"),
+    (["--planes", "2"], "at most 1 plane of 2 spines"),
     (["--spines", "0"], "must be positive"),
     (["--dcms", "3", "--hlt-hosts", "2"], "not a multiple of --hlt-hosts"),
     (["--hlt-hosts", "0"], "--hlt-hosts must be"),
@@ -78,7 +78,7 @@ def test_fabric_options_need_the_fabric(argv: List[str]) -> None:
 
 def test_script_exits_2_on_a_bad_topology() -> None:
     p = subprocess.run([PYTHON, SCRIPT, "--topology", "fabric", "--spines",
-                        "2", "--dry-run"], capture_output=True, text=True,
+                        "3", "--dry-run"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 2
     assert "daq-incast: error:" in p.stderr and "spine" in p.stderr
@@ -177,6 +177,34 @@ def test_ring_map_gives_rings_on_the_hlt_leaf_and_routes(mode: str) -> None:
             assert sum(r.max_burst for r in rs) <= max(c.max_burst, 3)
     else:
         assert all(r.poll_interval == 0 and not r.max_rate for r in rings)
+
+
+def test_two_spines_share_the_dcms_and_flood_over_one() -> None:
+    c = cfg("--ros", "6", "--dcms", "4", "--spines", "2",
+            "--ros-leaves", "2")
+    p = fabric.make_fabric_plan(77, c)
+    assert len(p.links) == 3 * 2
+    state = _state(fabric.fabric_map(p, fabric.ring_params(c, "daqring")))
+    assign, _ = fabric_plan(state, {}, set(), {}, 0)
+    # Algorithm 6.1: round-robin over the spines.
+    assert sorted(a.spine for a in assign.values()) == [
+        "spine0", "spine0", "spine1", "spine1"]
+    sl = slices(state, assign)
+    for j in (0, 1):
+        mine = sorted(d for d, a in assign.items() if a.spine == "spine%d"
+                      % j)
+        assert sorted(r.dcm for r in sl["spine%d" % j].routes) == mine
+        for leaf in ("ros-leaf0", "ros-leaf1"):
+            assert sorted(r.dcm for r in sl[leaf].routes
+                          if r.port == "up%d" % j) == mine
+    # NORMAL's tree: the first spine; every port of or to the second is
+    # no-flood, and no port of the first spine's is.
+    nf = fabric.no_flood_ports(p)
+    assert sorted(nf) == ["hlt-leaf", "ros-leaf0", "ros-leaf1", "spine1"]
+    assert all(v == ["up1"] for k, v in nf.items() if k != "spine1")
+    assert sorted(nf["spine1"]) == ["dn0", "dn1", "dn2"]
+    assert fabric.no_flood_ports(fabric.make_fabric_plan(
+        77, cfg("--ros", "6"))) == {}
 
 
 def test_stock_map_programs_nothing() -> None:

@@ -99,7 +99,7 @@ TOPOLOGIES = ("switch", "fabric")
 # The fabric as this machine can emulate it (python/ovs_daqring/incast/
 # fabric.py): the HLT leaf's DPDK ports (one per HLT host and spine)
 # count against MAX_ETHDEV_PORTS; other switches have system ports.
-MAX_FABRIC_SPINES = 1
+MAX_FABRIC_SPINES = 2
 MAX_FABRIC_PLANES = 1
 MAX_ROS_LEAVES = 4
 MAX_HLT_HOSTS = 8
@@ -1003,10 +1003,13 @@ def check_fabric(ns: argparse.Namespace) -> None:
         raise ConfigError("--planes and --spines must be positive")
     if ns.planes > MAX_FABRIC_PLANES or ns.spines > MAX_FABRIC_SPINES:
         raise ConfigError(
-            "--planes %d --spines %d: only 1 plane of 1 spine so far.  "
-            "The fabric's slices route only the traffic towards DCMs; the "
-            "rest (requests, ACKs) takes the switches' NORMAL learning, "
-            "which loops on more than one path" % (ns.planes, ns.spines))
+            "--planes %d --spines %d: at most %d plane of %d spines so "
+            "far.  The fabric's slices route only the traffic towards "
+            "DCMs; the rest (requests, ACKs) takes the switches' NORMAL "
+            "forwarding over the first spine, and several planes need "
+            "hosts that choose theirs" % (ns.planes, ns.spines,
+                                          MAX_FABRIC_PLANES,
+                                          MAX_FABRIC_SPINES))
     if ns.dcms > MAX_FABRIC_DCMS:
         raise ConfigError("--dcms %d: at most %d in a fabric"
                           % (ns.dcms, MAX_FABRIC_DCMS))

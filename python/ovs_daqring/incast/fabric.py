@@ -313,6 +313,17 @@ def fabric_limit(cfg: Config, plan: FabricPlan) -> Dict[str, Any]:
             "efficiency": eff, "goodput_bps": total * eff}
 
 
+def no_flood_ports(plan: FabricPlan) -> Dict[str, List[str]]:
+    """Per switch, its ports towards (or of) a spine other than the
+    first: NORMAL's tree is the first spine (see basic_connectivity)."""
+    out: Dict[str, List[str]] = {}
+    for leaf, up, spine, down in plan.links:
+        if spine != "spine0":
+            out.setdefault(leaf, []).append(up)
+            out.setdefault(spine, []).append(down)
+    return out
+
+
 def describe_fabric(cfg: Config, plan: FabricPlan) -> str:
     lim = fabric_limit(cfg, plan)
     i = lim["inputs"]
@@ -567,11 +578,23 @@ class FabricRunner(Runner):
                 continue
             self.switches[s.name] = sw
         access_links(cfg, plan)
+        self.basic_connectivity()
         self.cleanup.push("stop the fabric agents", self._stop_fabric_agents)
         for s in plan.switches:
             self._start_agent(s.name, planner=(s.name == HLT_LEAF))
         self.cleanup.push("stop agents", self._stop_agents)
         self._start_ros()
+
+    def basic_connectivity(self) -> None:
+        """The fabric's default forwarding, as the thesis installs it
+        before the controller programs any DCM (§6.2.3): NORMAL over a
+        tree, the first spine.  Every port towards another spine is
+        no-flood, so that NORMAL neither loops nor learns a host behind
+        it; the DCMs' routes (the agents') use every spine all the same."""
+        for name, ports in no_flood_ports(self.fplan).items():
+            for port in ports:
+                self.switches[name].ofctl("mod-port", BRIDGE, port,
+                                          "no-flood")
 
     def _start_agent(self, name: str, planner: bool) -> None:
         sw = self.switches[name]
@@ -789,8 +812,10 @@ class FabricRunner(Runner):
         # when every loss is counted.  (Without DPDK, the HLT leaf's
         # system ports drop what their socket cannot take at once without
         # counting it: ovs-vswitchd's netdev-linux send.)
+        # The tbf's drops are losses on system ports; a DPDK af_packet
+        # port retries what the tbf refuses (see the single switch).
         lost = ros_tx - hlt_rx
-        counted = total + ring_drops + qdisc + kernel
+        counted = total + ring_drops + kernel + (0 if leaf.dpdk else qdisc)
         return {"switch_total": total, "daqring": ring_drops,
                 "qdisc": qdisc, "af_packet_rx": sum(socket.values()),
                 "kernel_links": kernel,
