@@ -58,6 +58,9 @@ def cfg(*argv: str) -> config.Config:
     (["--shaper", "packets"], "shapes daqrings by bytes"),
     (["--poll-interval", "500"], "shapes daqrings by bytes"),
     (["--modes", "stock,bogus"], "unknown mode 'bogus'"),
+    (["--failover", "2/5"], "needs --spines 2"),
+    (["--spines", "2", "--failover", "5/2"], "0 < DOWN < UP"),
+    (["--spines", "2", "--failover", "soon"], "DOWN/UP in seconds"),
 ])
 def test_bad_fabric_options_are_refused(argv: List[str], words: str) -> None:
     with pytest.raises(ConfigError) as e:
@@ -68,7 +71,7 @@ def test_bad_fabric_options_are_refused(argv: List[str], words: str) -> None:
 @pytest.mark.parametrize("argv", [
     ["--hlt-hosts", "2"], ["--spines", "1", "--ros-leaves", "2"],
     ["--fabric-db-members", "1"], ["--fabric-dpdk", "off"],
-    ["--modes", "daqring-unshaped"],
+    ["--modes", "daqring-unshaped"], ["--failover", "1/2"],
 ])
 def test_fabric_options_need_the_fabric(argv: List[str]) -> None:
     ns = config.parse_args(argv)
@@ -234,6 +237,31 @@ def test_limit_of_the_emulated_fabric() -> None:
              "--link-rate", "200mbit")
     lim2 = fabric.fabric_limit(c2, fabric.make_fabric_plan(77, c2))
     assert lim2["limit_bps"] == pytest.approx(400e6)
+
+
+def test_failover_option_and_link() -> None:
+    c = cfg("--spines", "2", "--failover", "1.5/4")
+    assert c.failover == (1.5, 4.0)
+    p = fabric.make_fabric_plan(77, c)
+    assert fabric.failover_link(p)[0::2] == ("hlt-leaf", "spine1")
+    # The degraded limit: the same formula with that link gone (the
+    # leaf-spine links are not what binds here).
+    assert fabric.fabric_limit(c, p, spines=1)["limit_bps"] == \
+        fabric.fabric_limit(c, p)["limit_bps"]
+    assert cfg().failover == (0.0, 0.0)
+
+
+def test_timeline_bins_bytes_and_retransmissions() -> None:
+    spans = [(0.0, 0.1), (0.1, 0.3), (0.3, 0.6), (0.6, 0.9)]
+    tl = fabric.timeline(spans, [1000, 2000, 3000, 4000],
+                         [(0.05, 10), (0.3, 12), (0.55, 20), (0.8, 20)],
+                         0.9, width=0.25)
+    assert [b["t_s"] for b in tl] == [0.0, 0.25, 0.5, 0.75]
+    # By completion time: 0.1 -> bin 0, 0.3 -> 1, 0.6 -> 2, 0.9 -> 3.
+    assert [b["goodput_bps"] * 0.25 / 8 for b in tl] == [1000, 2000, 3000,
+                                                         4000]
+    assert [b["retrans_segs"] for b in tl] == [0, 2, 8, 0]
+    assert sum(b["goodput_bps"] for b in tl) * 0.25 / 8 == 10000
 
 
 # ============================================================ a real run

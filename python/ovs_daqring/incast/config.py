@@ -289,6 +289,10 @@ class Config:
     fabric_db_members: int = 3
     ring_sharing: str = "static"
     fabric_dpdk: bool = True
+    # --failover DOWN/UP: seconds into each mode's events when the HLT
+    # leaf's link to the second spine goes down and comes back; (0, 0):
+    # never.
+    failover: Tuple[float, float] = (0.0, 0.0)
 
     @property
     def dcms_per_host(self) -> int:
@@ -476,6 +480,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how the daqrings of one HLT host share its "
                    "link: static = each gets the link's rate / its DCMs "
                    "(default: %(default)s)")
+    g.add_argument("--failover", default="", metavar="DOWN/UP",
+                   help="in every mode, take the HLT leaf's link to the "
+                   "second spine down DOWN seconds into the events and up "
+                   "again at UP (e.g. 2/5; needs --spines 2 and enough "
+                   "--events to last); goodput and retransmissions over "
+                   "time in the results")
     g.add_argument("--fabric-dpdk", choices=("on", "off"), default="on",
                    help="off: the HLT leaf runs without DPDK too (no "
                    "daqrings, no PMD: stock and credits only, for trying "
@@ -725,7 +735,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                              ("spines", 1), ("planes", 1),
                              ("fabric_db_members", 3),
                              ("ring_sharing", "static"),
-                             ("fabric_dpdk", "on")):
+                             ("fabric_dpdk", "on"), ("failover", "")):
             if getattr(ns, opt, default) != default:
                 raise ConfigError("--%s needs --topology fabric"
                                   % opt.replace("_", "-"))
@@ -987,7 +997,27 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         topology=ns.topology, hlt_hosts=ns.hlt_hosts, spines=ns.spines,
         planes=ns.planes, ros_leaves=ns.ros_leaves,
         fabric_db_members=ns.fabric_db_members,
-        ring_sharing=ns.ring_sharing, fabric_dpdk=ns.fabric_dpdk == "on")
+        ring_sharing=ns.ring_sharing, fabric_dpdk=ns.fabric_dpdk == "on",
+        failover=parse_failover(ns.failover, ns.spines) if fabric
+        else (0.0, 0.0))
+
+
+def parse_failover(text: str, spines: int) -> Tuple[float, float]:
+    """--failover DOWN/UP: (down, up) seconds, (0, 0) for none."""
+    if not text:
+        return 0.0, 0.0
+    try:
+        down, up = (float(x) for x in text.split("/"))
+    except ValueError:
+        raise ConfigError("--failover %r: DOWN/UP in seconds, e.g. 2/5"
+                          % text)
+    if not 0 < down < up <= 600:
+        raise ConfigError("--failover %s: need 0 < DOWN < UP <= 600"
+                          % text)
+    if spines < 2:
+        raise ConfigError("--failover needs --spines 2 (a path to move "
+                          "the DCMs to)")
+    return down, up
 
 
 def check_fabric(ns: argparse.Namespace) -> None:

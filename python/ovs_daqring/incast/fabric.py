@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -51,6 +52,12 @@ BRIDGE = "br0"
 UPLINK_OFPORT_BASE = 100
 AGENT_INTERVAL = "1"
 APPLY_TIMEOUT = 120
+# The fabric map's hold-down: seconds before a moved DCM goes back home.
+HOLD_DOWN = 2
+# --failover: seconds between samples of the TCP counters and the routes,
+# and the width of the goodput timeline's bins.
+FAILOVER_SAMPLE = 0.1
+TIMELINE_BIN = 0.25
 # A gratuitous ARP per address, sent by a host out of e0: the NORMAL
 # action of every switch on the way learns where the host is.  The ROS
 # send everything else to the DCMs through the fabric's flows, which do
@@ -241,7 +248,7 @@ def ring_params(cfg: Config, mode: str) -> Dict[str, Any]:
 
 
 def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
-               hold_down: int = 30) -> Dict[str, Any]:
+               hold_down: int = HOLD_DOWN) -> Dict[str, Any]:
     """The fabric map of a mode: the switches, links and hosts always;
     the DCMs (matched by their address) with PARAMS' ring options, none
     when PARAMS is None (stock, credits: the switches' NORMAL forwarding
@@ -278,7 +285,8 @@ def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
 
 
 # ==================================================================== limit
-def fabric_limit(cfg: Config, plan: FabricPlan) -> Dict[str, Any]:
+def fabric_limit(cfg: Config, plan: FabricPlan,
+                 spines: Optional[int] = None) -> Dict[str, Any]:
     """The emulated fabric's theoretical limit for full event building
     (thesis §6.2.2): B = N_P * N_H * N_R * b_RH with
     b_RH = min(b_H / N_R, b_R / N_H, b_S * N_S / (N_R * N_H)), written
@@ -288,8 +296,9 @@ def fabric_limit(cfg: Config, plan: FabricPlan) -> Dict[str, Any]:
     and every HLT host in the HLT pod, so every flow crosses the spines.
     Unshaped veths count as unlimited (None); aggregated ROS namespaces
     count as one ROS link each.  The goodput limit is B times the payload
-    efficiency of the link (as the single-switch ideal)."""
-    n_p, n_s = cfg.planes, cfg.spines
+    efficiency of the link (as the single-switch ideal).  SPINES: the
+    spines the HLT leaf reaches (one fewer with a link down)."""
+    n_p, n_s = cfg.planes, cfg.spines if spines is None else spines
     n_h, n_r = cfg.hlt_hosts, len(plan.ros_hosts)
     b_h = float(cfg.link_rate_bps)
     inf = float("inf")
@@ -311,6 +320,135 @@ def fabric_limit(cfg: Config, plan: FabricPlan) -> Dict[str, Any]:
                        "b_S_bps": num(b_s)},
             "b_RH_bps": b_rh, "bound_by": bound, "limit_bps": total,
             "efficiency": eff, "goodput_bps": total * eff}
+
+
+def failover_link(plan: FabricPlan) -> Tuple[str, str, str, str]:
+    """The link --failover takes down: the HLT leaf's to the second
+    spine (leaf, its port, spine, its port)."""
+    return next(lk for lk in plan.links
+                if lk[0] == HLT_LEAF and lk[2] == "spine1")
+
+
+def timeline(spans: Sequence[Tuple[float, float]], nbytes: Sequence[int],
+             samples: Sequence[Tuple[float, int]], end: float,
+             width: float = TIMELINE_BIN) -> List[Dict[str, float]]:
+    """Goodput and retransmitted segments per bin of WIDTH seconds: the
+    bytes of the events that completed in the bin, and the growth of the
+    retransmission count (SAMPLES: (time, RetransSegs so far))."""
+    n = max(1, int(end / width) + 1)
+    got = [0] * n
+    for (_, z), b in zip(spans, nbytes):
+        got[min(n - 1, max(0, int(z / width)))] += b
+    re_ = [0] * n
+    last = samples[0][1] if samples else 0
+    for t, v in samples:
+        re_[min(n - 1, max(0, int(t / width)))] += v - last
+        last = v
+    return [{"t_s": i * width, "goodput_bps": got[i] * 8 / width,
+             "retrans_segs": re_[i]} for i in range(n)]
+
+
+class Failover(threading.Thread):
+    """--failover in one mode: the link goes down at DOWN and up at UP
+    (seconds from the DCMs' go); meanwhile the retransmissions of every
+    host and, on the first ROS leaf, the routes out of its uplink to the
+    failed spine are sampled (when the fabric moved the DCMs away, and
+    back)."""
+
+    def __init__(self, runner: "FabricRunner") -> None:
+        super().__init__(daemon=True)
+        self.runner = runner
+        self.down_at, self.up_at = runner.cfg.failover
+        self.link = failover_link(runner.fplan)
+        self.t0 = time.monotonic()
+        self.halt = threading.Event()
+        self.samples: List[Tuple[float, int]] = []
+        self.routes: List[Tuple[float, int]] = []
+        self.events: Dict[str, float] = {}
+        self.error: Optional[str] = None
+        # One process per host namespace: /proc/PID/net/snmp is that
+        # namespace's (no fork per sample).
+        seen: Dict[str, int] = {}
+        for pid, ns in runner.agent_ns.items():
+            if ns in runner.fplan.hosts_ns and ns not in seen and \
+                    os.path.exists("/proc/%d" % pid):
+                seen[ns] = pid
+        self.pids = list(seen.values())
+
+    def retrans(self) -> int:
+        n = 0
+        for pid in self.pids:
+            c = parse_snmp(read_text("/proc/%d/net/snmp" % pid))
+            n += c.get("Tcp.RetransSegs", 0)
+        return n
+
+    def uplink_routes(self) -> int:
+        """Flows of the fabric on ros-leaf0 out of its uplink to spine1."""
+        sw = self.runner.switches["ros-leaf0"]
+        port = next(p for p in self.runner.fplan.switch("ros-leaf0").ports
+                    if p.name == "up1")
+        flows = sw.ofctl("dump-flows", BRIDGE).splitlines()
+        return sum(1 for f in flows if f.strip().startswith("cookie=0xdac7")
+                   and "output:%d" % port.ofport in f)
+
+    def set_link(self, up: bool) -> None:
+        _, _, spine, port = self.link
+        run(["ip", "-n", self.runner.fplan.switch(spine).ns, "link", "set",
+             port, "up" if up else "down"])
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except Exception as e:              # reported, not raised
+            self.error = str(e)
+        finally:
+            if "down" in self.events and "up" not in self.events:
+                try:
+                    self.set_link(True)
+                    self.events["up"] = time.monotonic() - self.t0
+                except RunError as e:
+                    self.error = (self.error or "") + "; link up: %s" % e
+
+    def _run(self) -> None:
+        next_routes = 0.0
+        while not self.halt.wait(FAILOVER_SAMPLE):
+            t = time.monotonic() - self.t0
+            self.samples.append((t, self.retrans()))
+            if "down" not in self.events and t >= self.down_at:
+                self.set_link(False)
+                self.events["down"] = t
+            elif ("down" in self.events and "up" not in self.events
+                  and t >= self.up_at):
+                self.set_link(True)
+                self.events["up"] = t
+            if "down" in self.events and t >= next_routes and (
+                    "rerouted" not in self.events
+                    or ("up" in self.events and "back" not in self.events)):
+                next_routes = t + 0.25
+                n = self.uplink_routes()
+                self.routes.append((t, n))
+                if n == 0 and "rerouted" not in self.events:
+                    self.events["rerouted"] = t
+                elif n and "up" in self.events and "rerouted" in \
+                        self.events:
+                    self.events["back"] = t
+
+    def result(self) -> Dict[str, Any]:
+        ev = self.events
+        out: Dict[str, Any] = {
+            "link": "%s:%s-%s:%s" % self.link,
+            "down_at_s": ev.get("down"), "up_at_s": ev.get("up"),
+            "rerouted_after_s": (ev["rerouted"] - ev["down"]
+                                 if "rerouted" in ev else None),
+            "back_after_s": (ev["back"] - ev["up"]
+                             if "back" in ev and "up" in ev else None),
+            "routes_via_failed_spine": [
+                {"t_s": t, "flows": n} for t, n in self.routes],
+            "retrans_samples": [{"t_s": t, "retrans_segs": n}
+                                for t, n in self.samples]}
+        if self.error:
+            out["error"] = self.error
+        return out
 
 
 def no_flood_ports(plan: FabricPlan) -> Dict[str, List[str]]:
@@ -529,6 +667,8 @@ class FabricRunner(Runner):
         self.agents: Dict[str, "subprocess.Popen[bytes]"] = {}
         self.db: Optional[FabricDatabase] = None
         self.generations: List[Dict[str, Any]] = []
+        self.failover: Optional[Failover] = None
+        self.failovers: Dict[str, Dict[str, Any]] = {}
 
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -709,6 +849,18 @@ class FabricRunner(Runner):
     def is_ring_mode(self, mode: str) -> bool:
         return mode.startswith("daqring")
 
+    def collecting(self, label: str, started: bool) -> None:
+        if not self.cfg.failover[0]:
+            return
+        if started:
+            self.failover = Failover(self)
+            self.failover.start()
+        elif self.failover is not None:
+            self.failover.halt.set()
+            self.failover.join(30)
+            self.failovers[label] = self.failover.result()
+            self.failover = None
+
     # ------------------------------------------------------------ counters
     def _snapshot(self) -> Dict[str, Any]:
         wait = self.last_traffic + STATS_INTERVAL - time.monotonic()
@@ -839,6 +991,22 @@ class FabricRunner(Runner):
             r["busy_s"] = busy
             r["ideal_ratio"] = r["goodput_bps"] / self.ideal["goodput_bps"]
         r["limit_ratio"] = r["ideal_ratio"]
+        fo = self.failovers.get(label)
+        if fo is not None:
+            samples = [(x["t_s"], x["retrans_segs"])
+                       for x in fo.pop("retrans_samples")]
+            end = max([z for _, z in spans or []] + [t for t, _ in samples]
+                      + [0.0])
+            fo["timeline"] = timeline(spans or [], r["event_bytes"],
+                                      samples, end)
+            degraded = fabric_limit(self.cfg, self.fplan,
+                                    spines=self.cfg.spines - 1)
+            fo["limit_goodput_bps"] = self.limit["goodput_bps"]
+            fo["degraded_limit_goodput_bps"] = degraded["goodput_bps"]
+            r["failover"] = fo
+            if fo.get("error"):
+                r.update(status="error", error="failover: %s"
+                         % fo["error"])
         r["valid"] = (self.switch is not None and r["pmd_cpu_share"] >= 0.9)
         if self.switch is None:
             r["invalid_reason"] = "no PMD (--fabric-dpdk off)"
@@ -871,6 +1039,7 @@ class FabricRunner(Runner):
                 "other_cpus": self.cfg.agent_cpus,
                 "dpdk_switch": HLT_LEAF if self.switch else None}}
         doc["fabric"] = {"limit": self.limit,
+                         "hold_down_s": HOLD_DOWN,
                          "sharing": ring_params(self.cfg,
                                                 "daqring")["sharing"],
                          "programming": self.generations}

@@ -90,6 +90,41 @@ def sweep(doc: Dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
+def failover(m: Dict[str, Any], path: str) -> None:
+    """--topology fabric --failover: the mode's goodput and retransmitted
+    segments over time, the link's down and up, the fabric's limits
+    (thesis Figure 6.10)."""
+    fo = m["failover"]
+    tl = fo["timeline"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ts = [b["t_s"] for b in tl]
+    ax.step(ts, [b["goodput_bps"] / 1e6 for b in tl], where="post",
+            label="goodput")
+    ax.axhline(fo["limit_goodput_bps"] / 1e6, color="grey", linestyle=":",
+               label="limit")
+    if fo["degraded_limit_goodput_bps"] != fo["limit_goodput_bps"]:
+        ax.axhline(fo["degraded_limit_goodput_bps"] / 1e6, color="grey",
+                   linestyle="-.", label="limit, link down")
+    for key, what in (("down_at_s", "link down"), ("up_at_s", "link up")):
+        if fo.get(key) is not None:
+            ax.axvline(fo[key], color="red", linestyle="--", linewidth=0.8,
+                       label=what)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("goodput (Mbit/s)")
+    ax2 = ax.twinx()
+    ax2.step(ts, [b["retrans_segs"] for b in tl], where="post",
+             color="tab:orange", label="retransmitted segments")
+    ax2.set_ylabel("retransmitted segments per bin")
+    ax.set_title("%s: %s down and up" % (m["label"], fo["link"]))
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, loc="lower right", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def write_plots(doc: Dict[str, Any], plot_dir: str) -> List[str]:
     os.makedirs(plot_dir, exist_ok=True)
     paths = [os.path.join(plot_dir, "latency-cdf.png")]
@@ -98,4 +133,9 @@ def write_plots(doc: Dict[str, Any], plot_dir: str) -> List[str]:
         paths.append(os.path.join(plot_dir, "sweep-%s.png"
                                   % doc["sweep"]["param"]))
         sweep(doc, paths[1])
+    for m in doc["modes"]:
+        if m.get("status") == "ok" and m.get("failover"):
+            paths.append(os.path.join(plot_dir, "failover-%s.png"
+                                      % m["label"].replace(" ", "_")))
+            failover(m, paths[-1])
     return paths

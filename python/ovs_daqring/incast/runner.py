@@ -369,6 +369,7 @@ class Runner:
                 assert p.stdin
                 p.stdin.write(b"GO\n")
                 p.stdin.flush()
+            self.collecting(label, True)
             got = self._events(label, procs)
             sched1 = self.pmd_schedstat()
             # What the PMD got while events were collected (not while
@@ -376,10 +377,15 @@ class Runner:
             got["sched"] = (sched1[0] - sched0[0], sched1[1] - sched0[1])
             return got
         finally:
+            self.collecting(label, False)
             self.last_traffic = time.monotonic()
             for p in procs + ([hog] if hog else []):
                 stop_process(p, grace=3)
                 self.procs.remove(p)
+
+    def collecting(self, label: str, started: bool) -> None:
+        """Called when the DCMs were told to go (STARTED) and when the
+        collection ended, however (a subclass acts during the events)."""
 
     def _hog(self) -> "subprocess.Popen[bytes]":
         """The --pmd-preempt thread on the PMD's core (root namespace)."""
