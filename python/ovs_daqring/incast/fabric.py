@@ -804,16 +804,31 @@ class FabricRunner(Runner):
             raise ModeUnavailable("after fabric apply, %s holds rings %s, "
                                   "not %s" % (HLT_LEAF, got["rings"],
                                               sorted(want)))
+        # Every ROS leaf routes every DCM; each DCM has its route on the
+        # one spine the planner gave it.
         n = len(want)
-        short = {s: c for s, c in got["routes"].items()
-                 if s != HLT_LEAF and c != n}
-        if short:
+        routes = got["routes"]
+        spines = [s.name for s in self.fplan.switches if s.role == "spine"]
+        if (any(c != n for sw, c in routes.items()
+                if sw != HLT_LEAF and sw not in spines)
+                or sum(routes[sp] for sp in spines) != n):
             raise ModeUnavailable("after fabric apply, routes per switch "
-                                  "%s, not %d each" % (short, n))
+                                  "%s: not one per DCM on every ROS leaf "
+                                  "and on its spine (%d DCMs)" % (routes, n))
+        got["assignments"] = self.assignments()
         self.generations.append({"mode": mode, "apply_s": applied_s,
                                  "outcome": got,
                                  "output": out.strip().splitlines()[-3:]})
         self.announce()
+
+    def assignments(self) -> Dict[str, str]:
+        """DCM -> "plane/spine", as ovs-daqctl fabric status has it."""
+        assert self.db is not None
+        doc = json.loads(run([sys.executable, daqctl_path(), "--db",
+                              self.db.remotes(), "fabric", "status",
+                              "--json"]))
+        return {d["name"]: "%s/%s" % (d["plane"], d["spine"])
+                for d in doc.get("fabric", {}).get("dcms", [])}
 
     def outcome(self) -> Dict[str, Any]:
         """The rings on the HLT leaf and the fabric's flows (cookie
