@@ -36,7 +36,8 @@ import textwrap
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import (Any, Dict, Iterator, List, Optional, Set, Tuple,
+                    Union)
 
 import pytest
 from scapy.layers.inet import IP, UDP
@@ -565,6 +566,16 @@ def _skip_reason() -> Optional[str]:
     return None
 
 
+# The ports each bridge is made with (internal, no external_ids), and the
+# flows ovs-daqctl must leave alone (UNRELATED, as dump-flows prints them),
+# on every bridge.  reset() gives them back.
+BASE_PORTS = {"br0": ["p1", "p2", "p3", "p4"], "br1": ["q1"],
+              "br2": ["r1", "r2", "r3", "r4"]}
+UNRELATED_FLOWS = ["cookie=0x1,priority=1,actions=drop",
+                   "cookie=0xdac8000000000001,priority=50,ip,"
+                   "nw_dst=10.9.9.9,actions=drop"]
+
+
 class Switch(Sandbox):
     """The sandbox (ovs_daqring.sandbox): ovsdb-server and ovs-vswitchd in
     a network namespace of their own, files in a temporary directory."""
@@ -576,6 +587,8 @@ class Switch(Sandbox):
                          own_netns=True,
                          env={"OVS_OFCTL": str(BIN["ofctl"])})
         self.ns = ns
+        # Bridge -> (the map the last reset() applied, the state it left).
+        self._reset: Dict[str, Tuple[str, Any]] = {}
 
     def run(self, *cmd: str, check: bool = True,
             timeout: float = 120) -> "subprocess.CompletedProcess[str]":
@@ -623,18 +636,16 @@ class Switch(Sandbox):
             "add-br", "br0", "--", "set", "Bridge", "br0",
             "datapath_type=netdev", "fail_mode=secure",
             "--", "set-controller", "br0", "ptcp:%d:127.0.0.1" % OF_TCP,
-            *self._ports("br0", ["p1", "p2", "p3", "p4"]),
+            *self._ports("br0", BASE_PORTS["br0"]),
             "--", "add-br", "br1", "--", "set", "Bridge", "br1",
             "datapath_type=netdev", "fail_mode=secure",
-            *self._ports("br1", ["q1"]),
+            *self._ports("br1", BASE_PORTS["br1"]),
             "--", "add-br", "br2", "--", "set", "Bridge", "br2",
             "datapath_type=netdev", "fail_mode=secure",
-            *self._ports("br2", ["r1", "r2", "r3", "r4"]))
-        for br in ("br0", "br1", "br2"):
-            # Flows ovs-daqctl must leave alone.
-            self.ofctl("add-flow", br, "cookie=0x1,priority=1,actions=drop")
-            self.ofctl("add-flow", br, "cookie=0xdac8000000000001,"
-                       "priority=50,ip,nw_dst=10.9.9.9,actions=drop")
+            *self._ports("br2", BASE_PORTS["br2"]))
+        for br in BASE_PORTS:
+            for flow in UNRELATED_FLOWS:
+                self.ofctl("add-flow", br, flow)
 
     @staticmethod
     def _ports(br: str, names: List[str]) -> List[str]:
@@ -643,6 +654,64 @@ class Switch(Sandbox):
             out += ["--", "add-port", br, n, "--", "set", "Interface", n,
                     "type=internal"]
         return out
+
+    # ------------------------------------------------------- test state
+    def reset(self, **maps: Union[Path, str, None]) -> None:
+        """Give each bridge named (reset(br0=..., br1=...)) the state a
+        test starts from, whatever earlier tests left there: its own ports
+        only (BASE_PORTS, no external_ids), no other flows than
+        UNRELATED_FLOWS, and then the DCMs of the map given (a file, or a
+        map's text), applied by ovs-daqctl; None: no DCM.
+
+        A bridge still in the state the last reset() left it with the
+        same map (ports, interfaces, flows and flooding compared) is left
+        as it is: the 1000 daqrings of br2 take a while to remove."""
+        if self.vswitchd is not None:
+            # A test that failed while ovs-vswitchd was stopped.
+            self.vswitchd.send_signal(signal.SIGCONT)
+        for br, m in maps.items():
+            key = str(m)
+            if self._reset.get(br) == (key, self._state(br)):
+                continue
+            self._reset.pop(br, None)
+            self._clean(br)
+            if isinstance(m, str):
+                path = os.path.join(self.dir, "reset-%s.yaml" % br)
+                Path(path).write_text(textwrap.dedent(m))
+                m = Path(path)
+            if m is not None:
+                self.daqctl("apply", str(m), bridge=br)
+            self._reset[br] = (key, self._state(br))
+
+    def _clean(self, br: str) -> None:
+        """Bridge 'br' as start() made it: no daqring, no port of a test,
+        its own ports back if a test removed them, no external_ids on
+        them; only the UNRELATED flows."""
+        names = self.vsctl("list-ports", br).split()
+        args: List[str] = []
+        for n in names:
+            if n not in BASE_PORTS[br]:
+                args += ["--", "del-port", br, n]
+        for n in BASE_PORTS[br]:
+            if n in names:
+                args += ["--", "clear", "Port", n, "external_ids"]
+            else:
+                args += self._ports(br, [n])
+        self.vsctl(*args[1:], timeout=240)
+        self.ofctl("del-flows", br)
+        for flow in UNRELATED_FLOWS:
+            self.ofctl("add-flow", br, flow)
+
+    def _state(self, br: str) -> Any:
+        names = set(self.vsctl("list-ports", br).split())
+        ports = [p for p in self.table("Port", "_uuid,name,external_ids")
+                 if p["name"] in names]
+        ifaces = [i for i in self.table(
+            "Interface", "_uuid,name,type,options,ofport,ofport_request")
+            if i["name"] in names]
+        return (sorted(ports, key=lambda r: r["name"]),
+                sorted(ifaces, key=lambda r: r["name"]),
+                self.flows(br), no_flood(self, br))
 
     def stop(self) -> None:   # type: ignore[override]
         # SIGTERM, not "ovs-appctl exit": ovs-vswitchd would remove the
@@ -738,12 +807,30 @@ UNRELATED = {"cookie=0x1, priority=1 actions=drop",
              "actions=drop"}
 EXAMPLE_DCMS = [("dcm1", "10.0.0.1", "p1"), ("dcm2", "10.0.0.2", "p2"),
                 ("dcm3", "10.0.0.3", "p3")]
+# The example map, and what test_change_update_remove changes it to: the
+# two states of br0 the tests start from (Switch.reset).
+EXAMPLE_MAP = ROOT / "utilities" / "dcm-map.example.yaml"
+CHANGED_DEFAULTS = "{ring-size: 16384, max-burst: 32, poll-interval: 500}"
+CHANGED_DCMS = """\
+- {name: dcm1, ip: 10.0.0.1, egress: p2}           # egress
+- {name: dcm2, ip: 10.0.0.2, egress: p2, ring-size: 4096}
+- {name: dcm3, ip: 10.0.0.3, egress: p3, rate: 300mbit}
+- name: dcm4b                                      # unchanged
+  egress: p4
+  tuples:
+    - {proto: tcp, dst: 10.0.0.4, dport: 40002}
+    - "tcp:10.0.1.9:9000->10.0.0.4:40003"
+- {name: dcm5, ip: 10.0.0.5, egress: p1, max-burst: 8}
+"""
+CHANGED_MAP = "defaults: %s\ndcms:\n%s" % (
+    CHANGED_DEFAULTS, textwrap.indent(CHANGED_DCMS, "  "))
 
 
 # ================================================== tests against a switch
 def test_apply_example(sw: Switch) -> None:
+    sw.reset(br0=None)
     cfg = sw.next_cfg()
-    p = sw.daqctl("apply", str(ROOT / "utilities" / "dcm-map.example.yaml"))
+    p = sw.daqctl("apply", str(EXAMPLE_MAP))
     assert "rate 190mbit -> max-rate 190000000 bit/s" in p.stdout
     assert "one OVSDB transaction: 5 created" in p.stdout
     assert "one OpenFlow bundle" in p.stdout
@@ -770,8 +857,9 @@ def test_apply_example(sw: Switch) -> None:
 
 
 def test_reapply_changes_nothing(sw: Switch) -> None:
+    sw.reset(br0=EXAMPLE_MAP)
     cfg, flows, rings = sw.next_cfg(), sw.flows(), sw.rings()
-    p = sw.daqctl("apply", str(ROOT / "utilities" / "dcm-map.example.yaml"))
+    p = sw.daqctl("apply", str(EXAMPLE_MAP))
     assert "no changes" in p.stdout
     # The same DCMs as CSV: still nothing to do.
     p = sw.daqctl("apply", str(ROOT / "utilities" / "dcm-map.example.csv"))
@@ -783,6 +871,7 @@ def test_reapply_changes_nothing(sw: Switch) -> None:
 def test_traffic_goes_through_ring(sw: Switch) -> None:
     """A packet to dcm1's address enters its daqring (priority 100), is
     dequeued by the PMD and leaves by the in_port=dcm1 rule (101)."""
+    sw.reset(br0=EXAMPLE_MAP)
     pkt = _udp_packet("10.0.1.1", "10.0.0.1")
     before = sw.flow_packets("br0", "priority=101,in_port=dcm1 ")
     for _ in range(3):
@@ -796,21 +885,10 @@ def test_traffic_goes_through_ring(sw: Switch) -> None:
 
 
 def test_change_update_remove(sw: Switch, tmp_path: Path) -> None:
+    sw.reset(br0=EXAMPLE_MAP)
     before = sw.rings()
     cfg = sw.next_cfg()
-    path = write(tmp_path, "m.yaml", """\
-        defaults: {ring-size: 16384, max-burst: 32, poll-interval: 500}
-        dcms:
-          - {name: dcm1, ip: 10.0.0.1, egress: p2}           # egress
-          - {name: dcm2, ip: 10.0.0.2, egress: p2, ring-size: 4096}
-          - {name: dcm3, ip: 10.0.0.3, egress: p3, rate: 300mbit}
-          - name: dcm4b                                      # unchanged
-            egress: p4
-            tuples:
-              - {proto: tcp, dst: 10.0.0.4, dport: 40002}
-              - "tcp:10.0.1.9:9000->10.0.0.4:40003"
-          - {name: dcm5, ip: 10.0.0.5, egress: p1, max-burst: 8}
-        """)
+    path = write(tmp_path, "m.yaml", CHANGED_MAP)
     p = sw.daqctl("apply", path)
     assert ("one OVSDB transaction: 1 created, 3 updated, 1 removed"
             in p.stdout), p.stdout
@@ -849,6 +927,7 @@ def test_change_update_remove(sw: Switch, tmp_path: Path) -> None:
 def test_flows_are_repaired(sw: Switch, tmp_path: Path) -> None:
     """Flows deleted or changed behind ovs-daqctl's back come back, without
     touching OVSDB."""
+    sw.reset(br0=CHANGED_MAP)
     flows = sw.flows()
     c = cookie("dcm1")
     sw.ofctl("del-flows", "br0", "cookie=%#x/-1" % c)
@@ -864,6 +943,7 @@ def test_flows_are_repaired(sw: Switch, tmp_path: Path) -> None:
 
 def test_refused_on_switch_changes_nothing(sw: Switch,
                                            tmp_path: Path) -> None:
+    sw.reset(br0=CHANGED_MAP)
     cfg, flows, rings = sw.next_cfg(), sw.flows(), sw.rings()
     path = write(tmp_path, "bad.yaml", """\
         dcms:
@@ -883,21 +963,14 @@ def test_refused_on_switch_changes_nothing(sw: Switch,
 def test_failed_transaction_rolls_back(sw: Switch, tmp_path: Path) -> None:
     """ovs-vswitchd refuses a ring (NUMA node 7 does not exist): the other
     changes of the same apply are undone too."""
+    sw.reset(br0=CHANGED_MAP)
     flows, rings = sw.flows(), sw.rings()
-    path = write(tmp_path, "numa.yaml", """\
-        defaults: {ring-size: 16384, max-burst: 32, poll-interval: 500}
-        dcms:
-          - {name: dcm1, ip: 10.0.0.1, egress: p2}
-          - {name: dcm2, ip: 10.0.0.2, egress: p2, ring-size: 8192}
-          - {name: dcm3, ip: 10.0.0.3, egress: p3, rate: 300mbit}
-          - name: dcm4b
-            egress: p4
-            tuples:
-              - {proto: tcp, dst: 10.0.0.4, dport: 40002}
-              - "tcp:10.0.1.9:9000->10.0.0.4:40003"
-          - {name: dcm5, ip: 10.0.0.5, egress: p1, max-burst: 8}
-          - {name: dcm6, ip: 10.0.0.6, egress: p1, numa-id: 7}
-        """)
+    # The changed map, with a change and a new DCM that ovs-vswitchd
+    # refuses.
+    assert "ring-size: 4096}" in CHANGED_MAP
+    path = write(tmp_path, "numa.yaml", CHANGED_MAP.replace(
+        "ring-size: 4096}", "ring-size: 8192}")
+        + "  - {name: dcm6, ip: 10.0.0.6, egress: p1, numa-id: 7}\n")
     p = sw.daqctl("apply", path, check=1)
     assert "refused the change, rolled back" in p.stderr
     assert "dcm6: invalid numa-id 7" in p.stderr
@@ -915,6 +988,7 @@ def test_failed_transaction_rolls_back(sw: Switch, tmp_path: Path) -> None:
 
 
 def test_add_del_dcm(sw: Switch) -> None:
+    sw.reset(br0=CHANGED_MAP)
     cfg = sw.next_cfg()
     args = ["add-dcm", "dcm9", "--ip", "10.0.0.9", "--egress", "p3",
             "--ring-size", "1000", "--rate", "190mbit"]
@@ -960,6 +1034,7 @@ def test_bound_steering(sw: Switch) -> None:
     """--steering bound: the ring is bound to its egress port
     (options:egress) and the DCM has one flow; packets still reach the
     egress port, and the DCM can go back to two rules."""
+    sw.reset(br0=CHANGED_MAP)
     args = ["add-dcm", "dcm13", "--ip", "10.0.0.13", "--egress", "p3",
             "--ring-size", "1000"]
     sw.daqctl(*args, "--steering", "bound")
@@ -1001,6 +1076,7 @@ def test_bound_steering(sw: Switch) -> None:
 
 
 def test_show(sw: Switch) -> None:
+    sw.reset(br0=CHANGED_MAP)
     p = sw.daqctl("show")
     lines = p.stdout.splitlines()
     assert lines[0].startswith("bridge br0 (unix:") and "5 DCMs" in lines[0]
@@ -1028,6 +1104,7 @@ def test_show(sw: Switch) -> None:
 
 
 def test_remote_switch_over_tcp(sw: Switch, tmp_path: Path) -> None:
+    sw.reset(br0=CHANGED_MAP)
     remote = ["--db", "tcp:127.0.0.1:%d" % OVSDB_TCP]
     p = sw.daqctl("show", *remote, in_ns=True)
     assert "bridge br0 (tcp:127.0.0.1:%d): 5 DCMs" % OVSDB_TCP in p.stdout
@@ -1060,39 +1137,34 @@ def show_config(sw: Switch) -> Any:
 
 
 def test_several_switches(sw: Switch, tmp_path: Path) -> None:
+    sw.reset(br0=CHANGED_MAP, br1=None)
     br0 = show_config(sw)
     try:
         several_switches(sw, tmp_path, br0)
     finally:
-        # Leave br1 as the other tests expect it, even after a failure.
+        # Leave br1 empty, even after a failure.
         sw.daqctl("clear", bridge="br1", check=None)
 
 
 def several_switches(sw: Switch, tmp_path: Path, br0: Any) -> None:
-    path = write(tmp_path, "two.yaml", """\
+    # leaf0 is br0 as it is: the changed map.
+    path = write(tmp_path, "two.yaml", textwrap.dedent("""\
         defaults: {max-burst: 16, poll-interval: 250}
         switches:
           - name: leaf0
             db: %s
             bridge: br0
-            defaults: {ring-size: 16384, max-burst: 32, poll-interval: 500}
+            defaults: %s
             dcms:
-              - {name: dcm1, ip: 10.0.0.1, egress: p2}
-              - {name: dcm2, ip: 10.0.0.2, egress: p2, ring-size: 4096}
-              - {name: dcm3, ip: 10.0.0.3, egress: p3, rate: 300mbit}
-              - name: dcm4b
-                egress: p4
-                tuples:
-                  - {proto: tcp, dst: 10.0.0.4, dport: 40002}
-                  - "tcp:10.0.1.9:9000->10.0.0.4:40003"
-              - {name: dcm5, ip: 10.0.0.5, egress: p1, max-burst: 8}
+        %s
           - name: leaf1
             db: %s
             bridge: br1
             dcms:
               - {name: dcm1, ip: 10.0.0.1, egress: q1, ring: br1dcm1}
               - {name: dcm7, ip: 10.0.0.7, egress: q1}
-        """ % (sw.db, sw.db))
+        """) % (sw.db, CHANGED_DEFAULTS,
+                textwrap.indent(CHANGED_DCMS, " " * 6).rstrip("\n"), sw.db))
     p = sw.daqctl("apply", path, bridge="")
     assert "leaf0/br0 (%s): no changes" % sw.db in p.stdout
     assert "leaf1/br1 (%s): one OVSDB transaction: 2 created" % sw.db \
@@ -1113,6 +1185,7 @@ def several_switches(sw: Switch, tmp_path: Path, br0: Any) -> None:
 
 
 def test_dry_run(sw: Switch, tmp_path: Path) -> None:
+    sw.reset(br0=CHANGED_MAP)
     cfg, flows = sw.next_cfg(), sw.flows()
     path = write(tmp_path, "m.yaml", """\
         dcms:
@@ -1134,7 +1207,7 @@ def test_dry_run(sw: Switch, tmp_path: Path) -> None:
 
 
 # ====================================== rollback, concurrency, flooding, JSON
-# These use br1 (one port, q1), empty after test_several_switches, and
+# These use br1 (one port, q1), empty at their start (Switch.reset), and
 # leave it empty.
 def no_flood(sw: Switch, bridge: str) -> Dict[str, bool]:
     """Each port of a bridge and whether it is no-flood (OpenFlow 1.0:
@@ -1163,6 +1236,7 @@ def hand_ring(sw: Switch, name: str, bridge: str = "br1") -> None:
 
 
 def test_json_output(sw: Switch, tmp_path: Path) -> None:
+    sw.reset(br1=None)
     path = write(tmp_path, "j.yaml", """\
         dcms:
           - {name: j1, ip: 10.0.7.1, egress: q1, rate: 190mbit}
@@ -1228,6 +1302,7 @@ def test_json_output(sw: Switch, tmp_path: Path) -> None:
 def test_rollback_restores_adopted_ring(sw: Switch, tmp_path: Path) -> None:
     """A failed apply that adopted a hand-made daqring gives it back as it
     was: same row, options, marks, OpenFlow port, flows, flooding."""
+    sw.reset(br1=None)
     hand_ring(sw, "hand1")
     rings, flows = sw.rings("br1"), sw.flows("br1")
     assert no_flood(sw, "br1")["hand1"] is False
@@ -1267,6 +1342,7 @@ def test_failed_rollback_has_its_own_status(sw: Switch,
                                             tmp_path: Path) -> None:
     """The OpenFlow connection is lost at the bundle: the daqrings are
     restored but the flows cannot be: exit 3, ROLLBACK FAILED."""
+    sw.reset(br1=None)
     mark = tmp_path / "lost"
     ofctl = tmp_path / "ovs-ofctl"
     ofctl.write_text(textwrap.dedent("""\
@@ -1303,6 +1379,7 @@ def test_failed_rollback_has_its_own_status(sw: Switch,
 
 
 def test_no_flood_kept_and_checked(sw: Switch, tmp_path: Path) -> None:
+    sw.reset(br1=None)
     path = write(tmp_path, "f.yaml", """\
         dcms:
           - {name: f1, ip: 10.0.10.1, egress: q1}
@@ -1347,6 +1424,7 @@ def test_try_again_does_not_wait_for_a_change_already_there(
     already arrived (ovs/db/idl.py's loop takes the seqno before
     committing).  Only columns that ovs-vswitchd does not refresh on its
     own are monitored, so nothing else would end a wait."""
+    sw.reset(br1=None)
     # What ovsdb.Ovsdb monitors.
     ovsdb = importlib.import_module("ovs_daqring.daqctl.ovsdb")
     monkeypatch.setattr(ovsdb, "COLUMNS", {
@@ -1381,6 +1459,7 @@ def test_concurrent_add_del_dcm(sw: Switch, tmp_path: Path) -> None:
     """Concurrent add-dcm and del-dcm all take effect, daqrings and flows,
     also while another add-dcm fails and rolls back: its rollback undoes
     its own change only."""
+    sw.reset(br1=None)
     for i in (1, 2):
         sw.daqctl("add-dcm", "old%d" % i, "--ip", "10.0.11.%d" % i,
                   "--egress", "q1", bridge="br1")
@@ -1442,7 +1521,7 @@ def test_rollback_recreates_removed_ring_with_its_ofport(
     """A failed apply that removed a DCM creates its daqring again with
     the OpenFlow port it had (ovs-vswitchd would give it a new one, and
     its flows point at the old one), no-flood, with its flows."""
-    sw.daqctl("clear", bridge="br1")
+    sw.reset(br1=None)
     first = write(tmp_path, "g.yaml", """\
         dcms:
           - {name: g1, ip: 10.0.14.1, egress: q1}
@@ -1483,7 +1562,7 @@ def test_rollback_leaves_another_clients_change(sw: Switch,
     """A ring that another client changes between ovs-daqctl's commit
     and its rollback is left as that client made it, and the message and
     the JSON result say so."""
-    sw.daqctl("clear", bridge="br1")
+    sw.reset(br1=None)
     vswitchd = sw.vswitchd
     assert vswitchd is not None
     try:
@@ -1529,7 +1608,7 @@ def test_flow_of_another_owner_is_not_replaced(sw: Switch,
     del-dcm would then delete it.  The flows are read after the OVSDB
     transaction (ovs-vswitchd may be busy applying an earlier one), so
     the daqrings are rolled back; --dry-run says so first."""
-    sw.daqctl("clear", bridge="br1")
+    sw.reset(br1=None)
     sw.ofctl("add-flow", "br1",
              "cookie=0x77,priority=100,ip,nw_dst=10.0.16.1,actions=drop")
     theirs = "cookie=0x77, priority=100,ip,nw_dst=10.0.16.1 actions=drop"
@@ -1566,7 +1645,7 @@ def test_interrupted_apply_says_what_to_do(sw: Switch, tmp_path: Path,
     """SIGTERM while ovs-vswitchd applies the change: the wait showed
     progress, and ovs-daqctl says (text and JSON) that OVSDB is committed
     and the flows are not, and what to run; that finishes the job."""
-    sw.daqctl("clear", bridge="br1")
+    sw.reset(br1=None)
     path = write(tmp_path, "i.yaml", """\
         dcms:
           - {name: i1, ip: 10.0.17.1, egress: q1}
@@ -1618,6 +1697,7 @@ def test_interrupted_apply_says_what_to_do(sw: Switch, tmp_path: Path,
 
 
 def test_1000_dcms_one_transaction(sw: Switch, tmp_path: Path) -> None:
+    sw.reset(br2=None)
     lines = ["defaults: {ring-size: 256, max-burst: 32, poll-interval: 500}",
              "dcms:"]
     for i in range(1000):
