@@ -1177,7 +1177,8 @@ def test_pus_option() -> None:
 # ------------------------------------------------------------- hugepages
 class FakeKernel:
     """/proc/sys/vm/nr_hugepages in a file, HugePages_Free derived from it
-    (minus pages in use), mounts recorded instead of made."""
+    (minus pages in use), mounts recorded instead of made (MOUNTED: another
+    run's hugetlbfs is mounted)."""
 
     def __init__(self, tmp_path: Any, monkeypatch: Any, total: int = 0,
                  used: int = 0, mounted: bool = False) -> None:
@@ -1186,10 +1187,13 @@ class FakeKernel:
         self.used = used
         self.mounted = mounted
         self.cmds: List[List[str]] = []
+        self.mounts: List[str] = []
         monkeypatch.setattr(hugepages, "NR_HUGEPAGES", str(self.nr))
         monkeypatch.setattr(hugepages, "_meminfo", self.meminfo)
         monkeypatch.setattr(hugepages, "hugetlbfs_mounted",
-                            lambda: self.mounted)
+                            lambda: self.mounted or bool(self.mounts))
+        monkeypatch.setattr(hugepages, "_is_hugetlbfs_mount",
+                            lambda path: path in self.mounts)
         monkeypatch.setattr(hugepages, "run", self.run)
         monkeypatch.setattr(hugepages.os, "geteuid", lambda: 0)
 
@@ -1201,6 +1205,10 @@ class FakeKernel:
 
     def run(self, cmd: List[str], **kw: Any) -> str:
         self.cmds.append(cmd)
+        if cmd[0] == "mount":
+            self.mounts.append(cmd[-1])
+        elif cmd[0] == "umount":
+            self.mounts.remove(cmd[-1])
         return ""
 
 
@@ -1220,16 +1228,22 @@ def test_hugepages_reserved_and_given_back(tmp_path: Any,
 
 
 def test_hugepages_enough_already(tmp_path: Any, monkeypatch: Any) -> None:
+    """Enough pages free and a hugetlbfs mounted, both maybe another
+    run's: the run's first reservation adds its own pages all the same
+    (hugepages: "A run's first reservation adds its own pages"); a second
+    one of the same run counts what is there."""
     k = FakeKernel(tmp_path, monkeypatch, total=1000, used=200,
                    mounted=True)
     c = Cleanup()
     assert hugepages.reserve(1024, str(tmp_path / "mnt"), c) is None
-    assert k.total() == 1000
+    assert k.total() == 1000 + 512
     # A mount of our own all the same: the other one may go away.
     assert k.cmds == [["mount", "-t", "hugetlbfs", "none",
                        str(tmp_path / "mnt")]]
+    assert hugepages.reserve(1024, str(tmp_path / "mnt"), c) is None
+    assert k.total() == 1000 + 512 and len(k.cmds) == 1
     c.run()
-    assert k.total() == 1000                # nothing of ours to give back
+    assert k.total() == 1000                # ours given back, no more
     assert k.cmds[-1] == ["umount", str(tmp_path / "mnt")]
 
 
