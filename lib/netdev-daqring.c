@@ -403,6 +403,89 @@ netdev_rxq_daqring_cast(const struct netdev_rxq *rxq)
     return CONTAINER_OF(rxq, struct netdev_rxq_daqring, up);
 }
 
+/* The TSC frequency the shapers count in, in Hz.
+ *
+ * Not rte_get_tsc_hz(): DPDK 22.11's Linux EAL measures the TSC against
+ * a 1 s sleep and rounds the result to 10 MHz (on a 2,445.43 MHz TSC it
+ * reports 2,450 MHz, 0.19% too fast, so every shaped rate was 0.19% slow;
+ * where the rounding goes the other way, a ring shaped to its link's rate
+ * overruns the link), and DPDK 24.11 rounds to 100 kHz or takes a
+ * nominal frequency from CPUID.  The shapers need the rate exact to well
+ * under 0.02%.
+ *
+ * The TSC is timed against CLOCK_MONOTONIC_RAW, over
+ * DAQRING_TSC_CALIBRATION_NS: the kernel's clocksource at its own
+ * measured rate, which NTP never slews (CLOCK_MONOTONIC is steered by up
+ * to 500 ppm while ntpd or chrony corrects an offset, and the calibration
+ * would keep whatever correction was in force at that moment).  Each end
+ * of the interval is the TSC read between two reads of the clock, the
+ * tightest pair of a few tries, so the error is that pair's half-width
+ * (tens of nanoseconds) over the interval: below 1 ppm. */
+#define DAQRING_TSC_CALIBRATION_NS (200 * 1000 * 1000)
+
+static uint64_t
+netdev_daqring_raw_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return ts.tv_sec * UINT64_C(1000000000) + ts.tv_nsec;
+}
+
+/* Stores in '*tsc' a TSC reading and in '*ns' the CLOCK_MONOTONIC_RAW time
+ * it was taken at, to within the half-width of the tightest of a few
+ * clock-TSC-clock sandwiches. */
+static void
+netdev_daqring_tsc_sample(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+
+    for (int i = 0; i < 8; i++) {
+        uint64_t a = netdev_daqring_raw_ns();
+        uint64_t t = rte_rdtsc_precise();
+        uint64_t b = netdev_daqring_raw_ns();
+
+        if (b - a < best) {
+            best = b - a;
+            *tsc = t;
+            *ns = a + (b - a) / 2;
+        }
+    }
+}
+
+/* Returns the calibrated TSC frequency in Hz, measuring it the first time
+ * (which takes DAQRING_TSC_CALIBRATION_NS, once per process). */
+static uint64_t
+netdev_daqring_tsc_hz(void)
+{
+    static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
+    static uint64_t tsc_hz;
+
+    if (ovsthread_once_start(&once)) {
+        uint64_t t0, n0, t1, n1;
+        uint64_t dpdk_hz = rte_get_tsc_hz();
+
+        netdev_daqring_tsc_sample(&t0, &n0);
+        xnanosleep(DAQRING_TSC_CALIBRATION_NS);
+        netdev_daqring_tsc_sample(&t1, &n1);
+        if (n1 > n0 && t1 > t0) {
+            tsc_hz = (unsigned __int128) (t1 - t0) * 1000000000 / (n1 - n0);
+        }
+        if (!tsc_hz) {
+            VLOG_WARN("could not time the TSC against CLOCK_MONOTONIC_RAW: "
+                      "shaping uses DPDK's %"PRIu64" Hz", dpdk_hz);
+            tsc_hz = dpdk_hz;
+        } else {
+            VLOG_INFO("TSC at %"PRIu64" Hz against CLOCK_MONOTONIC_RAW "
+                      "(DPDK reports %"PRIu64" Hz, %+.3f%%): shaping counts "
+                      "in the former", tsc_hz, dpdk_hz,
+                      100.0 * ((double) dpdk_hz - tsc_hz) / tsc_hz);
+        }
+        ovsthread_once_done(&once);
+    }
+    return tsc_hz;
+}
+
 /* Returns a new shaper for 'cfg', with sequence number 'seq'.  Requires
  * DPDK to be initialized, unless 'cfg' does not shape. */
 static struct daqring_shaper *
@@ -413,7 +496,8 @@ netdev_daqring_shaper_create(const struct daqring_config *cfg, uint64_t seq)
     s->seq = seq;
     s->max_burst = cfg->max_burst;
     if (cfg->poll_interval) {
-        s->interval = cfg->poll_interval * (rte_get_tsc_hz() / 1e6) + 0.5;
+        s->interval = ((unsigned __int128) cfg->poll_interval
+                       * netdev_daqring_tsc_hz() + 500000) / 1000000;
     }
     if (cfg->max_rate) {
         /* A frame costs at most this many bit-ticks: the deepest the
@@ -421,7 +505,7 @@ netdev_daqring_shaper_create(const struct daqring_config *cfg, uint64_t seq)
         int64_t deficit;
 
         s->rate = cfg->max_rate;
-        s->byte_ticks = 8 * rte_get_tsc_hz();
+        s->byte_ticks = 8 * netdev_daqring_tsc_hz();
         s->overhead_ticks = cfg->frame_overhead * s->byte_ticks;
         s->depth = (cfg->max_burst
                     * (DAQRING_RATE_FRAME_LEN * s->byte_ticks
@@ -1973,6 +2057,10 @@ netdev_daqring_get_status(const struct netdev *netdev, struct smap *args)
                     dev->fq ? dev->fq->n_buckets : 0);
     netdev_daqring_format_rate(&rate, &dev->cfg, true);
     smap_add(args, "shaping_rate", ds_cstr(&rate));
+    if (dev->cfg.poll_interval || dev->cfg.max_rate) {
+        smap_add_format(args, "shaping_tsc_hz", "%"PRIu64,
+                        netdev_daqring_tsc_hz());
+    }
     if (short_of_mbufs) {
         smap_add_format(args, "mempool_warning",
                         "daqring capacity %"PRIu64" packets exceeds the "
