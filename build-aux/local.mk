@@ -11,6 +11,7 @@ $(addprefix base-,$(EXTRA_BASES)): base-%: FORCE
 
 $(addprefix check-base-,$(EXTRA_BASES)): check-base-%: FORCE
 	@build-aux/base-tree $* check \
+		PYTEST_SKIP="$(PYTEST_ANY_BASE)" \
 		$(if $(CHECK_PARTS),CHECK_PARTS="$(CHECK_PARTS)") \
 		$(if $(TESTSUITEFLAGS),TESTSUITEFLAGS="$(TESTSUITEFLAGS)") \
 		$(if $(OVS_TESTSUITEFLAGS),OVS_TESTSUITEFLAGS="$(OVS_TESTSUITEFLAGS)")
