@@ -273,6 +273,8 @@ struct netdev_daqring {
         atomic_uint64_t egress_drops;   /* Packets dequeued that the
                                          * datapath could not send to the
                                          * egress port (options:egress). */
+        atomic_uint64_t shaper_intervals; /* Packet shaping: intervals
+                                           * in which packets left. */
 
         /* Packets held outside the ring and delivered before the packets in
          * the ring: the oldest packets after a resize below the backlog, and
@@ -1080,6 +1082,7 @@ netdev_daqring_construct(struct netdev *netdev)
     atomic_init(&dev->high_watermark, 0);
     atomic_init(&dev->stash_count, 0);
     atomic_init(&dev->egress_drops, 0);
+    atomic_init(&dev->shaper_intervals, 0);
     dev->rss_basis = hash_string(netdev_get_name(netdev), 0);
     dev->doorbell = netdev_rxq_doorbell_alloc();
     if (dev->doorbell < 0) {
@@ -1916,10 +1919,10 @@ netdev_daqring_get_custom_stats(const struct netdev *netdev,
                                 struct netdev_custom_stats *custom_stats)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
-    uint64_t values[5];
+    uint64_t values[6];
     static const char *const names[] = {
         "ring_full_drops", "occupancy", "high_watermark", "loop_drops",
-        "egress_drops",
+        "egress_drops", "shaper_intervals",
     };
 
     atomic_read_relaxed(&dev->ring_full_drops, &values[0]);
@@ -1927,6 +1930,7 @@ netdev_daqring_get_custom_stats(const struct netdev *netdev,
     atomic_read_relaxed(&dev->high_watermark, &values[2]);
     atomic_read_relaxed(&dev->loop_drops, &values[3]);
     atomic_read_relaxed(&dev->egress_drops, &values[4]);
+    atomic_read_relaxed(&dev->shaper_intervals, &values[5]);
 
     custom_stats->size = ARRAY_SIZE(names);
     custom_stats->counters = xcalloc(ARRAY_SIZE(names),
@@ -2601,6 +2605,8 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         if (rx->next_tsc <= now) {
             rx->next_tsc = now + interval;
         }
+        atomic_read_relaxed(&dev->shaper_intervals, &value);
+        atomic_store_relaxed(&dev->shaper_intervals, value + 1);
     }
 
     occupancy = n + n_stash + avail;
