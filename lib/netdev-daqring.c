@@ -351,9 +351,11 @@ struct netdev_rxq_daqring {
     struct netdev_daqring *dev;         /* The daqring of 'up'. */
     uint64_t shaper_seq;                /* 'seq' of the shaper that the
                                          * members below refer to. */
-    uint64_t next_tsc;                  /* TSC before which a daqring with
-                                         * packet shaping does not
-                                         * dequeue. */
+    uint64_t next_tsc;                  /* Packet shaping: TSC at which
+                                         * the current interval ends. */
+    uint32_t burst_left;                /* Packet shaping: packets that the
+                                         * current interval may still
+                                         * release. */
     int64_t tokens;                     /* Byte shaping: bucket level, in
                                          * bit-ticks (may be negative). */
     uint64_t last_tsc;                  /* Byte shaping: TSC of the last
@@ -2220,6 +2222,7 @@ netdev_daqring_rxq_construct(struct netdev_rxq *rxq)
     rx->dev = netdev_daqring_cast(rxq->netdev);
     rx->shaper_seq = 0;
     rx->next_tsc = 0;
+    rx->burst_left = 0;
     rx->tokens = 0;
     rx->last_tsc = 0;
     netdev_rxq_doorbell_ring(rx->dev->doorbell);
@@ -2505,12 +2508,16 @@ netdev_daqring_dequeue_fair(struct netdev_daqring *dev,
 /* Receives up to 'max-burst' packets.  Called by the one PMD thread that
  * polls the daqring.
  *
- * Packet shaping ('poll-interval') is a buffered leaky bucket: at most one
- * burst per 'poll-interval', scheduled on a TSC grid ('next_tsc' advances by
- * exactly one interval per burst, so late polls do not lower the rate),
- * except that a daqring that had nothing to send re-anchors the grid to
- * now: idle time earns no credit, and the first burst after idle is at most
- * 'max-burst'.
+ * Packet shaping ('poll-interval') is a buffered leaky bucket: at most
+ * 'max-burst' packets per 'poll-interval', in intervals on a TSC grid
+ * ('next_tsc' advances by exactly one interval per interval used, so late
+ * polls do not lower the rate), except that a daqring that had nothing to
+ * send re-anchors the grid to now: idle time earns no credit, and the first
+ * burst after idle is at most 'max-burst'.  An interval is charged for the
+ * packets that left, not for a poll: what a poll did not use of the burst
+ * (the ring held fewer packets, or netdev_daqring_split_batch() kept only
+ * the packets of one buffer source) may leave at later polls within the
+ * same interval.
  *
  * Byte shaping ('max-rate') is a token bucket, see struct daqring_shaper:
  * at most 'max-burst' packets per poll, as long as the bucket holds
@@ -2533,6 +2540,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     uint64_t bytes = 0, occupancy, value;
     int64_t budget = 0;
     enum dp_packet_source source;
+    bool new_interval = false;
     bool mixed = false;
     bool up;
 
@@ -2550,6 +2558,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     if (OVS_UNLIKELY(s->seq != rx->shaper_seq)) {
         rx->shaper_seq = s->seq;
         rx->next_tsc = 0;
+        rx->burst_left = 0;
         rx->tokens = s->depth;
         rx->last_tsc = s->rate ? rte_get_tsc_cycles() : 0;
     }
@@ -2563,8 +2572,15 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
             return EAGAIN;
         }
         now = rte_get_tsc_cycles();
-        if (interval ? now < rx->next_tsc
-                     : !netdev_daqring_bucket_fill(rx, s, now)) {
+        if (interval) {
+            /* A new interval, or what is left of the current one's
+             * burst. */
+            new_interval = now >= rx->next_tsc;
+            if (!new_interval) {
+                burst = rx->burst_left;
+            }
+        }
+        if (interval ? !burst : !netdev_daqring_bucket_fill(rx, s, now)) {
             /* A poll of a shaped daqring that has packets but must wait. */
             COVERAGE_INC(daqring_wait_poll);
             rxq->backlog = true;
@@ -2600,15 +2616,6 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         return EAGAIN;
     }
 
-    if (interval) {
-        rx->next_tsc += interval;
-        if (rx->next_tsc <= now) {
-            rx->next_tsc = now + interval;
-        }
-        atomic_read_relaxed(&dev->shaper_intervals, &value);
-        atomic_store_relaxed(&dev->shaper_intervals, value + 1);
-    }
-
     occupancy = n + n_stash + avail;
     atomic_read_relaxed(&dev->high_watermark, &value);
     if (occupancy > value) {
@@ -2635,6 +2642,19 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
             }
         }
         n = batch->count;
+    }
+    if (interval) {
+        /* Charge the interval for what leaves. */
+        if (new_interval) {
+            rx->next_tsc += interval;
+            if (rx->next_tsc <= now) {
+                rx->next_tsc = now + interval;
+            }
+            rx->burst_left = burst;
+            atomic_read_relaxed(&dev->shaper_intervals, &value);
+            atomic_store_relaxed(&dev->shaper_intervals, value + 1);
+        }
+        rx->burst_left -= n;
     }
     if (s->rate) {
         /* Charge what leaves: netdev_daqring_take() took the cost of each
