@@ -875,6 +875,21 @@ netdev_daqring_fq_unmark(struct daqring_fq *fq, struct rte_ring *ring,
     uint64_t orig;
 
     atomic_and(&fq->nonempty[r / 64], ~bit, &orig);
+    /* The clear and the look that follows are one half of a store-load
+     * pattern (Dekker's) whose other half is netdev_daqring_fq_mark(): a
+     * sender stores to a ring (its tail), then loads the mark; this thread
+     * stores the mark (the clear), then loads the ring's tail.  At least
+     * one of the two loads must see the other thread's store, or the
+     * sender skips the mark (still set) while this thread finds the ring
+     * empty (the enqueue not yet visible), and the packet stays unmarked
+     * until the next one comes.  That needs a full barrier between the
+     * store and the load on both sides.  The sender has its fence.  Here,
+     * the read-modify-write is one on x86 (a locked instruction), but on
+     * weakly ordered CPUs (Arm, POWER) a sequentially consistent
+     * read-modify-write only orders the accesses before it and its own
+     * load: the ring's tail, read by rte_ring_empty() with a plain load,
+     * may then be read before the clear is visible to the senders. */
+    atomic_thread_fence(memory_order_seq_cst);
     if (!rte_ring_empty(netdev_daqring_fq_ring(fq, ring, r))) {
         atomic_or(&fq->nonempty[r / 64], bit, &orig);
     }
