@@ -336,6 +336,10 @@ struct netdev_daqring {
      * then dropped and counted in 'egress_drops'), or NULL if it did. */
     char *egress_error OVS_GUARDED;
 
+    /* Why the bridge does not let the datapath send to 'egress' directly
+     * (see netdev_set_egress_refusal()), or NULL. */
+    char *egress_refusal OVS_GUARDED;
+
     /* Whether the "status" column last reported a mempool warning. */
     bool published_mempool_warning OVS_GUARDED;
 
@@ -1134,6 +1138,7 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->config_error = NULL;
     dev->egress = NULL;
     dev->egress_error = NULL;
+    dev->egress_refusal = NULL;
     eth_addr_random(&dev->hwaddr);
     dev->mtu = ETH_PAYLOAD_MAX;
     dev->flags = NETDEV_UP;
@@ -1194,6 +1199,7 @@ netdev_daqring_destruct(struct netdev *netdev)
     free(dev->config_error);
     free(dev->egress);
     free(dev->egress_error);
+    free(dev->egress_refusal);
     free_cacheline(dev->txq_counters);
     dev->txq_counters = NULL;
     dev->n_txq_counters = 0;
@@ -1600,6 +1606,36 @@ netdev_daqring_get_egress(const struct netdev *netdev)
     ovs_mutex_unlock(&dev->mutex);
 
     return egress;
+}
+
+static void
+netdev_daqring_set_egress_refusal(struct netdev *netdev, const char *reason)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    ovs_mutex_lock(&dev->mutex);
+    if (!nullable_string_is_equal(reason, dev->egress_refusal)) {
+        /* dpif-netdev resolves the binding again when it reconfigures the
+         * port, and reports the refusal through
+         * netdev_daqring_set_egress_error(). */
+        free(dev->egress_refusal);
+        dev->egress_refusal = nullable_xstrdup(reason);
+        netdev_request_reconfigure(netdev);
+    }
+    ovs_mutex_unlock(&dev->mutex);
+}
+
+static char *
+netdev_daqring_get_egress_refusal(const struct netdev *netdev)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    char *reason;
+
+    ovs_mutex_lock(&dev->mutex);
+    reason = nullable_xstrdup(dev->egress_refusal);
+    ovs_mutex_unlock(&dev->mutex);
+
+    return reason;
 }
 
 static void
@@ -2847,6 +2883,8 @@ static const struct netdev_class netdev_daqring_class = {
     .get_egress = netdev_daqring_get_egress,
     .set_egress_error = netdev_daqring_set_egress_error,
     .egress_dropped = netdev_daqring_egress_dropped,
+    .set_egress_refusal = netdev_daqring_set_egress_refusal,
+    .get_egress_refusal = netdev_daqring_get_egress_refusal,
 };
 
 void
