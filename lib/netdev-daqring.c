@@ -273,6 +273,8 @@ struct netdev_daqring {
         atomic_uint64_t egress_drops;   /* Packets dequeued that the
                                          * datapath could not send to the
                                          * egress port (options:egress). */
+        atomic_uint64_t shaper_intervals; /* Packet shaping: intervals
+                                           * in which packets left. */
 
         /* Packets held outside the ring and delivered before the packets in
          * the ring: the oldest packets after a resize below the backlog, and
@@ -334,6 +336,10 @@ struct netdev_daqring {
      * then dropped and counted in 'egress_drops'), or NULL if it did. */
     char *egress_error OVS_GUARDED;
 
+    /* Why the bridge does not let the datapath send to 'egress' directly
+     * (see netdev_set_egress_refusal()), or NULL. */
+    char *egress_refusal OVS_GUARDED;
+
     /* Whether the "status" column last reported a mempool warning. */
     bool published_mempool_warning OVS_GUARDED;
 
@@ -349,9 +355,11 @@ struct netdev_rxq_daqring {
     struct netdev_daqring *dev;         /* The daqring of 'up'. */
     uint64_t shaper_seq;                /* 'seq' of the shaper that the
                                          * members below refer to. */
-    uint64_t next_tsc;                  /* TSC before which a daqring with
-                                         * packet shaping does not
-                                         * dequeue. */
+    uint64_t next_tsc;                  /* Packet shaping: TSC at which
+                                         * the current interval ends. */
+    uint32_t burst_left;                /* Packet shaping: packets that the
+                                         * current interval may still
+                                         * release. */
     int64_t tokens;                     /* Byte shaping: bucket level, in
                                          * bit-ticks (may be negative). */
     uint64_t last_tsc;                  /* Byte shaping: TSC of the last
@@ -955,6 +963,21 @@ netdev_daqring_fq_unmark(struct daqring_fq *fq, struct rte_ring *ring,
     uint64_t orig;
 
     atomic_and(&fq->nonempty[r / 64], ~bit, &orig);
+    /* The clear and the look that follows are one half of a store-load
+     * pattern (Dekker's) whose other half is netdev_daqring_fq_mark(): a
+     * sender stores to a ring (its tail), then loads the mark; this thread
+     * stores the mark (the clear), then loads the ring's tail.  At least
+     * one of the two loads must see the other thread's store, or the
+     * sender skips the mark (still set) while this thread finds the ring
+     * empty (the enqueue not yet visible), and the packet stays unmarked
+     * until the next one comes.  That needs a full barrier between the
+     * store and the load on both sides.  The sender has its fence.  Here,
+     * the read-modify-write is one on x86 (a locked instruction), but on
+     * weakly ordered CPUs (Arm, POWER) a sequentially consistent
+     * read-modify-write only orders the accesses before it and its own
+     * load: the ring's tail, read by rte_ring_empty() with a plain load,
+     * may then be read before the clear is visible to the senders. */
+    atomic_thread_fence(memory_order_seq_cst);
     if (!rte_ring_empty(netdev_daqring_fq_ring(fq, ring, r))) {
         atomic_or(&fq->nonempty[r / 64], bit, &orig);
     }
@@ -1164,6 +1187,7 @@ netdev_daqring_construct(struct netdev *netdev)
     atomic_init(&dev->high_watermark, 0);
     atomic_init(&dev->stash_count, 0);
     atomic_init(&dev->egress_drops, 0);
+    atomic_init(&dev->shaper_intervals, 0);
     dev->rss_basis = hash_string(netdev_get_name(netdev), 0);
     dev->doorbell = netdev_rxq_doorbell_alloc();
     if (dev->doorbell < 0) {
@@ -1198,6 +1222,7 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->config_error = NULL;
     dev->egress = NULL;
     dev->egress_error = NULL;
+    dev->egress_refusal = NULL;
     eth_addr_random(&dev->hwaddr);
     dev->mtu = ETH_PAYLOAD_MAX;
     dev->flags = NETDEV_UP;
@@ -1258,6 +1283,7 @@ netdev_daqring_destruct(struct netdev *netdev)
     free(dev->config_error);
     free(dev->egress);
     free(dev->egress_error);
+    free(dev->egress_refusal);
     free_cacheline(dev->txq_counters);
     dev->txq_counters = NULL;
     dev->n_txq_counters = 0;
@@ -1667,6 +1693,36 @@ netdev_daqring_get_egress(const struct netdev *netdev)
 }
 
 static void
+netdev_daqring_set_egress_refusal(struct netdev *netdev, const char *reason)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+
+    ovs_mutex_lock(&dev->mutex);
+    if (!nullable_string_is_equal(reason, dev->egress_refusal)) {
+        /* dpif-netdev resolves the binding again when it reconfigures the
+         * port, and reports the refusal through
+         * netdev_daqring_set_egress_error(). */
+        free(dev->egress_refusal);
+        dev->egress_refusal = nullable_xstrdup(reason);
+        netdev_request_reconfigure(netdev);
+    }
+    ovs_mutex_unlock(&dev->mutex);
+}
+
+static char *
+netdev_daqring_get_egress_refusal(const struct netdev *netdev)
+{
+    struct netdev_daqring *dev = netdev_daqring_cast(netdev);
+    char *reason;
+
+    ovs_mutex_lock(&dev->mutex);
+    reason = nullable_xstrdup(dev->egress_refusal);
+    ovs_mutex_unlock(&dev->mutex);
+
+    return reason;
+}
+
+static void
 netdev_daqring_set_egress_error(struct netdev *netdev, const char *error)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
@@ -2000,10 +2056,10 @@ netdev_daqring_get_custom_stats(const struct netdev *netdev,
                                 struct netdev_custom_stats *custom_stats)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
-    uint64_t values[5];
+    uint64_t values[6];
     static const char *const names[] = {
         "ring_full_drops", "occupancy", "high_watermark", "loop_drops",
-        "egress_drops",
+        "egress_drops", "shaper_intervals",
     };
 
     atomic_read_relaxed(&dev->ring_full_drops, &values[0]);
@@ -2011,6 +2067,7 @@ netdev_daqring_get_custom_stats(const struct netdev *netdev,
     atomic_read_relaxed(&dev->high_watermark, &values[2]);
     atomic_read_relaxed(&dev->loop_drops, &values[3]);
     atomic_read_relaxed(&dev->egress_drops, &values[4]);
+    atomic_read_relaxed(&dev->shaper_intervals, &values[5]);
 
     custom_stats->size = ARRAY_SIZE(names);
     custom_stats->counters = xcalloc(ARRAY_SIZE(names),
@@ -2304,6 +2361,7 @@ netdev_daqring_rxq_construct(struct netdev_rxq *rxq)
     rx->dev = netdev_daqring_cast(rxq->netdev);
     rx->shaper_seq = 0;
     rx->next_tsc = 0;
+    rx->burst_left = 0;
     rx->tokens = 0;
     rx->last_tsc = 0;
     netdev_rxq_doorbell_ring(rx->dev->doorbell);
@@ -2589,12 +2647,16 @@ netdev_daqring_dequeue_fair(struct netdev_daqring *dev,
 /* Receives up to 'max-burst' packets.  Called by the one PMD thread that
  * polls the daqring.
  *
- * Packet shaping ('poll-interval') is a buffered leaky bucket: at most one
- * burst per 'poll-interval', scheduled on a TSC grid ('next_tsc' advances by
- * exactly one interval per burst, so late polls do not lower the rate),
- * except that a daqring that had nothing to send re-anchors the grid to
- * now: idle time earns no credit, and the first burst after idle is at most
- * 'max-burst'.
+ * Packet shaping ('poll-interval') is a buffered leaky bucket: at most
+ * 'max-burst' packets per 'poll-interval', in intervals on a TSC grid
+ * ('next_tsc' advances by exactly one interval per interval used, so late
+ * polls do not lower the rate), except that a daqring that had nothing to
+ * send re-anchors the grid to now: idle time earns no credit, and the first
+ * burst after idle is at most 'max-burst'.  An interval is charged for the
+ * packets that left, not for a poll: what a poll did not use of the burst
+ * (the ring held fewer packets, or netdev_daqring_split_batch() kept only
+ * the packets of one buffer source) may leave at later polls within the
+ * same interval.
  *
  * Byte shaping ('max-rate') is a token bucket, see struct daqring_shaper:
  * at most 'max-burst' packets per poll, as long as the bucket holds
@@ -2617,6 +2679,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     uint64_t bytes = 0, occupancy, value;
     int64_t budget = 0;
     enum dp_packet_source source;
+    bool new_interval = false;
     bool mixed = false;
     bool up;
 
@@ -2634,6 +2697,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     if (OVS_UNLIKELY(s->seq != rx->shaper_seq)) {
         rx->shaper_seq = s->seq;
         rx->next_tsc = 0;
+        rx->burst_left = 0;
         rx->tokens = s->depth;
         rx->last_tsc = s->rate ? rte_get_tsc_cycles() : 0;
     }
@@ -2647,8 +2711,15 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
             return EAGAIN;
         }
         now = rte_get_tsc_cycles();
-        if (interval ? now < rx->next_tsc
-                     : !netdev_daqring_bucket_fill(rx, s, now)) {
+        if (interval) {
+            /* A new interval, or what is left of the current one's
+             * burst. */
+            new_interval = now >= rx->next_tsc;
+            if (!new_interval) {
+                burst = rx->burst_left;
+            }
+        }
+        if (interval ? !burst : !netdev_daqring_bucket_fill(rx, s, now)) {
             /* A poll of a shaped daqring that has packets but must wait. */
             COVERAGE_INC(daqring_wait_poll);
             rxq->backlog = true;
@@ -2684,13 +2755,6 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         return EAGAIN;
     }
 
-    if (interval) {
-        rx->next_tsc += interval;
-        if (rx->next_tsc <= now) {
-            rx->next_tsc = now + interval;
-        }
-    }
-
     occupancy = n + n_stash + avail;
     atomic_read_relaxed(&dev->high_watermark, &value);
     if (occupancy > value) {
@@ -2717,6 +2781,19 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
             }
         }
         n = batch->count;
+    }
+    if (interval) {
+        /* Charge the interval for what leaves. */
+        if (new_interval) {
+            rx->next_tsc += interval;
+            if (rx->next_tsc <= now) {
+                rx->next_tsc = now + interval;
+            }
+            rx->burst_left = burst;
+            atomic_read_relaxed(&dev->shaper_intervals, &value);
+            atomic_store_relaxed(&dev->shaper_intervals, value + 1);
+        }
+        rx->burst_left -= n;
     }
     if (s->rate) {
         /* Charge what leaves: netdev_daqring_take() took the cost of each
@@ -2894,6 +2971,8 @@ static const struct netdev_class netdev_daqring_class = {
     .get_egress = netdev_daqring_get_egress,
     .set_egress_error = netdev_daqring_set_egress_error,
     .egress_dropped = netdev_daqring_egress_dropped,
+    .set_egress_refusal = netdev_daqring_set_egress_refusal,
+    .get_egress_refusal = netdev_daqring_get_egress_refusal,
 };
 
 void
