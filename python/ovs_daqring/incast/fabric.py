@@ -58,6 +58,15 @@ HOLD_DOWN = 2
 # and the width of the goodput timeline's bins.
 FAILOVER_SAMPLE = 0.1
 TIMELINE_BIN = 0.25
+# The socket receive buffer of a system port (ovs-vswitchd's netdev-linux
+# reads it through an AF_PACKET socket of net.core.rmem_default bytes,
+# 208 KiB: about 90 full-size frames).  A spine that gets an incast burst
+# from a ROS leaf at memory speed while its main thread waits for core 0
+# lost 8% of the frames there (uncounted) with the default; a switch
+# port of a real fabric buffers megabytes.  The sockets take the default
+# when their port is added; it is put back right after.
+SYSTEM_PORT_RCVBUF = 8 << 20
+RMEM_DEFAULT = "net.core.rmem_default"
 # A gratuitous ARP per address, sent by a host out of e0: the NORMAL
 # action of every switch on the way learns where the host is.  The ROS
 # send everything else to the DCMs through the fabric's flows, which do
@@ -242,9 +251,11 @@ def ring_params(cfg: Config, mode: str) -> Dict[str, Any]:
             "poll_interval_us": 0, "max_rate_bps": rate, "rate_bps": rate,
             "frame_overhead": cfg.link_overhead,
             "flow_buckets": cfg.flow_buckets_for(cfg.ring_size, rate, True),
-            "sharing": "%s: %s / %d DCMs = %s per ring"
+            "sharing": "%s: %s / %d DCMs = %s per ring (max-burst %d, "
+            "flow-buckets %d)"
             % (cfg.ring_sharing, format_rate(cfg.max_rate_bps), n,
-               format_rate(rate))}
+               format_rate(rate), max(1, cfg.max_burst // n),
+               cfg.flow_buckets_for(cfg.ring_size, rate, True))}
 
 
 def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
@@ -637,6 +648,34 @@ def check_ports(sw: Sandbox, names: List[str]) -> None:
         time.sleep(0.2)
 
 
+class rcvbuf:
+    """Within: net.core.rmem_default at least BYTES (the whole machine's
+    default socket receive buffer, so only while sockets that need it are
+    made); put back on leaving, or by the Cleanup if the run dies."""
+
+    def __init__(self, nbytes: int, cleanup: Cleanup) -> None:
+        self.nbytes = nbytes
+        self.cleanup = cleanup
+        self.old: Optional[int] = None
+
+    def restore(self) -> None:
+        if self.old is not None:
+            run(["sysctl", "-q", "-w", "%s=%d" % (RMEM_DEFAULT, self.old)])
+            self.old = None
+
+    def __enter__(self) -> "rcvbuf":
+        old = int(run(["sysctl", "-n", RMEM_DEFAULT]))
+        if old < self.nbytes:
+            self.old = old
+            self.cleanup.push("restore " + RMEM_DEFAULT, self.restore)
+            run(["sysctl", "-q", "-w",
+                 "%s=%d" % (RMEM_DEFAULT, self.nbytes)])
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.restore()
+
+
 class _LeafPlan:
     """What incast.switch.Switch needs of a plan: its namespace and the
     tag of its DPDK file prefix."""
@@ -713,7 +752,8 @@ class FabricRunner(Runner):
             else:
                 ssw = SystemSwitch(cfg, s, d, self.cleanup)
                 ssw.start()
-                ssw.add_ports()
+                with rcvbuf(SYSTEM_PORT_RCVBUF, self.cleanup):
+                    ssw.add_ports()
                 self.switches[s.name] = ssw
                 continue
             self.switches[s.name] = sw
@@ -992,6 +1032,10 @@ class FabricRunner(Runner):
 
     def run_mode(self, mode: str, params: Dict[str, Any], label: str
                  ) -> Dict[str, Any]:
+        if mode.startswith("daqring"):
+            # Each ring's options with the sharing policy (not one ring
+            # per link, as on one switch).
+            params = ring_params(self.cfg, mode)
         r = super().run_mode(mode, params, label)
         if r.get("status") != "ok":
             return r
