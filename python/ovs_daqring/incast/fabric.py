@@ -385,13 +385,16 @@ class Failover(threading.Thread):
                     os.path.exists("/proc/%d" % pid):
                 seen[ns] = pid
         self.pids = list(seen.values())
+        self.last: Dict[int, int] = {}
 
     def retrans(self) -> int:
-        n = 0
+        """Retransmitted segments of every host so far (a namespace whose
+        process has exited counts as when it was last read)."""
         for pid in self.pids:
             c = parse_snmp(read_text("/proc/%d/net/snmp" % pid))
-            n += c.get("Tcp.RetransSegs", 0)
-        return n
+            if "Tcp.RetransSegs" in c:
+                self.last[pid] = c["Tcp.RetransSegs"]
+        return sum(self.last.values())
 
     def uplink_routes(self) -> int:
         """Flows of the fabric on ros-leaf0 out of its uplink to spine1."""
