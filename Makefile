@@ -50,6 +50,7 @@ help:
 	@echo "  make deps        install missing Debian packages (root)"
 	@echo "  make             prepare ovs/ and build it"
 	@echo "  make demo        incast demo: stock vs daqring (root)"
+	@echo "  make demo-fabric the incast through a leaf-spine fabric (root)"
 	@echo "  make check       our tests, OVS regressions, pytest (root)"
 	@echo "  make check-ovs   OVS's full testsuite (an hour or more)"
 	@echo "  make check-soak  incast soak with churn (SOAK_SECONDS, max 600; root)"

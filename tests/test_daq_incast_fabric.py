@@ -134,6 +134,11 @@ def test_plan_shape_and_names() -> None:
     # The HLT hosts' ports model the shallow buffer (af_packet frames).
     assert all(x.frames == c.port_frames for x in leaf.ports
                if x.name.startswith("h"))
+    # Its uplink's RX ring holds what the spine sends while the PMD is
+    # away: deeper than a host port's (and a single queue pair).
+    up = next(x for x in leaf.ports if x.name == "up0")
+    assert up.frames > c.port_frames and up.dpdk_host(leaf.ns).qpairs == 1
+    assert "framecnt=%d" % up.frames in up.dpdk_host(leaf.ns).devargs()
 
 
 # =================================================================== map

@@ -50,6 +50,10 @@ BRIDGE = "br0"
 # OpenFlow/DPDK port numbers of the HLT leaf: its hosts' ports 1.., its
 # uplinks UPLINK_OFPORT_BASE.. (net_af_packetN is unique per process).
 UPLINK_OFPORT_BASE = 100
+# af_packet frames of the HLT leaf's uplinks (RX and TX rings each): the
+# whole incast of the spines arrives there, and DPDK's default ring (512
+# frames) overflowed by 143 frames while another PMD shared the core.
+UPLINK_FRAMES = 4096
 AGENT_INTERVAL = "1"
 APPLY_TIMEOUT = 120
 # The fabric map's hold-down: seconds before a moved DCM goes back home.
@@ -184,8 +188,10 @@ def make_fabric_plan(pid: int, cfg: Config) -> FabricPlan:
     for i, leaf in enumerate(leaves):
         for j, sp in enumerate(spines):
             up, dn = "up%d" % j, "dn%d" % i
-            base = UPLINK_OFPORT_BASE if leaf == HLT_LEAF else 1000
-            sw[leaf].ports.append(FabricPort(up, base + j, sw[sp].ns, dn))
+            hlt = leaf == HLT_LEAF
+            sw[leaf].ports.append(FabricPort(
+                up, (UPLINK_OFPORT_BASE if hlt else 1000) + j, sw[sp].ns,
+                dn, frames=UPLINK_FRAMES if hlt else 0))
             sw[sp].ports.append(FabricPort(dn, i + 1, sw[leaf].ns, up))
             links.append((leaf, up, sp, dn))
     # ROS hosts (aggregated as on one switch), round-robin over leaves.
@@ -616,17 +622,17 @@ class SystemSwitch(Sandbox):
         self.add_bridge(self.bridge)
 
     def add_ports(self) -> None:
-        """The ports; those with an access link's tbf (frames set: an HLT
-        host's, when the HLT leaf runs without DPDK) get QoS linux-noop,
-        else ovs-vswitchd replaces the veth's root qdisc with the
-        default one."""
+        """The ports; those with an access link's tbf (an HLT host's,
+        when the HLT leaf runs without DPDK) get QoS linux-noop, else
+        ovs-vswitchd replaces the veth's root qdisc with the default
+        one."""
         args: List[str] = []
         for p in self.fsw.ports:
             args += ["--", "add-port", self.bridge, p.name, "--", "set",
                      "Interface", p.name, "ofport_request=%d" % p.ofport]
-            if p.frames:
+            if p.peer_port == "e0" and self.fsw.name == HLT_LEAF:
                 args += ["--", "set", "Port", p.name, "qos=@noop"]
-        if any(p.frames for p in self.fsw.ports):
+        if self.fsw.name == HLT_LEAF:
             args += ["--", "--id=@noop", "create", "QoS", "type=linux-noop"]
         self.vsctl(*args, timeout=60)
         check_ports(self, [p.name for p in self.fsw.ports])
