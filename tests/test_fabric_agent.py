@@ -39,6 +39,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 
 from ovs_daqring.fabric.db import FabricDb
+from ovs_daqring.process import RunError
 from ovs_daqring.sandbox import Sandbox, tree_binaries
 
 from fabric_helpers import Cluster, _tool, wait_for
@@ -171,6 +172,15 @@ class Node:
                            timeout=30)
         assert p.returncode == 0, p.stderr
         return json.loads(p.stdout)
+
+    def routes_once_up(self) -> Optional[Dict[int, str]]:
+        """routes(), or None while a restarted ovs-vswitchd has not opened
+        its bridge's management socket yet (it answers on its unixctl
+        socket first)."""
+        try:
+            return self.routes()
+        except RunError:
+            return None
 
     def routes(self) -> Dict[int, str]:
         """Our flows on the switch: destination port -> output port."""
@@ -407,7 +417,7 @@ def test_vswitchd_restart_while_cluster_down(
     # ovs-vswitchd restarts (its flows are gone): the running agent puts
     # its slice back.
     node.restart_vswitchd()
-    wait_for(lambda: node.routes() == want, "the routes to be back",
+    wait_for(lambda: node.routes_once_up() == want, "the routes to be back",
              WAIT_S)
     assert node.agent_status()["fabric"] == "not connected"
     # And an agent that starts while the cluster is still down does so
@@ -416,7 +426,7 @@ def test_vswitchd_restart_while_cluster_down(
     node.restart_vswitchd()
     assert node.routes() == {}
     node.start_agent()
-    wait_for(lambda: node.routes() == want, "the routes to be back",
+    wait_for(lambda: node.routes_once_up() == want, "the routes to be back",
              WAIT_S)
     assert "last applied slice of generation 1" in Path(node.log).read_text()
 
