@@ -127,38 +127,30 @@ def _reserve(want_mb: int, mount_dir: str) -> Reservation:
     # ran beside another suite).  A second reservation of the same run
     # (its mount is already there) counts the pages the run added.
     first = not _is_hugetlbfs_mount(mount_dir)
-    if first and os.geteuid() == 0:
-        try:
-            total = _read_int(NR_HUGEPAGES)
-            _write_int(NR_HUGEPAGES, total + want)
-            r.added = max(0, _read_int(NR_HUGEPAGES) - total)
-        except (OSError, ValueError) as e:
-            r.reason = "cannot reserve hugepages: %s" % e
-            return r
-        free, size_kb = _meminfo()
-        r.free_mb = free * size_kb // 1024
-        if r.added < want and free < want:
-            r.reason = ("the kernel gave only %d of %d hugepages (memory "
-                        "too fragmented?)" % (r.added, want))
-            return r
-    elif free < want:
-        if os.geteuid() != 0:
+    add = want if first else max(0, want - free)
+    if add and os.geteuid() != 0:
+        if free >= want:
+            add = 0
+        else:
             r.reason = ("%d MB of hugepages free, %d MB needed, and only "
                         "root can reserve more"
                         % (free * size_kb // 1024, want_mb))
             return r
+    if add:
         try:
             total = _read_int(NR_HUGEPAGES)
-            _write_int(NR_HUGEPAGES, total + want - free)
+            _write_int(NR_HUGEPAGES, total + add)
             r.added = max(0, _read_int(NR_HUGEPAGES) - total)
         except (OSError, ValueError) as e:
             r.reason = "cannot reserve hugepages: %s" % e
             return r
         free, size_kb = _meminfo()
-        r.free_mb = free * size_kb // 1024
-        if free < want:
+        # The run has what it asked for if the pool has that much free,
+        # or if the kernel gave it all the pages it added.
+        if free < want and not (first and r.added >= want):
+            r.free_mb = free * size_kb // 1024
             r.reason = ("the kernel gave only %d of %d hugepages (memory "
-                        "too fragmented?)" % (free, want))
+                        "too fragmented?)" % (r.added, add))
             return r
     r.free_mb = free * size_kb // 1024
     # A hugetlbfs of our own even if one is mounted: another run's mount
