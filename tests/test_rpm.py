@@ -286,6 +286,14 @@ def test_tools_package_matches_its_source(tmp_path):
         "/usr/share/man/man8/ovs-daqctl.8",
         "/usr/share/man/man1/daq-incast.1",
         "/usr/share/man/man1/daq-bench.1"}
+    # The fabric: the agent's unit and a database member's.
+    assert files >= {
+        "/usr/lib/systemd/system/ovs-daqfabric-agent.service",
+        "/etc/sysconfig/ovs-daqfabric-agent",
+        "/usr/lib/systemd/system/ovs-daqfabric-db.service",
+        "/etc/sysconfig/ovs-daqfabric-db",
+        "/usr/share/openvswitch/scripts/ovs-daqfabric-db",
+        "/usr/share/openvswitch/daqfabric.ovsschema"}, files
     treq = deps(NAME + "-tools", "-R")
     assert "python3-openvswitch" in treq and "python3-pyyaml" in treq
 
@@ -861,6 +869,64 @@ def setup_script(root: str, config: str, *args: str, env=None):
     return subprocess.run([os.path.join(root, "usr/sbin/ovs-daqring-setup")]
                           + list(args), env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def fabric_db_script(root: str, config: str, *args: str):
+    env = dict(root_env(root), DAQFABRIC_DB_SYSCONFIG=config)
+    return subprocess.run(
+        [os.path.join(root, "usr/share/openvswitch/scripts/ovs-daqfabric-db")]
+        + list(args), env=env, text=True, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("setting,message", [
+    ("DAQFABRIC_DB_LOCAL=", "DAQFABRIC_DB_LOCAL is empty"),
+    ("DAQFABRIC_DB_LOCAL=10.0.0.1", "expected ssl:IP:PORT or tcp:IP:PORT"),
+    ("DAQFABRIC_DB_JOIN=tcp:10.0.0.1:6644", "this member's own address"),
+    ("DAQFABRIC_DB_REMOTE=tcp:6645", "expected pssl:PORT[:IP]"),
+    ("DAQFABRIC_DB_REMOTE=pssl:6645", "an ssl: address needs this file"),
+])
+def test_fabric_db_rejects_bad_settings(root, tmp_path, setting, message):
+    sample = os.path.join(root, "etc/sysconfig/ovs-daqfabric-db")
+    config = tmp_path / "ovs-daqfabric-db"
+    config.write_text(open(sample).read()
+                      + "DAQFABRIC_DB_LOCAL=tcp:10.0.0.1:6644\n"
+                      "DAQFABRIC_DB_REMOTE=ptcp:6645\n"
+                      "DAQFABRIC_DB_SCHEMA=%s\n" % os.path.join(
+                          root, "usr/share/openvswitch/daqfabric.ovsschema")
+                      + "DAQFABRIC_DB_FILE=%s\n" % (tmp_path / "f.db")
+                      + setting + "\n")
+    p = fabric_db_script(root, str(config), "init")
+    assert p.returncode == 1, p
+    assert message in p.stderr, p.stderr
+    assert not (tmp_path / "f.db").exists()
+
+
+def test_fabric_db_creates_and_joins_the_cluster(root, tmp_path):
+    """The unit's "init": the first member creates the cluster, the others
+    join it (files only: the servers are not started here)."""
+    tool = os.path.join(root, "usr/bin/ovsdb-tool")
+    sample = os.path.join(root, "etc/sysconfig/ovs-daqfabric-db")
+    schema = os.path.join(root, "usr/share/openvswitch/daqfabric.ovsschema")
+    for i, join in ((1, ""), (2, "tcp:127.0.0.1:16644")):
+        config = tmp_path / ("m%d" % i)
+        db = tmp_path / ("m%d.db" % i)
+        config.write_text(
+            open(sample).read()
+            + "DAQFABRIC_DB_LOCAL=tcp:127.0.0.%d:16644\n" % i
+            + "DAQFABRIC_DB_JOIN=%s\nDAQFABRIC_DB_REMOTE=ptcp:16645\n" % join
+            + "DAQFABRIC_DB_FILE=%s\nDAQFABRIC_DB_SCHEMA=%s\n" % (db, schema))
+        p = fabric_db_script(root, str(config), "init")
+        assert p.returncode == 0, p
+        assert ("created the cluster" if i == 1 else "joining") in p.stdout
+        assert run([tool, "db-is-clustered", str(db)],
+                   env=root_env(root)) == ""
+        # A second "init" leaves the file alone.
+        before = db.read_bytes()
+        assert fabric_db_script(root, str(config), "init").returncode == 0
+        assert db.read_bytes() == before
+    assert "daqfabric" in run([tool, "db-name", str(tmp_path / "m1.db")],
+                              env=root_env(root))
 
 
 @pytest.mark.parametrize("setting,message", [
