@@ -32,6 +32,8 @@
 #include <rte_ring_peek.h>
 
 #include "coverage.h"
+#include "daqring-fq.h"
+#include "daqring-shaper.h"
 #include "dp-packet.h"
 #include "dpdk.h"
 #include "flow.h"
@@ -59,7 +61,6 @@ COVERAGE_DEFINE(daqring_idle_poll);
 COVERAGE_DEFINE(daqring_loop_drop);
 COVERAGE_DEFINE(daqring_wait_poll);
 COVERAGE_DEFINE(daqring_egress_drop);
-COVERAGE_DEFINE(daqring_fq_late);
 
 static struct vlog_rate_limit loop_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 
@@ -78,17 +79,10 @@ static struct vlog_rate_limit loop_rl = VLOG_RATE_LIMIT_INIT(1, 5);
  * preamble and start delimiter 8, inter-frame gap 12, FCS 4. */
 #define DAQRING_DEFAULT_FRAME_OVERHEAD 24
 
-/* Shortest frame on an Ethernet link, without FCS: shorter frames are
- * padded to it. */
-#define DAQRING_MIN_FRAME_LEN ETH_TOTAL_MIN
-
 /* A packet that has already passed this many daqrings is not accepted by
  * another one: rings that forward into each other would otherwise keep it
  * looping for ever.  See 'queue_passes' in struct dp_packet. */
 #define DAQRING_MAX_PASSES 8
-
-/* Frame size used to express the shaping rate in bits per second. */
-#define DAQRING_RATE_FRAME_LEN 1518
 
 /* How often, in milliseconds, the main thread checks mempool capacity. */
 #define DAQRING_CHECK_INTERVAL 1000
@@ -105,120 +99,6 @@ struct daqring_config {
     uint32_t frame_overhead;    /* Bytes charged per frame for max_rate. */
     uint32_t flow_buckets;      /* Flow fairness buckets, or 0. */
     int numa_id;                /* NUMA node, or NETDEV_NUMA_UNSPEC. */
-};
-
-/* Flow fairness ("flow-buckets"): the daqring serves the flows that have
- * packets queued round-robin, packet by packet, instead of first come,
- * first served.
- *
- * With a strict FIFO, a flow that sends after others filled the ring waits
- * for the whole backlog: in an incast, where every ROS answers a DCM's
- * request with its whole fragment at once, the first segment of the last
- * ROS, which carries the acknowledgement of the request, waits for the
- * whole event and the DCM's retransmission timer fires, and a ROS whose
- * segments all queued behind the others' waits longer than its own timer.
- * Served round-robin, the first segment of every ROS leaves within one
- * packet per other flow, and every ROS gets an acknowledgement every round.
- *
- * Flows are told apart by their RSS hash (the 5-tuple hash that
- * dpif-netdev computes for its flow caches, or the NIC's), in 'n_buckets'
- * buckets.  Ranks are rounds of a calendar: 'round' is the rank the polling
- * thread serves now, and a packet's rank is the round in which it leaves.
- * A packet whose bucket has nothing queued (a sparse flow, fq_codel's "new
- * flow") gets the current round; otherwise the rank after its bucket's
- * previous packet, but at least the current round and at most the last
- * round of the calendar's window (DAQRING_FQ_AHEAD rounds from the current
- * one), where a bucket with a deeper backlog queues the rest of it.  Round
- * R's packets go to rank ring R % DAQRING_FQ_RANKS.  The polling thread
- * dequeues from the first nonempty rank ring in round order, and moves
- * 'round' forward to it: the first packets of all backlogged flows, then
- * their second packets, and so on, while a flow that had nothing queued
- * joins the round being served.  So a flow's rank follows the service,
- * not its own history: a flow that stays backlogged for a long time keeps
- * its turn in every round instead of sinking behind flows that came later.
- *
- * The daqring's ring itself is the "bulk" ring, served only when all rank
- * rings are empty: a rank ring holds at most DAQRING_FQ_RANK_SIZE packets,
- * and the packets that do not fit go to the bulk ring, and so do their
- * buckets' next packets until the bucket has nothing queued.
- *
- * Order: a bucket's packets get nondecreasing ranks in the order they come
- * (equal ranks share a ring, which is a FIFO), so they leave in that order.
- * Senders enqueue a batch's packets in order and set the bit of each ring
- * in 'nonempty' right after enqueueing to it, so the polling thread never
- * sees a bucket's later packet in a later ring without its earlier packet's
- * ring marked; it clears a ring's bit when it emptied it and looks again.
- * A sender reads 'round' before it enqueues, so the polling thread may have
- * moved past the round it chose (that ring was empty a moment before): the
- * DAQRING_FQ_BEHIND rounds before the current one are therefore searched
- * first, oldest first, and a sender more than that many rounds late (i.e.
- * preempted while it enqueued) finds its packets served a calendar later,
- * counted by the coverage counter daqring_fq_late.  'queued' counts are
- * incremented by the senders (atomically: PMD threads send concurrently)
- * before they enqueue and decremented by the polling thread after it
- * dequeued.  Flows that share a bucket share its ranks, never their order.
- *
- * Capacity: 'total' counts the packets in all rings (reserved by senders
- * before they enqueue), at most the capacity of the daqring's ring, so
- * "ring-size" bounds the backlog exactly as for a FIFO and the bulk ring is
- * never full.  The stash is served before all rings and is not counted. */
-#define DAQRING_FQ_RANKS 127
-#define DAQRING_FQ_BEHIND 16
-#define DAQRING_FQ_AHEAD (DAQRING_FQ_RANKS - DAQRING_FQ_BEHIND)
-#define DAQRING_FQ_RANK_SIZE 256
-#define DAQRING_FQ_WORDS ((DAQRING_FQ_RANKS + 64) / 64)
-#define DAQRING_FQ_BULK UINT64_MAX  /* The rank of the bulk ring. */
-
-struct daqring_fq_bucket {
-    atomic_uint32_t queued;     /* Packets of the bucket in all rings. */
-    atomic_uint32_t owner;      /* Hash of the flow that took it last. */
-    atomic_uint64_t last_rank;  /* Rank of its last packet enqueued. */
-};
-
-struct daqring_fq {
-    uint32_t n_buckets;         /* A power of 2. */
-    uint32_t mask;              /* 'n_buckets - 1'. */
-    atomic_uint32_t total;      /* Packets in all rings, see above. */
-    atomic_uint64_t round;      /* Rank served now, at least
-                                 * DAQRING_FQ_BEHIND.  Written only by the
-                                 * polling thread. */
-    atomic_uint64_t nonempty[DAQRING_FQ_WORDS]; /* Bit R: ring of rank R may
-                                                 * have packets. */
-    struct rte_ring *rank[DAQRING_FQ_RANKS]; /* Rank rings. */
-    struct daqring_fq_bucket buckets[];      /* 'n_buckets' buckets. */
-};
-
-/* Shaping parameters, as the thread that polls a daqring uses them.  An
- * instance is immutable once published through 'netdev_daqring.shaper'
- * (RCU), so that the polling thread always sees a consistent set.
- *
- * Packet shaping ("poll-interval"): at most 'max_burst' packets per
- * 'interval' TSC cycles.
- *
- * Byte shaping ("max-rate"): a token bucket that charges each frame its
- * length (at least DAQRING_MIN_FRAME_LEN) plus 'frame-overhead' bytes,
- * like rte_sched.  DPDK's token buckets are not used: rte_sched's are
- * internal to its hierarchical scheduler, and rte_meter's period is a whole
- * number of TSC cycles (at least 100) per byte or group of bytes, which is
- * up to 1% off at rates within the range a data-acquisition network uses
- * (e.g. around 200 Mbit/s with a 2.5 GHz TSC).  Instead, tokens are counted
- * in "bit-ticks", a bit times the TSC frequency: 'rate' bit-ticks accrue
- * per TSC cycle, a frame costs its bits times the frequency, so the
- * arithmetic is exact in 64-bit integers and the long-term rate is exactly
- * 'rate'.  A frame may leave while the bucket holds any positive amount
- * and the bucket may go negative by one frame (a deficit the next frames
- * wait for), so frames of any size pass and the rate stays exact; the
- * bucket holds at most 'depth', 'max_burst' full-size frames.  */
-struct daqring_shaper {
-    uint64_t seq;               /* Changes with every configuration. */
-    uint32_t max_burst;         /* Packets dequeued at most per poll. */
-    uint64_t interval;          /* Packet shaping: TSC cycles, or 0. */
-    uint64_t rate;              /* Byte shaping: bits per second, or 0. */
-    uint64_t byte_ticks;        /* Bit-ticks per byte: 8 x TSC frequency. */
-    uint64_t overhead_ticks;    /* Bit-ticks of the per-frame overhead. */
-    int64_t depth;              /* Capacity of the bucket, in bit-ticks. */
-    uint64_t fill_cycles;       /* TSC cycles that fill the bucket from its
-                                 * lowest possible level. */
 };
 
 /* Packets and bytes enqueued through one tx queue by the thread that has
@@ -353,17 +233,7 @@ struct netdev_daqring {
 struct netdev_rxq_daqring {
     struct netdev_rxq up;               /* The embedded generic rx queue. */
     struct netdev_daqring *dev;         /* The daqring of 'up'. */
-    uint64_t shaper_seq;                /* 'seq' of the shaper that the
-                                         * members below refer to. */
-    uint64_t next_tsc;                  /* Packet shaping: TSC at which
-                                         * the current interval ends. */
-    uint32_t burst_left;                /* Packet shaping: packets that the
-                                         * current interval may still
-                                         * release. */
-    int64_t tokens;                     /* Byte shaping: bucket level, in
-                                         * bit-ticks (may be negative). */
-    uint64_t last_tsc;                  /* Byte shaping: TSC of the last
-                                         * bucket update. */
+    struct daqring_shaper_state shaping; /* Of the shaper in force. */
 };
 
 /* All daqrings. */
@@ -411,162 +281,20 @@ netdev_rxq_daqring_cast(const struct netdev_rxq *rxq)
     return CONTAINER_OF(rxq, struct netdev_rxq_daqring, up);
 }
 
-/* The TSC frequency the shapers count in, in Hz.
- *
- * Not rte_get_tsc_hz(): DPDK 22.11's Linux EAL measures the TSC against
- * a 1 s sleep and rounds the result to 10 MHz (on a 2,445.43 MHz TSC it
- * reports 2,450 MHz, 0.19% too fast, so every shaped rate was 0.19% slow;
- * where the rounding goes the other way, a ring shaped to its link's rate
- * overruns the link), and DPDK 24.11 rounds to 100 kHz or takes a
- * nominal frequency from CPUID.  The shapers need the rate exact to well
- * under 0.02%.
- *
- * The TSC is timed against CLOCK_MONOTONIC_RAW, over
- * DAQRING_TSC_CALIBRATION_NS: the kernel's clocksource at its own
- * measured rate, which NTP never slews (CLOCK_MONOTONIC is steered by up
- * to 500 ppm while ntpd or chrony corrects an offset, and the calibration
- * would keep whatever correction was in force at that moment).  Each end
- * of the interval is the TSC read between two reads of the clock, the
- * tightest pair of a few tries, so the error is that pair's half-width
- * (tens of nanoseconds) over the interval: below 1 ppm. */
-#define DAQRING_TSC_CALIBRATION_NS (200 * 1000 * 1000)
-
-static uint64_t
-netdev_daqring_raw_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-    return ts.tv_sec * UINT64_C(1000000000) + ts.tv_nsec;
-}
-
-/* Stores in '*tsc' a TSC reading and in '*ns' the CLOCK_MONOTONIC_RAW time
- * it was taken at, to within the half-width of the tightest of a few
- * clock-TSC-clock sandwiches. */
-static void
-netdev_daqring_tsc_sample(uint64_t *tsc, uint64_t *ns)
-{
-    uint64_t best = UINT64_MAX;
-
-    for (int i = 0; i < 8; i++) {
-        uint64_t a = netdev_daqring_raw_ns();
-        uint64_t t = rte_rdtsc_precise();
-        uint64_t b = netdev_daqring_raw_ns();
-
-        if (b - a < best) {
-            best = b - a;
-            *tsc = t;
-            *ns = a + (b - a) / 2;
-        }
-    }
-}
-
-/* Returns the calibrated TSC frequency in Hz, measuring it the first time
- * (which takes DAQRING_TSC_CALIBRATION_NS, once per process). */
-static uint64_t
-netdev_daqring_tsc_hz(void)
-{
-    static struct ovsthread_once once = OVSTHREAD_ONCE_INITIALIZER;
-    static uint64_t tsc_hz;
-
-    if (ovsthread_once_start(&once)) {
-        uint64_t t0, n0, t1, n1;
-        uint64_t dpdk_hz = rte_get_tsc_hz();
-
-        netdev_daqring_tsc_sample(&t0, &n0);
-        xnanosleep(DAQRING_TSC_CALIBRATION_NS);
-        netdev_daqring_tsc_sample(&t1, &n1);
-        if (n1 > n0 && t1 > t0) {
-            tsc_hz = (unsigned __int128) (t1 - t0) * 1000000000 / (n1 - n0);
-        }
-        if (!tsc_hz) {
-            VLOG_WARN("could not time the TSC against CLOCK_MONOTONIC_RAW: "
-                      "shaping uses DPDK's %"PRIu64" Hz", dpdk_hz);
-            tsc_hz = dpdk_hz;
-        } else {
-            VLOG_INFO("TSC at %"PRIu64" Hz against CLOCK_MONOTONIC_RAW "
-                      "(DPDK reports %"PRIu64" Hz, %+.3f%%): shaping counts "
-                      "in the former", tsc_hz, dpdk_hz,
-                      100.0 * ((double) dpdk_hz - tsc_hz) / tsc_hz);
-        }
-        ovsthread_once_done(&once);
-    }
-    return tsc_hz;
-}
-
 /* Returns a new shaper for 'cfg', with sequence number 'seq'.  Requires
  * DPDK to be initialized, unless 'cfg' does not shape. */
 static struct daqring_shaper *
 netdev_daqring_shaper_create(const struct daqring_config *cfg, uint64_t seq)
 {
-    struct daqring_shaper *s = xzalloc(sizeof *s);
+    struct daqring_shaper_params p = {
+        .max_burst = cfg->max_burst,
+        .poll_interval = cfg->poll_interval,
+        .max_rate = cfg->max_rate,
+        .frame_overhead = cfg->frame_overhead,
+    };
+    bool shapes = cfg->poll_interval || cfg->max_rate;
 
-    s->seq = seq;
-    s->max_burst = cfg->max_burst;
-    if (cfg->poll_interval) {
-        s->interval = ((unsigned __int128) cfg->poll_interval
-                       * netdev_daqring_tsc_hz() + 500000) / 1000000;
-    }
-    if (cfg->max_rate) {
-        /* A frame costs at most this many bit-ticks: the deepest the
-         * bucket can go below 0. */
-        int64_t deficit;
-
-        s->rate = cfg->max_rate;
-        s->byte_ticks = 8 * netdev_daqring_tsc_hz();
-        s->overhead_ticks = cfg->frame_overhead * s->byte_ticks;
-        s->depth = (cfg->max_burst
-                    * (DAQRING_RATE_FRAME_LEN * s->byte_ticks
-                       + s->overhead_ticks));
-        deficit = UINT16_MAX * s->byte_ticks + s->overhead_ticks;
-        s->fill_cycles = (s->depth + deficit) / s->rate + 1;
-    }
-    return s;
-}
-
-/* Returns what 'packet' costs under byte shaper 's', in bit-ticks. */
-static inline int64_t
-netdev_daqring_frame_cost(const struct daqring_shaper *s,
-                          const struct dp_packet *packet)
-{
-    uint32_t len = MAX(dp_packet_size(packet), DAQRING_MIN_FRAME_LEN);
-
-    return len * s->byte_ticks + s->overhead_ticks;
-}
-
-/* Returns how many of the 'n' packets in 'pkts' may leave under byte
- * shaper 's' with '*budget' bit-ticks in the bucket, and takes their cost
- * from '*budget': packets leave while the budget is positive. */
-static size_t
-netdev_daqring_take(const struct daqring_shaper *s, int64_t *budget,
-                    struct dp_packet **pkts, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n && *budget > 0; i++) {
-        *budget -= netdev_daqring_frame_cost(s, pkts[i]);
-    }
-    return i;
-}
-
-/* Adds the tokens that accrued since the last update to the bucket of 'rx'
- * under byte shaper 's', at TSC 'now'.  Returns true if a frame may leave
- * now. */
-static bool
-netdev_daqring_bucket_fill(struct netdev_rxq_daqring *rx,
-                           const struct daqring_shaper *s, uint64_t now)
-{
-    uint64_t elapsed = now - rx->last_tsc;
-
-    rx->last_tsc = now;
-    if (elapsed >= s->fill_cycles) {
-        rx->tokens = s->depth;
-    } else {
-        /* No overflow: 'elapsed * rate' is below 'depth' plus the deepest
-         * deficit plus 'rate'. */
-        rx->tokens = MIN(s->depth, rx->tokens + (int64_t) (elapsed * s->rate));
-    }
-    return rx->tokens > 0;
+    return daqring_shaper_create(&p, shapes ? daqring_tsc_hz() : 0, seq);
 }
 
 /* Returns the number of packets in 'dev''s ring and stash.  May be called
@@ -579,10 +307,7 @@ netdev_daqring_occupancy(const struct netdev_daqring *dev)
     atomic_read_relaxed(&CONST_CAST(struct netdev_daqring *, dev)->stash_count,
                         &stash);
     if (dev->fq) {
-        uint32_t total;
-
-        atomic_read_relaxed(&dev->fq->total, &total);
-        return total + stash;
+        return daqring_fq_count(dev->fq) + stash;
     }
     return (dev->ring ? rte_ring_count(dev->ring) : 0) + stash;
 }
@@ -592,13 +317,10 @@ netdev_daqring_occupancy(const struct netdev_daqring *dev)
 static inline unsigned int
 netdev_daqring_ring_count(const struct netdev_daqring *dev)
 {
-    uint32_t total;
-
     if (OVS_LIKELY(!dev->fq)) {
         return rte_ring_count(dev->ring);
     }
-    atomic_read_relaxed(&dev->fq->total, &total);
-    return total;
+    return daqring_fq_count(dev->fq);
 }
 
 /* Returns true if 'dev''s ring, which must exist, and its rank rings are
@@ -771,330 +493,6 @@ netdev_daqring_ring_free(struct rte_ring *ring)
     rte_free(ring);
 
     return total;
-}
-
-/* Flow fairness, see struct daqring_fq. */
-
-static size_t netdev_daqring_fq_free(struct daqring_fq *);
-
-/* Allocates flow fairness state for 'n_buckets' flow buckets (a power of
- * 2) of the daqring named 'name'.  Returns it, or NULL with an error
- * message in '*errp'.
- *
- * Unlike the daqring's ring, the rank rings and the buckets live in
- * ordinary memory, not DPDK's: they hold only pointers, used by the
- * threads of this process, and a daqring with flow fairness takes about
- * 530 KiB of rank rings and 8 bytes per bucket, of which only the pages in
- * use become resident (calloc() and unwritten ring slots), whereas
- * thousands of DCM rings would exhaust dpdk-socket-mem. */
-static struct daqring_fq *
-netdev_daqring_fq_alloc(const char *name, uint32_t n_buckets,
-                        int numa_id OVS_UNUSED, char **errp)
-{
-    uint32_t size = DAQRING_FQ_RANK_SIZE;
-    ssize_t memsize = rte_ring_get_memsize(rte_align32pow2(size + 1));
-    struct daqring_fq *fq;
-
-    if (memsize < 0) {
-        *errp = xasprintf("%s: cannot size rank rings of %"PRIu32
-                          " packets", name, size);
-        return NULL;
-    }
-    /* Zeroed memory is a valid initial state of the atomics (0), so that
-     * calloc() need not touch the pages of the buckets. */
-    fq = xcalloc(1, sizeof *fq + n_buckets * sizeof fq->buckets[0]);
-    fq->n_buckets = n_buckets;
-    fq->mask = n_buckets - 1;
-    atomic_init(&fq->round, DAQRING_FQ_BEHIND);
-    for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
-        char ring_name[RTE_RING_NAMESIZE];
-        int error;
-
-        snprintf(ring_name, sizeof ring_name, "daqrank%d", r);
-        fq->rank[r] = xmalloc_cacheline(memsize);
-        error = rte_ring_init(fq->rank[r], ring_name, size,
-                              RING_F_MP_RTS_ENQ | RING_F_SC_DEQ
-                              | RING_F_EXACT_SZ);
-        if (error) {
-            *errp = xasprintf("%s: cannot initialize rank rings (%s)",
-                              name, rte_strerror(-error));
-            free_cacheline(fq->rank[r]);
-            fq->rank[r] = NULL;
-            netdev_daqring_fq_free(fq);
-            return NULL;
-        }
-    }
-    return fq;
-}
-
-/* Frees 'fq' and every packet in its rank rings.  Returns the number of
- * packets. */
-static size_t
-netdev_daqring_fq_free(struct daqring_fq *fq)
-{
-    size_t total = 0;
-
-    if (!fq) {
-        return 0;
-    }
-    for (int r = 0; r < DAQRING_FQ_RANKS && fq->rank[r]; r++) {
-        total += netdev_daqring_ring_purge(fq->rank[r]);
-        free_cacheline(fq->rank[r]);
-    }
-    free(fq);
-    return total;
-}
-
-/* Returns the flow hash of 'packet': its RSS hash, or, for a packet without
- * a valid one (e.g. a packet-out; dpif-netdev computes the hash of the
- * others for its flow caches), the 5-tuple hash that dpif-netdev would have
- * computed for it. */
-static inline uint32_t
-netdev_daqring_fq_hash(struct dp_packet *packet)
-{
-    if (OVS_UNLIKELY(!dp_packet_rss_valid(packet))) {
-        struct flow flow;
-
-        flow_extract(packet, &flow);
-        dp_packet_set_rss_hash(packet, flow_hash_5tuple(&flow, 0));
-    }
-    return dp_packet_get_rss_hash(packet);
-}
-
-/* Chooses the bucket of 'fq' for 'packet', records it in the packet and
- * returns it.  Called by senders, with the packet's bucket counted right
- * after (the caller increments its 'queued').
- *
- * A flow has two candidate buckets, from the low and the high half of its
- * 32-bit hash: the one that it owns and that has packets queued, else one
- * that has nothing queued (which it then owns), else the first, shared with
- * its owner.  Two flows thus share a bucket (and the second waits behind
- * the first) only if both buckets of one of them are busy with other flows:
- * with F flows in N buckets about F^3 / N^2 instead of F^2 / 2N.  A flow that
- * shares a bucket and then finds its other bucket free while it still has
- * packets in the shared one can see its new packets leave first.
- *
- * The bucket is recorded in the packet's flow mark field, unused while the
- * packet waits (netdev_daqring_reenter() clears it, and the datapath does not
- * read it without DP_PACKET_OL_FLOW_MARK), so that the polling thread
- * uncounts the packet from the bucket that counted it. */
-static inline struct daqring_fq_bucket *
-netdev_daqring_fq_choose(struct daqring_fq *fq, struct dp_packet *packet)
-{
-    uint32_t hash = netdev_daqring_fq_hash(packet);
-    uint32_t idx[2] = { hash & fq->mask, ((hash >> 16) | (hash << 16))
-                                         & fq->mask };
-    uint32_t queued[2], owner;
-    int i;
-
-    for (i = 0; i < 2; i++) {
-        atomic_read_relaxed(&fq->buckets[idx[i]].queued, &queued[i]);
-        atomic_read_relaxed(&fq->buckets[idx[i]].owner, &owner);
-        if (queued[i] && owner == hash) {
-            goto found;
-        }
-    }
-    for (i = 0; i < 2; i++) {
-        if (!queued[i]) {
-            atomic_store_relaxed(&fq->buckets[idx[i]].owner, hash);
-            goto found;
-        }
-    }
-    i = 0;
-
-found:
-    *dp_packet_flow_mark_ptr(packet) = idx[i];
-    return &fq->buckets[idx[i]];
-}
-
-/* Returns the bucket of 'fq' that counted 'packet' (see
- * netdev_daqring_fq_choose()). */
-static inline struct daqring_fq_bucket *
-netdev_daqring_fq_bucket(struct daqring_fq *fq,
-                         const struct dp_packet *packet)
-{
-    uint32_t idx = *dp_packet_flow_mark_ptr(packet);
-
-    return &fq->buckets[idx & fq->mask];
-}
-
-/* Returns the index of the ring of rank 'rank' (DAQRING_FQ_RANKS for the
- * bulk ring). */
-static inline int
-netdev_daqring_fq_index(uint64_t rank)
-{
-    return rank == DAQRING_FQ_BULK ? DAQRING_FQ_RANKS
-                                   : rank % DAQRING_FQ_RANKS;
-}
-
-/* Returns the ring with index 'r' of 'fq' over daqring ring 'ring'. */
-static inline struct rte_ring *
-netdev_daqring_fq_ring(const struct daqring_fq *fq, struct rte_ring *ring,
-                       int r)
-{
-    return r < DAQRING_FQ_RANKS ? fq->rank[r] : ring;
-}
-
-/* Marks the ring with index 'r' of 'fq' as possibly nonempty.  Called after
- * enqueueing to it. */
-static inline void
-netdev_daqring_fq_mark(struct daqring_fq *fq, int r)
-{
-    uint64_t bit = UINT64_C(1) << (r % 64);
-    uint64_t bits, orig;
-
-    /* Orders the enqueue before the read: see netdev_daqring_fq_unmark(). */
-    atomic_thread_fence(memory_order_seq_cst);
-    atomic_read_relaxed(&fq->nonempty[r / 64], &bits);
-    if (!(bits & bit)) {
-        atomic_or(&fq->nonempty[r / 64], bit, &orig);
-    }
-}
-
-/* Called by the polling thread when it found the ring with index 'r' of
- * 'fq' over daqring ring 'ring' empty: clears its mark, then looks again,
- * so that a packet that a sender enqueued meanwhile, and did not mark
- * because the mark was still set, is not overlooked. */
-static inline void
-netdev_daqring_fq_unmark(struct daqring_fq *fq, struct rte_ring *ring,
-                         int r)
-{
-    uint64_t bit = UINT64_C(1) << (r % 64);
-    uint64_t orig;
-
-    atomic_and(&fq->nonempty[r / 64], ~bit, &orig);
-    /* The clear and the look that follows are one half of a store-load
-     * pattern (Dekker's) whose other half is netdev_daqring_fq_mark(): a
-     * sender stores to a ring (its tail), then loads the mark; this thread
-     * stores the mark (the clear), then loads the ring's tail.  At least
-     * one of the two loads must see the other thread's store, or the
-     * sender skips the mark (still set) while this thread finds the ring
-     * empty (the enqueue not yet visible), and the packet stays unmarked
-     * until the next one comes.  That needs a full barrier between the
-     * store and the load on both sides.  The sender has its fence.  Here,
-     * the read-modify-write is one on x86 (a locked instruction), but on
-     * weakly ordered CPUs (Arm, POWER) a sequentially consistent
-     * read-modify-write only orders the accesses before it and its own
-     * load: the ring's tail, read by rte_ring_empty() with a plain load,
-     * may then be read before the clear is visible to the senders. */
-    atomic_thread_fence(memory_order_seq_cst);
-    if (!rte_ring_empty(netdev_daqring_fq_ring(fq, ring, r))) {
-        atomic_or(&fq->nonempty[r / 64], bit, &orig);
-    }
-}
-
-/* Returns the rank a packet of bucket 'b' takes in round 'round', given
- * 'orig', the number of packets of the bucket queued before it. */
-static inline uint64_t
-netdev_daqring_fq_rank(struct daqring_fq_bucket *b, uint32_t orig,
-                       uint64_t round)
-{
-    uint64_t last;
-
-    if (!orig) {
-        return round;
-    }
-    atomic_read_relaxed(&b->last_rank, &last);
-    if (last == DAQRING_FQ_BULK) {
-        return DAQRING_FQ_BULK;
-    }
-    /* A bucket that already has a packet in the window's last round (only
-     * if another thread's round was behind this one's) keeps it. */
-    return MIN(MAX(last + 1, round),
-               MAX(round + DAQRING_FQ_AHEAD - 1, last));
-}
-
-/* Enqueues the 'n' packets of 'pkts', all of rank 'rank' under 'fq' over
- * daqring ring 'ring', and marks the ring.  A rank ring that is full hands
- * the packets that do not fit to 'ring', the bulk ring, and their buckets'
- * next packets follow them there, so that they stay in order.  Returns
- * true in that case. */
-static bool
-netdev_daqring_fq_enqueue_rank(struct daqring_fq *fq, struct rte_ring *ring,
-                               uint64_t rank, struct dp_packet **pkts,
-                               size_t n)
-{
-    int r = netdev_daqring_fq_index(rank);
-    unsigned int sent;
-
-    sent = rte_ring_mp_rts_enqueue_burst(netdev_daqring_fq_ring(fq, ring, r),
-                                         (void *const *) pkts, n, NULL);
-    netdev_daqring_fq_mark(fq, r);
-    if (rank != DAQRING_FQ_BULK && sent) {
-        uint64_t round;
-
-        atomic_read_relaxed(&fq->round, &round);
-        if (OVS_UNLIKELY(rank + DAQRING_FQ_BEHIND < round)) {
-            COVERAGE_INC(daqring_fq_late);
-        }
-    }
-    if (OVS_UNLIKELY(sent < n)) {
-        for (size_t j = sent; j < n; j++) {
-            atomic_store_relaxed(
-                &netdev_daqring_fq_bucket(fq, pkts[j])->last_rank,
-                DAQRING_FQ_BULK);
-        }
-        while (sent < n) {
-            /* Never full: the caller reserved room. */
-            sent += rte_ring_mp_rts_enqueue_burst(
-                ring, (void *const *) &pkts[sent], n - sent, NULL);
-        }
-        netdev_daqring_fq_mark(fq, DAQRING_FQ_RANKS);
-        return true;
-    }
-    return false;
-}
-
-/* Enqueues the 'cnt' (at most NETDEV_MAX_BURST) packets of 'pkts' into
- * daqring ring 'ring' and the rank rings of 'fq', each at its rank (see
- * struct daqring_fq), as long as the backlog stays within the capacity of
- * 'ring'.  Returns the number of packets enqueued, the first ones of
- * 'pkts'; the caller still owns the others. */
-static unsigned int
-netdev_daqring_fq_enqueue(struct daqring_fq *fq, struct rte_ring *ring,
-                          struct dp_packet **pkts, size_t cnt)
-{
-    uint32_t limit = rte_ring_get_capacity(ring);
-    uint64_t run_rank = 0, round;
-    size_t allowed, start = 0;
-    uint32_t orig;
-
-    /* Reserve room in the backlog. */
-    atomic_add(&fq->total, cnt, &orig);
-    allowed = cnt;
-    if (OVS_UNLIKELY(orig + cnt > limit)) {
-        allowed = orig < limit ? limit - orig : 0;
-        atomic_sub(&fq->total, cnt - allowed, &orig);
-    }
-
-    /* In order, one burst per run of equal ranks, each enqueued and marked
-     * before the next packet's rank is computed. */
-    atomic_read_relaxed(&fq->round, &round);
-    for (size_t i = 0; i < allowed; i++) {
-        struct daqring_fq_bucket *b = netdev_daqring_fq_choose(fq, pkts[i]);
-        uint64_t rank;
-
-        atomic_add_relaxed(&b->queued, 1, &orig);
-        rank = netdev_daqring_fq_rank(b, orig, round);
-        if (!i || rank != run_rank) {
-            if (i > start
-                && netdev_daqring_fq_enqueue_rank(fq, ring, run_rank,
-                                                  &pkts[start], i - start)
-                && orig) {
-                /* The run may have sent this bucket's previous packet to
-                 * the bulk ring. */
-                rank = netdev_daqring_fq_rank(b, orig, round);
-            }
-            start = i;
-            run_rank = rank;
-        }
-        atomic_store_relaxed(&b->last_rank, rank);
-    }
-    if (allowed > start) {
-        netdev_daqring_fq_enqueue_rank(fq, ring, run_rank, &pkts[start],
-                                       allowed - start);
-    }
-    return allowed;
 }
 
 /* Adds 'delta' to the total ring capacity and requests a mempool check. */
@@ -1270,10 +668,10 @@ netdev_daqring_destruct(struct netdev *netdev)
         freed++;
     }
     free(dev->stash);
-    freed += netdev_daqring_fq_free(dev->fq);
+    freed += daqring_fq_destroy(dev->fq);
     freed += netdev_daqring_ring_free(dev->ring);
     netdev_daqring_ring_free(dev->pending_ring);
-    netdev_daqring_fq_free(dev->pending_fq);
+    daqring_fq_destroy(dev->pending_fq);
     if (dev->ring) {
         netdev_daqring_capacity_changed(-(int64_t) dev->ring_size);
     }
@@ -1528,6 +926,7 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
     struct daqring_config cfg;
     int numa_id = NETDEV_NUMA_UNSPEC;
     struct daqring_fq *fq = NULL;
+    uint32_t fq_in_place;
     struct rte_ring *ring;
     char *egress_error = NULL;
     char *error = NULL;
@@ -1560,13 +959,12 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         goto error;
     }
 
+    fq_in_place = dev->fq ? daqring_fq_n_buckets(dev->fq) : 0;
     if (cfg.flow_buckets && (!dev->ring
                              || (cfg.flow_buckets != dev->cfg.flow_buckets
-                                 && (!dev->fq || (cfg.flow_buckets
-                                                  != dev->fq->n_buckets))))) {
+                                 && cfg.flow_buckets != fq_in_place))) {
         /* Allocated first: the ring below is committed once allocated. */
-        fq = netdev_daqring_fq_alloc(name, cfg.flow_buckets, cfg.numa_id,
-                                     &error);
+        fq = daqring_fq_create(name, cfg.flow_buckets, &error);
         if (!fq) {
             goto error;
         }
@@ -1612,9 +1010,9 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
     if (cfg.flow_buckets != dev->cfg.flow_buckets) {
         /* Like the ring: 'fq' is NULL if 'cfg' wants what is in place, or a
          * strict FIFO. */
-        uint32_t in_place = dev->fq ? dev->fq->n_buckets : 0;
+        uint32_t in_place = dev->fq ? daqring_fq_n_buckets(dev->fq) : 0;
 
-        netdev_daqring_fq_free(dev->pending_fq);
+        daqring_fq_destroy(dev->pending_fq);
         dev->pending_fq = fq;
         dev->fq_pending = cfg.flow_buckets != in_place;
         fq = NULL;
@@ -1672,7 +1070,7 @@ error:
 
 out:
     ovs_mutex_unlock(&dev->mutex);
-    netdev_daqring_fq_free(fq);
+    daqring_fq_destroy(fq);
     free(egress_error);
     return retval;
 }
@@ -1804,18 +1202,7 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     memcpy(pkts, &dev->stash[dev->stash_pos], n_stash * sizeof *pkts);
     n = n_stash;
     if (dev->fq) {
-        /* Round by round, from the oldest one the polling thread would
-         * look at: each bucket's packets in order. */
-        uint64_t round;
-        int start;
-
-        atomic_read_relaxed(&dev->fq->round, &round);
-        start = (round - DAQRING_FQ_BEHIND) % DAQRING_FQ_RANKS;
-        for (int i = 0; i < DAQRING_FQ_RANKS; i++) {
-            int r = (start + i) % DAQRING_FQ_RANKS;
-
-            n += netdev_daqring_ring_drain(dev->fq->rank[r], &pkts[n]);
-        }
+        n += daqring_fq_drain(dev->fq, &pkts[n]);
     }
     n += netdev_daqring_ring_drain(dev->ring, &pkts[n]);
     ovs_assert(n == total);
@@ -1833,25 +1220,7 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     atomic_store_relaxed(&dev->stash_count, excess);
 
     if (new_fq) {
-        /* All go to the bulk ring, and so do their buckets' next packets. */
-        for (uint32_t i = 0; i < new_fq->n_buckets; i++) {
-            atomic_store_relaxed(&new_fq->buckets[i].queued, 0);
-        }
-        for (size_t i = excess; i < n; i++) {
-            struct daqring_fq_bucket *b
-                = netdev_daqring_fq_choose(new_fq, pkts[i]);
-            uint32_t orig;
-
-            atomic_add_relaxed(&b->queued, 1, &orig);
-            atomic_store_relaxed(&b->last_rank, DAQRING_FQ_BULK);
-        }
-        atomic_store_relaxed(&new_fq->total, n - excess);
-        for (int i = 0; i < DAQRING_FQ_WORDS; i++) {
-            atomic_store_relaxed(&new_fq->nonempty[i], 0);
-        }
-        if (n > excess) {
-            netdev_daqring_fq_mark(new_fq, DAQRING_FQ_RANKS);
-        }
+        daqring_fq_restart(new_fq, &pkts[excess], n - excess);
     }
 
     enqueued = 0;
@@ -1865,7 +1234,7 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     if (new_fq != dev->fq) {
         VLOG_INFO("%s: %s", netdev_get_name(&dev->up),
                   new_fq ? "flows served round-robin" : "strict FIFO");
-        netdev_daqring_fq_free(dev->fq);
+        daqring_fq_destroy(dev->fq);
         dev->fq = new_fq;
     }
     dev->pending_fq = NULL;
@@ -2111,12 +1480,12 @@ netdev_daqring_get_status(const struct netdev *netdev, struct smap *args)
     smap_add_format(args, "frame_overhead", "%"PRIu32,
                     dev->cfg.frame_overhead);
     smap_add_format(args, "flow_buckets", "%"PRIu32,
-                    dev->fq ? dev->fq->n_buckets : 0);
+                    dev->fq ? daqring_fq_n_buckets(dev->fq) : 0);
     netdev_daqring_format_rate(&rate, &dev->cfg, true);
     smap_add(args, "shaping_rate", ds_cstr(&rate));
     if (dev->cfg.poll_interval || dev->cfg.max_rate) {
         smap_add_format(args, "shaping_tsc_hz", "%"PRIu64,
-                        netdev_daqring_tsc_hz());
+                        daqring_tsc_hz());
     }
     if (short_of_mbufs) {
         smap_add_format(args, "mempool_warning",
@@ -2306,8 +1675,7 @@ netdev_daqring_send(struct netdev *netdev, int qid,
                 ? rte_ring_mp_rts_enqueue_burst(ring,
                                                 (void *const *) batch->packets,
                                                 cnt, NULL)
-                : netdev_daqring_fq_enqueue(dev->fq, ring, batch->packets,
-                                            cnt));
+                : daqring_fq_enqueue(dev->fq, ring, batch->packets, cnt));
     }
 
     if (OVS_UNLIKELY(sent < cnt)) {
@@ -2359,11 +1727,7 @@ netdev_daqring_rxq_construct(struct netdev_rxq *rxq)
     struct netdev_rxq_daqring *rx = netdev_rxq_daqring_cast(rxq);
 
     rx->dev = netdev_daqring_cast(rxq->netdev);
-    rx->shaper_seq = 0;
-    rx->next_tsc = 0;
-    rx->burst_left = 0;
-    rx->tokens = 0;
-    rx->last_tsc = 0;
+    memset(&rx->shaping, 0, sizeof rx->shaping);
     netdev_rxq_doorbell_ring(rx->dev->doorbell);
 
     return 0;
@@ -2499,166 +1863,21 @@ static void
 netdev_daqring_rxq_defer(const struct netdev_rxq_daqring *rx,
                          const struct daqring_shaper *s, uint64_t now)
 {
-    uint64_t deadline;
-
-    if (s->interval) {
-        deadline = rx->next_tsc;
-    } else {
-        /* The bucket holds 'tokens' <= 0 and gains 'rate' per cycle. */
-        deadline = now + (uint64_t) -rx->tokens / s->rate + 1;
-    }
-    netdev_rxq_doorbell_defer(rx->dev->doorbell, deadline);
-}
-
-/* Dequeues up to 'n' packets from 'ring' into 'pkts' and returns their
- * number; stores in '*avail' the number of packets left in the ring.  With
- * byte shaper 's', dequeues only the packets that '*budget' lets leave (see
- * netdev_daqring_take()): it looks at them in the ring first and leaves the
- * others there. */
-static size_t
-netdev_daqring_dequeue(struct rte_ring *ring, const struct daqring_shaper *s,
-                       int64_t *budget, struct dp_packet **pkts, size_t n,
-                       unsigned int *avail)
-{
-    unsigned int got, keep;
-
-    if (!s->rate) {
-        return rte_ring_sc_dequeue_burst(ring, (void **) pkts, n, avail);
-    }
-
-    got = rte_ring_dequeue_burst_start(ring, (void **) pkts, n, avail);
-    keep = netdev_daqring_take(s, budget, pkts, got);
-    rte_ring_dequeue_finish(ring, keep);
-    *avail += got - keep;
-    return keep;
-}
-
-/* Returns the bits of word 'w' of a ring bitmap for the ring indexes in
- * ['from', 'to'). */
-static inline uint64_t
-netdev_daqring_fq_word_mask(int w, int from, int to)
-{
-    int lo = MAX(from - w * 64, 0);
-    int hi = MIN(to - w * 64, 64);
-
-    if (hi <= lo) {
-        return 0;
-    }
-    return (hi == 64 ? UINT64_MAX : (UINT64_C(1) << hi) - 1)
-           & ~((UINT64_C(1) << lo) - 1);
-}
-
-/* Returns the lowest index in ['from', 'to') of a rank ring of 'fq' marked
- * nonempty, or -1. */
-static inline int
-netdev_daqring_fq_find(struct daqring_fq *fq, int from, int to)
-{
-    for (int w = from / 64; w * 64 < to; w++) {
-        uint64_t bits;
-
-        atomic_read_relaxed(&fq->nonempty[w], &bits);
-        bits &= netdev_daqring_fq_word_mask(w, from, to);
-        if (bits) {
-            return w * 64 + raw_ctz(bits);
-        }
-    }
-    return -1;
-}
-
-/* Finds the ring that the polling thread of 'fq' serves next: the first
- * rank ring marked nonempty in round order, from DAQRING_FQ_BEHIND rounds
- * before the current one (see struct daqring_fq), or else the bulk ring if
- * it is marked.  Stores its rank in '*rankp' and moves the current round
- * forward to it, or returns false if no ring is marked.  Called only by the
- * polling thread. */
-static inline bool
-netdev_daqring_fq_next(struct daqring_fq *fq, uint64_t *rankp)
-{
-    uint64_t round, oldest;
-    int start, r;
-
-    atomic_read_relaxed(&fq->round, &round);
-    oldest = round - DAQRING_FQ_BEHIND;
-    start = oldest % DAQRING_FQ_RANKS;
-    r = netdev_daqring_fq_find(fq, start, DAQRING_FQ_RANKS);
-    if (r >= 0) {
-        *rankp = oldest + (r - start);
-    } else {
-        r = netdev_daqring_fq_find(fq, 0, start);
-        if (r < 0) {
-            *rankp = DAQRING_FQ_BULK;
-            return netdev_daqring_fq_find(fq, DAQRING_FQ_RANKS,
-                                          DAQRING_FQ_RANKS + 1) >= 0;
-        }
-        *rankp = oldest + (r + DAQRING_FQ_RANKS - start);
-    }
-    if (*rankp > round) {
-        atomic_store_relaxed(&fq->round, *rankp);
-    }
-    return true;
-}
-
-/* Dequeues like netdev_daqring_dequeue() from 'dev''s ring or, with flow
- * fairness, from its lowest nonempty rank ring first (see struct
- * daqring_fq), and uncounts the packets. */
-static inline size_t
-netdev_daqring_dequeue_fair(struct netdev_daqring *dev,
-                            const struct daqring_shaper *s, int64_t *budget,
-                            struct dp_packet **pkts, size_t n,
-                            unsigned int *avail)
-{
-    struct daqring_fq *fq = dev->fq;
-    size_t got = 0;
-    uint32_t orig;
-
-    if (OVS_LIKELY(!fq)) {
-        return netdev_daqring_dequeue(dev->ring, s, budget, pkts, n, avail);
-    }
-
-    while (got < n && (!s->rate || *budget > 0)) {
-        unsigned int left, k;
-        uint64_t rank;
-        int r;
-
-        if (!netdev_daqring_fq_next(fq, &rank)) {
-            break;
-        }
-        r = netdev_daqring_fq_index(rank);
-        k = netdev_daqring_dequeue(netdev_daqring_fq_ring(fq, dev->ring, r),
-                                   s, budget, &pkts[got], n - got, &left);
-        got += k;
-        if (!left) {
-            netdev_daqring_fq_unmark(fq, dev->ring, r);
-        } else if (!k) {
-            break;              /* The byte shaper's budget ran out. */
-        }
-    }
-
-    for (size_t i = 0; i < got; i++) {
-        struct daqring_fq_bucket *b = netdev_daqring_fq_bucket(fq, pkts[i]);
-
-        atomic_sub_relaxed(&b->queued, 1, &orig);
-    }
-    atomic_sub(&fq->total, got, &orig);
-    *avail = orig - got;
-    return got;
+    netdev_rxq_doorbell_defer(rx->dev->doorbell,
+                              daqring_shaper_deadline(&rx->shaping, s, now));
 }
 
 /* Receives up to 'max-burst' packets.  Called by the one PMD thread that
  * polls the daqring.
  *
  * Packet shaping ('poll-interval') is a buffered leaky bucket: at most
- * 'max-burst' packets per 'poll-interval', in intervals on a TSC grid
- * ('next_tsc' advances by exactly one interval per interval used, so late
- * polls do not lower the rate), except that a daqring that had nothing to
- * send re-anchors the grid to now: idle time earns no credit, and the first
- * burst after idle is at most 'max-burst'.  An interval is charged for the
- * packets that left, not for a poll: what a poll did not use of the burst
- * (the ring held fewer packets, or netdev_daqring_split_batch() kept only
- * the packets of one buffer source) may leave at later polls within the
- * same interval.
+ * 'max-burst' packets per 'poll-interval' (see daqring_shaper_admit()).
+ * An interval is charged for the packets that left, not for a poll: what a
+ * poll did not use of the burst (the ring held fewer packets, or
+ * netdev_daqring_split_batch() kept only the packets of one buffer source)
+ * may leave at later polls within the same interval.
  *
- * Byte shaping ('max-rate') is a token bucket, see struct daqring_shaper:
+ * Byte shaping ('max-rate') is a token bucket, see lib/daqring-shaper.h:
  * at most 'max-burst' packets per poll, as long as the bucket holds
  * tokens.  Each packet's cost is computed once, when it is taken.
  *
@@ -2675,12 +1894,12 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     size_t from_stash = 0, n_stash, n;
     const struct daqring_shaper *s;
     unsigned int avail = 0;
-    uint64_t interval, burst, now = 0;
-    uint64_t bytes = 0, occupancy, value;
+    uint64_t bytes = 0, occupancy, value, now = 0;
     int64_t budget = 0;
     enum dp_packet_source source;
-    bool new_interval = false;
     bool mixed = false;
+    uint32_t burst;
+    bool shaped;
     bool up;
 
     /* Whether packets stay queued for a later call: a PMD thread with
@@ -2694,45 +1913,33 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     }
 
     s = ovsrcu_get(struct daqring_shaper *, &dev->shaper);
-    if (OVS_UNLIKELY(s->seq != rx->shaper_seq)) {
-        rx->shaper_seq = s->seq;
-        rx->next_tsc = 0;
-        rx->burst_left = 0;
-        rx->tokens = s->depth;
-        rx->last_tsc = s->rate ? rte_get_tsc_cycles() : 0;
+    if (OVS_UNLIKELY(s->seq != rx->shaping.seq)) {
+        daqring_shaper_state_init(&rx->shaping, s,
+                                  s->rate ? rte_get_tsc_cycles() : 0);
     }
     burst = s->max_burst;
-    interval = s->interval;
+    shaped = daqring_shaper_shapes(s);
     n_stash = dev->stash_n - dev->stash_pos;
 
-    if (interval || s->rate) {
+    if (shaped) {
         if (!n_stash && netdev_daqring_ring_empty(dev)) {
             netdev_daqring_rxq_idle(dev);
             return EAGAIN;
         }
         now = rte_get_tsc_cycles();
-        if (interval) {
-            /* A new interval, or what is left of the current one's
-             * burst. */
-            new_interval = now >= rx->next_tsc;
-            if (!new_interval) {
-                burst = rx->burst_left;
-            }
-        }
-        if (interval ? !burst : !netdev_daqring_bucket_fill(rx, s, now)) {
+        if (!daqring_shaper_admit(&rx->shaping, s, now, &burst, &budget)) {
             /* A poll of a shaped daqring that has packets but must wait. */
             COVERAGE_INC(daqring_wait_poll);
             rxq->backlog = true;
             netdev_daqring_rxq_defer(rx, s, now);
             return EAGAIN;
         }
-        budget = rx->tokens;
     }
 
     if (OVS_UNLIKELY(n_stash)) {
         from_stash = MIN(n_stash, burst);
         if (s->rate) {
-            from_stash = netdev_daqring_take(s, &budget,
+            from_stash = daqring_shaper_take(s, &budget,
                                              &dev->stash[dev->stash_pos],
                                              from_stash);
         }
@@ -2744,9 +1951,11 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     }
     n = from_stash;
     if (n < burst && (!s->rate || budget > 0)) {
-        n += netdev_daqring_dequeue_fair(dev, s, &budget,
-                                         &batch->packets[n], burst - n,
-                                         &avail);
+        n += (OVS_LIKELY(!dev->fq)
+              ? daqring_shaper_dequeue(ring, s, &budget, &batch->packets[n],
+                                       burst - n, &avail)
+              : daqring_fq_dequeue(dev->fq, ring, s, &budget,
+                                   &batch->packets[n], burst - n, &avail));
     } else {
         avail = netdev_daqring_ring_count(dev);
     }
@@ -2777,29 +1986,17 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
             /* Put back: not received now, and not charged. */
             bytes -= dp_packet_size(packet);
             if (s->rate) {
-                budget += netdev_daqring_frame_cost(s, packet);
+                budget += daqring_shaper_frame_cost(s, packet);
             }
         }
         n = batch->count;
     }
-    if (interval) {
-        /* Charge the interval for what leaves. */
-        if (new_interval) {
-            rx->next_tsc += interval;
-            if (rx->next_tsc <= now) {
-                rx->next_tsc = now + interval;
-            }
-            rx->burst_left = burst;
-            atomic_read_relaxed(&dev->shaper_intervals, &value);
-            atomic_store_relaxed(&dev->shaper_intervals, value + 1);
-        }
-        rx->burst_left -= n;
-    }
-    if (s->rate) {
-        /* Charge what leaves: netdev_daqring_take() took the cost of each
-         * packet from 'budget' (a copy of the bucket level), and the packets
-         * that netdev_daqring_split_batch() put back got theirs back. */
-        rx->tokens = budget;
+    /* Charge what leaves: daqring_shaper_take() took the cost of each
+     * packet from 'budget' (a copy of the bucket level), and the packets
+     * that netdev_daqring_split_batch() put back got theirs back. */
+    if (shaped && daqring_shaper_charge(&rx->shaping, s, now, n, budget)) {
+        atomic_read_relaxed(&dev->shaper_intervals, &value);
+        atomic_store_relaxed(&dev->shaper_intervals, value + 1);
     }
     if (!rxq->egress_bound) {
         /* The packets enter the datapath's flow tables again.  A bound

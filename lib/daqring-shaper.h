@@ -1,0 +1,143 @@
+/*
+ * Copyright (c) 2026 The ovs-daqring authors.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at:
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+#ifndef DAQRING_SHAPER_H
+#define DAQRING_SHAPER_H 1
+
+/* The shaper of a daqring: what leaves the ring, and when.
+ *
+ * Packet shaping ("poll-interval"): a buffered leaky bucket, at most
+ * 'max_burst' packets per 'interval' TSC cycles.
+ *
+ * Byte shaping ("max-rate"): a token bucket that charges each frame its
+ * length (at least DAQRING_MIN_FRAME_LEN) plus 'frame-overhead' bytes,
+ * like rte_sched.  DPDK's token buckets are not used: rte_sched's are
+ * internal to its hierarchical scheduler, and rte_meter's period is a whole
+ * number of TSC cycles (at least 100) per byte or group of bytes, which is
+ * up to 1% off at rates within the range a data-acquisition network uses
+ * (e.g. around 200 Mbit/s with a 2.5 GHz TSC).  Instead, tokens are counted
+ * in "bit-ticks", a bit times the TSC frequency: 'rate' bit-ticks accrue
+ * per TSC cycle, a frame costs its bits times the frequency, so the
+ * arithmetic is exact in 64-bit integers and the long-term rate is exactly
+ * 'rate'.  A frame may leave while the bucket holds any positive amount
+ * and the bucket may go negative by one frame (a deficit the next frames
+ * wait for), so frames of any size pass and the rate stays exact; the
+ * bucket holds at most 'depth', 'max_burst' full-size frames.
+ *
+ * A struct daqring_shaper holds the parameters and is immutable once
+ * created, so that the provider can publish it through RCU and the polling
+ * thread always sees a consistent set.  What changes as packets leave
+ * lives in the polling thread's struct daqring_shaper_state.  Times are in
+ * TSC cycles and are passed in by the caller, so that the arithmetic can be
+ * tested without a clock (tests/test-daqring-shaper.c). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dp-packet.h"
+#include "packets.h"
+#include "util.h"
+
+struct rte_ring;
+
+/* Shortest frame on an Ethernet link, without FCS: shorter frames are
+ * padded to it. */
+#define DAQRING_MIN_FRAME_LEN ETH_TOTAL_MIN
+
+/* Frame size used to express the shaping rate in bits per second, and the
+ * size of the 'max_burst' frames that make the depth of a byte shaper. */
+#define DAQRING_RATE_FRAME_LEN 1518
+
+/* What a shaper is made from: the shaping options of a daqring. */
+struct daqring_shaper_params {
+    uint32_t max_burst;         /* Packets dequeued at most per interval
+                                 * (packet shaping) or per poll. */
+    uint32_t poll_interval;     /* Packet shaping: microseconds, or 0. */
+    uint64_t max_rate;          /* Byte shaping: bits per second, or 0. */
+    uint32_t frame_overhead;    /* Bytes charged per frame for
+                                 * 'max_rate'. */
+};
+
+/* Shaping parameters, in TSC cycles, as the polling thread uses them. */
+struct daqring_shaper {
+    uint64_t seq;               /* Changes with every configuration. */
+    uint32_t max_burst;         /* Packets dequeued at most per poll. */
+    uint64_t interval;          /* Packet shaping: TSC cycles, or 0. */
+    uint64_t rate;              /* Byte shaping: bits per second, or 0. */
+    uint64_t byte_ticks;        /* Bit-ticks per byte: 8 x TSC frequency. */
+    uint64_t overhead_ticks;    /* Bit-ticks of the per-frame overhead. */
+    int64_t depth;              /* Capacity of the bucket, in bit-ticks. */
+    uint64_t fill_cycles;       /* TSC cycles that fill the bucket from its
+                                 * lowest possible level. */
+};
+
+/* The state of a shaper in the thread that polls its daqring. */
+struct daqring_shaper_state {
+    uint64_t seq;               /* 'seq' of the shaper that the members
+                                 * below refer to. */
+    uint64_t next_tsc;          /* Packet shaping: TSC at which the current
+                                 * interval ends. */
+    uint32_t burst_left;        /* Packet shaping: packets that the current
+                                 * interval may still release. */
+    int64_t tokens;             /* Byte shaping: bucket level, in bit-ticks
+                                 * (may be negative). */
+    uint64_t last_tsc;          /* Byte shaping: TSC of the last bucket
+                                 * update. */
+};
+
+uint64_t daqring_tsc_hz(void);
+
+struct daqring_shaper *daqring_shaper_create(
+    const struct daqring_shaper_params *, uint64_t tsc_hz, uint64_t seq);
+
+/* Returns true if 's' shapes at all (packets or bytes). */
+static inline bool
+daqring_shaper_shapes(const struct daqring_shaper *s)
+{
+    return s->interval || s->rate;
+}
+
+/* Returns what 'packet' costs under byte shaper 's', in bit-ticks. */
+static inline int64_t
+daqring_shaper_frame_cost(const struct daqring_shaper *s,
+                          const struct dp_packet *packet)
+{
+    uint32_t len = MAX(dp_packet_size(packet), DAQRING_MIN_FRAME_LEN);
+
+    return len * s->byte_ticks + s->overhead_ticks;
+}
+
+size_t daqring_shaper_take(const struct daqring_shaper *, int64_t *budget,
+                           struct dp_packet **pkts, size_t n);
+size_t daqring_shaper_dequeue(struct rte_ring *,
+                              const struct daqring_shaper *, int64_t *budget,
+                              struct dp_packet **pkts, size_t n,
+                              unsigned int *avail);
+
+void daqring_shaper_state_init(struct daqring_shaper_state *,
+                               const struct daqring_shaper *, uint64_t now);
+bool daqring_shaper_admit(struct daqring_shaper_state *,
+                          const struct daqring_shaper *, uint64_t now,
+                          uint32_t *burst, int64_t *budget);
+bool daqring_shaper_charge(struct daqring_shaper_state *,
+                           const struct daqring_shaper *, uint64_t now,
+                           size_t n, int64_t budget);
+uint64_t daqring_shaper_deadline(const struct daqring_shaper_state *,
+                                 const struct daqring_shaper *,
+                                 uint64_t now);
+
+#endif /* daqring-shaper.h */
