@@ -1,0 +1,318 @@
+/*
+ * Copyright (c) 2026 The ovs-daqring authors.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at:
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+/* Unit tests of daqring flow fairness (lib/daqring-fq.c).  The rings are
+ * rte_rings in ordinary memory, which need no DPDK EAL, and the packets are
+ * malloc()ed: nothing here needs hugepages or a running switch.  Flows are
+ * told apart by the RSS hash the tests give their packets. */
+
+#include <config.h>
+#undef NDEBUG
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <rte_ring.h>
+
+#include "command-line.h"
+#include "daqring-fq.h"
+#include "daqring-shaper.h"
+#include "dp-packet.h"
+#include "ovstest.h"
+#include "util.h"
+
+#define CHECK(COND, ...)                                        \
+    do {                                                        \
+        if (!(COND)) {                                          \
+            fprintf(stderr, "%s:%d: check failed: %s: ",        \
+                    __FILE__, __LINE__, #COND);                 \
+            fprintf(stderr, __VA_ARGS__);                       \
+            fputc('\n', stderr);                                \
+            exit(EXIT_FAILURE);                                 \
+        }                                                       \
+    } while (0)
+
+/* What a test packet carries: its flow and its number within the flow. */
+struct tag {
+    uint32_t flow;
+    uint32_t seq;
+};
+
+/* A daqring's ring and its flow fairness, as the provider sets them up. */
+struct fixture {
+    struct rte_ring *ring;      /* The daqring's ring (the bulk ring). */
+    struct daqring_fq *fq;
+    struct daqring_shaper *unshaped;
+};
+
+static void
+fixture_init(struct fixture *f, uint32_t ring_size, uint32_t n_buckets)
+{
+    struct daqring_shaper_params p = { .max_burst = NETDEV_MAX_BURST };
+    ssize_t memsize = rte_ring_get_memsize(rte_align32pow2(ring_size + 1));
+    char *error = NULL;
+
+    CHECK(memsize > 0, "ring of %"PRIu32" cannot be sized", ring_size);
+    f->ring = xmalloc_cacheline(memsize);
+    CHECK(!rte_ring_init(f->ring, "test", ring_size,
+                         RING_F_MP_RTS_ENQ | RING_F_SC_DEQ
+                         | RING_F_EXACT_SZ),
+          "rte_ring_init failed");
+    f->fq = daqring_fq_create("test", n_buckets, &error);
+    CHECK(f->fq, "%s", error);
+    f->unshaped = daqring_shaper_create(&p, 0, 1);
+}
+
+static void
+fixture_destroy(struct fixture *f)
+{
+    struct dp_packet *pkts[NETDEV_MAX_BURST];
+    unsigned int n;
+
+    daqring_fq_destroy(f->fq);
+    while ((n = rte_ring_sc_dequeue_burst(f->ring, (void **) pkts,
+                                          NETDEV_MAX_BURST, NULL))) {
+        for (unsigned int i = 0; i < n; i++) {
+            dp_packet_delete(pkts[i]);
+        }
+    }
+    free_cacheline(f->ring);
+    free(f->unshaped);
+}
+
+static struct dp_packet *
+make_packet(uint32_t flow, uint32_t seq)
+{
+    struct tag tag = { .flow = flow, .seq = seq };
+    struct dp_packet *p = dp_packet_new(64);
+
+    dp_packet_put(p, &tag, sizeof tag);
+    dp_packet_put_zeros(p, 64 - sizeof tag);
+    /* The flow's hash: distinct flows below the bucket count get distinct
+     * buckets, so that the tests measure the scheduler, not the hash. */
+    dp_packet_set_rss_hash(p, flow);
+    return p;
+}
+
+static struct tag
+packet_tag(const struct dp_packet *p)
+{
+    struct tag tag;
+
+    memcpy(&tag, dp_packet_data(p), sizeof tag);
+    return tag;
+}
+
+/* Enqueues 'n' packets, 'pkts', in batches of at most NETDEV_MAX_BURST, as
+ * a sender does.  Returns the number enqueued; frees the others. */
+static size_t
+send_packets(struct fixture *f, struct dp_packet **pkts, size_t n)
+{
+    size_t sent = 0;
+
+    for (size_t i = 0; i < n; i += NETDEV_MAX_BURST) {
+        size_t cnt = MIN(NETDEV_MAX_BURST, n - i);
+        unsigned int k = daqring_fq_enqueue(f->fq, f->ring, &pkts[i], cnt);
+
+        for (size_t j = k; j < cnt; j++) {
+            dp_packet_delete(pkts[i + j]);
+        }
+        sent += k;
+    }
+    return sent;
+}
+
+/* Dequeues up to 'max' packets, NETDEV_MAX_BURST per poll as the
+ * provider does, appending their tags to 'tags' (from '*n' on) and
+ * freeing them.  Returns the number dequeued. */
+static size_t
+receive_packets(struct fixture *f, struct tag *tags, size_t *n, size_t max)
+{
+    size_t start = *n;
+
+    while (*n - start < max) {
+        struct dp_packet *pkts[NETDEV_MAX_BURST];
+        size_t want = MIN(NETDEV_MAX_BURST, max - (*n - start));
+        unsigned int avail;
+        int64_t budget = 0;
+        size_t got;
+
+        got = daqring_fq_dequeue(f->fq, f->ring, f->unshaped, &budget, pkts,
+                                 want, &avail);
+        for (size_t i = 0; i < got; i++) {
+            tags[(*n)++] = packet_tag(pkts[i]);
+            dp_packet_delete(pkts[i]);
+        }
+        CHECK(avail == daqring_fq_count(f->fq), "avail %u, count %"PRIu32,
+              avail, daqring_fq_count(f->fq));
+        if (!got) {
+            break;
+        }
+    }
+    return *n - start;
+}
+
+/* Every packet leaves once, and each flow's packets leave in order. */
+static void
+test_order(void)
+{
+    enum { N_FLOWS = 50, PER_FLOW = 40 };
+    struct dp_packet *pkts[N_FLOWS * PER_FLOW];
+    struct tag tags[N_FLOWS * PER_FLOW];
+    uint32_t next_seq[N_FLOWS] = { 0 };
+    struct fixture f;
+    size_t n = 0, k = 0;
+
+    fixture_init(&f, 4096, 1024);
+    /* Flows interleaved irregularly: flow i sends its packets in runs of
+     * i % 7 + 1. */
+    while (k < N_FLOWS * PER_FLOW) {
+        for (uint32_t flow = 0; flow < N_FLOWS; flow++) {
+            for (uint32_t j = 0; j < flow % 7 + 1; j++) {
+                if (next_seq[flow] < PER_FLOW) {
+                    pkts[k++] = make_packet(flow, next_seq[flow]++);
+                }
+            }
+        }
+    }
+    CHECK(k == N_FLOWS * PER_FLOW, "%"PRIuSIZE" packets made", k);
+    CHECK(send_packets(&f, pkts, k) == k, "not all enqueued");
+    CHECK(daqring_fq_count(f.fq) == k, "count %"PRIu32,
+          daqring_fq_count(f.fq));
+    receive_packets(&f, tags, &n, k + 1);
+    CHECK(n == k, "%"PRIuSIZE" of %"PRIuSIZE" packets left", n, k);
+    CHECK(daqring_fq_count(f.fq) == 0, "count %"PRIu32" after all left",
+          daqring_fq_count(f.fq));
+
+    memset(next_seq, 0, sizeof next_seq);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(tags[i].flow < N_FLOWS, "unknown flow %"PRIu32, tags[i].flow);
+        CHECK(tags[i].seq == next_seq[tags[i].flow],
+              "flow %"PRIu32": packet %"PRIu32" left when %"PRIu32" was due",
+              tags[i].flow, tags[i].seq, next_seq[tags[i].flow]);
+        next_seq[tags[i].flow]++;
+    }
+    fixture_destroy(&f);
+}
+
+/* The backlog never exceeds the ring's capacity: what does not fit is
+ * refused, exactly. */
+static void
+test_capacity(void)
+{
+    enum { SIZE = 1000, N = 1500 };
+    struct dp_packet *pkts[N];
+    struct tag tags[N];
+    struct fixture f;
+    size_t sent, n = 0;
+
+    fixture_init(&f, SIZE, 256);
+    for (size_t i = 0; i < N; i++) {
+        pkts[i] = make_packet(i % 300, i / 300);
+    }
+    sent = send_packets(&f, pkts, N);
+    CHECK(sent == SIZE, "%"PRIuSIZE" enqueued into a ring of %d", sent, SIZE);
+    CHECK(daqring_fq_count(f.fq) == SIZE, "count %"PRIu32,
+          daqring_fq_count(f.fq));
+    receive_packets(&f, tags, &n, N);
+    CHECK(n == SIZE, "%"PRIuSIZE" left, %d expected", n, SIZE);
+    fixture_destroy(&f);
+}
+
+/* A flow that sends while others hold a backlog joins the round being
+ * served: its first packet leaves within one packet of each backlogged
+ * flow. */
+static void
+test_sparse(void)
+{
+    enum { N_FLOWS = 100, PER_FLOW = 50 };
+    struct dp_packet *pkts[N_FLOWS * PER_FLOW];
+    struct tag tags[N_FLOWS * PER_FLOW + 1];
+    struct dp_packet *sparse;
+    struct fixture f;
+    size_t n = 0, k = 0;
+
+    fixture_init(&f, 8192, 1024);
+    for (uint32_t flow = 0; flow < N_FLOWS; flow++) {
+        for (uint32_t seq = 0; seq < PER_FLOW; seq++) {
+            pkts[k++] = make_packet(flow, seq);
+        }
+    }
+    send_packets(&f, pkts, k);
+    /* Serve 10 rounds and a half, then the new flow sends. */
+    receive_packets(&f, tags, &n, 10 * N_FLOWS + N_FLOWS / 2);
+    sparse = make_packet(N_FLOWS, 0);
+    send_packets(&f, &sparse, 1);
+    receive_packets(&f, tags, &n, N_FLOWS + 1);
+    for (size_t i = 10 * N_FLOWS + N_FLOWS / 2; i < n; i++) {
+        if (tags[i].flow == N_FLOWS) {
+            goto done;
+        }
+    }
+    CHECK(false, "the new flow's packet did not leave within %d packets",
+          N_FLOWS + 1);
+done:
+    receive_packets(&f, tags, &n, N_FLOWS * PER_FLOW);
+    CHECK(n == k + 1, "%"PRIuSIZE" of %"PRIuSIZE" packets left", n, k + 1);
+    fixture_destroy(&f);
+}
+
+static void
+run_tests(struct ovs_cmdl_context *ctx)
+{
+    static const struct {
+        const char *name;
+        void (*function)(void);
+    } tests[] = {
+        { "order", test_order },
+        { "capacity", test_capacity },
+        { "sparse", test_sparse },
+    };
+    const char *only = ctx->argc > 1 ? ctx->argv[1] : NULL;
+    bool ran = false;
+
+    for (size_t i = 0; i < ARRAY_SIZE(tests); i++) {
+        if (!only || !strcmp(only, tests[i].name)) {
+            tests[i].function();
+            printf("%s: ok\n", tests[i].name);
+            ran = true;
+        }
+    }
+    if (!ran) {
+        ovs_fatal(0, "no test named \"%s\"", only);
+    }
+}
+
+static const struct ovs_cmdl_command commands[] = {
+    {"check", "[TEST]", 0, 1, run_tests, OVS_RO},
+    {NULL, NULL, 0, 0, NULL, OVS_RO},
+};
+
+static void
+test_daqring_fq_main(int argc, char *argv[])
+{
+    struct ovs_cmdl_context ctx = {
+        .argc = argc - optind,
+        .argv = argv + optind,
+    };
+
+    set_program_name(argv[0]);
+    ovs_cmdl_run_command(&ctx, commands);
+}
+
+OVSTEST_REGISTER("test-daqring-fq", test_daqring_fq_main);

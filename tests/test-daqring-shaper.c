@@ -1,0 +1,424 @@
+/*
+ * Copyright (c) 2026 The ovs-daqring authors.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License");
+ * you may not use this file except in compliance with the License.
+ * You may obtain a copy of the License at:
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+
+/* Unit tests of the daqring shaper (lib/daqring-shaper.c).  Time is
+ * simulated: a TSC of TEST_HZ Hz, advanced by the tests, so every result is
+ * exact and independent of the machine and its load. */
+
+#include <config.h>
+#undef NDEBUG
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "command-line.h"
+#include "daqring-shaper.h"
+#include "dp-packet.h"
+#include "ovstest.h"
+#include "util.h"
+
+/* 1 GHz: one TSC cycle per nanosecond. */
+#define TEST_HZ UINT64_C(1000000000)
+#define US (TEST_HZ / 1000000)
+
+#define CHECK(COND, ...)                                        \
+    do {                                                        \
+        if (!(COND)) {                                          \
+            fprintf(stderr, "%s:%d: check failed: %s: ",        \
+                    __FILE__, __LINE__, #COND);                 \
+            fprintf(stderr, __VA_ARGS__);                       \
+            fputc('\n', stderr);                                \
+            exit(EXIT_FAILURE);                                 \
+        }                                                       \
+    } while (0)
+
+/* A backlog of 'n' packets of one size waiting in a daqring, as the
+ * shaper sees it.  The shaper only reads their sizes, so BACKLOG_POOL
+ * packets stand for all of them: packet i is pool[i % BACKLOG_POOL], and
+ * 'pool' holds them twice over so that any 2 x NETDEV_MAX_BURST
+ * consecutive packets are consecutive in it. */
+#define BACKLOG_POOL (2 * NETDEV_MAX_BURST)
+struct backlog {
+    struct dp_packet *pool[2 * BACKLOG_POOL];
+    size_t n;                   /* Number of packets. */
+    size_t next;                /* Index of the first one still queued. */
+};
+
+static void
+backlog_init(struct backlog *b, size_t n, size_t len)
+{
+    for (size_t i = 0; i < BACKLOG_POOL; i++) {
+        b->pool[i] = b->pool[i + BACKLOG_POOL] = dp_packet_new(len);
+        dp_packet_put_zeros(b->pool[i], len);
+    }
+    b->n = n;
+    b->next = 0;
+}
+
+/* Returns the packets of 'b' from the first one still queued on. */
+static struct dp_packet **
+backlog_head(struct backlog *b)
+{
+    return &b->pool[b->next % BACKLOG_POOL];
+}
+
+static void
+backlog_destroy(struct backlog *b)
+{
+    for (size_t i = 0; i < BACKLOG_POOL; i++) {
+        dp_packet_delete(b->pool[i]);
+    }
+}
+
+static struct daqring_shaper *
+make_shaper(uint32_t max_burst, uint32_t poll_interval, uint64_t max_rate,
+            uint32_t frame_overhead)
+{
+    struct daqring_shaper_params p = {
+        .max_burst = max_burst,
+        .poll_interval = poll_interval,
+        .max_rate = max_rate,
+        .frame_overhead = frame_overhead,
+    };
+
+    return daqring_shaper_create(&p, TEST_HZ, 1);
+}
+
+/* What the daqring's receive path does at one poll at TSC 'now' (see
+ * netdev_daqring_rxq_recv()): asks the shaper, takes what it allows from
+ * 'b', keeps only the first 'keep' packets taken (the others go back, as
+ * netdev_daqring_split_batch() puts back the packets of another buffer
+ * source; SIZE_MAX keeps all), and charges the shaper for them.  Returns
+ * the number of packets that left, and stores in '*new_interval' whether
+ * they started an interval and in '*bytes' their wire bytes. */
+static size_t
+poll_once(struct daqring_shaper_state *st, const struct daqring_shaper *s,
+          struct backlog *b, uint64_t now, size_t keep, bool *new_interval,
+          uint64_t *bytes)
+{
+    size_t avail = b->n - b->next;
+    int64_t budget = 0;
+    uint32_t burst;
+    size_t n;
+
+    *new_interval = false;
+    *bytes = 0;
+    if (!avail || !daqring_shaper_admit(st, s, now, &burst, &budget)) {
+        return 0;
+    }
+    n = MIN(avail, burst);
+    CHECK(n <= BACKLOG_POOL, "burst %"PRIuSIZE" too large", n);
+    if (s->rate) {
+        n = daqring_shaper_take(s, &budget, backlog_head(b), n);
+    }
+    CHECK(n > 0, "admitted but nothing taken");
+    if (keep < n) {
+        for (size_t i = keep; i < n; i++) {
+            if (s->rate) {
+                budget += daqring_shaper_frame_cost(s, backlog_head(b)[i]);
+            }
+        }
+        n = keep;
+    }
+    *new_interval = daqring_shaper_charge(st, s, now, n, budget);
+    for (size_t i = 0; i < n; i++) {
+        *bytes += MAX(dp_packet_size(backlog_head(b)[i]),
+                      DAQRING_MIN_FRAME_LEN);
+    }
+    b->next += n;
+    return n;
+}
+
+/* Packet shaping: at most max-burst packets per interval, and exactly
+ * max-burst per interval from a backlog, however often the ring is
+ * polled. */
+static void
+test_packet_interval(void)
+{
+    struct daqring_shaper *s = make_shaper(4, 1000, 0, 0);
+    struct daqring_shaper_state st;
+    uint64_t interval = 1000 * US;
+    struct backlog b;
+    int per_interval[64] = { 0 };
+    int intervals = 0;
+
+    backlog_init(&b, 200, 1000);
+    daqring_shaper_state_init(&st, s, 0);
+    CHECK(s->interval == interval, "interval %"PRIu64, s->interval);
+
+    /* Polls every 7 us for 40 intervals. */
+    for (uint64_t now = interval; now < 41 * interval; now += 7 * US) {
+        bool new_interval;
+        uint64_t bytes;
+        size_t n = poll_once(&st, s, &b, now, SIZE_MAX, &new_interval,
+                             &bytes);
+
+        intervals += new_interval;
+        per_interval[now / interval] += n;
+    }
+    for (int i = 1; i < 41; i++) {
+        CHECK(per_interval[i] == 4, "interval %d released %d packets, "
+              "expected 4", i, per_interval[i]);
+    }
+    CHECK(intervals == 40, "%d intervals counted, expected 40", intervals);
+    CHECK(b.next == 160, "%"PRIuSIZE" packets left", b.next);
+
+    backlog_destroy(&b);
+    free(s);
+}
+
+/* Packet shaping after idle time: the grid re-anchors to the first poll,
+ * and the first burst is at most max-burst (idle time earns no credit). */
+static void
+test_packet_idle(void)
+{
+    struct daqring_shaper *s = make_shaper(8, 100, 0, 0);
+    struct daqring_shaper_state st;
+    struct backlog b;
+    bool new_interval;
+    uint64_t bytes;
+    size_t n;
+
+    backlog_init(&b, 100, 64);
+    daqring_shaper_state_init(&st, s, 0);
+    n = poll_once(&st, s, &b, 10 * 1000 * US, SIZE_MAX, &new_interval,
+                  &bytes);
+    CHECK(n == 8 && new_interval, "first poll after 10 ms idle released "
+          "%"PRIuSIZE" packets", n);
+    n = poll_once(&st, s, &b, 10 * 1000 * US + 99 * US, SIZE_MAX,
+                  &new_interval, &bytes);
+    CHECK(n == 0, "released %"PRIuSIZE" packets within the interval", n);
+    CHECK(daqring_shaper_deadline(&st, s, 10 * 1000 * US + 99 * US)
+          == 10 * 1000 * US + 100 * US, "deadline is not the next interval");
+    n = poll_once(&st, s, &b, 10 * 1000 * US + 100 * US, SIZE_MAX,
+                  &new_interval, &bytes);
+    CHECK(n == 8 && new_interval, "next interval released %"PRIuSIZE, n);
+
+    backlog_destroy(&b);
+    free(s);
+}
+
+/* Issue 25 item B5: a batch that the receive path trims after the shaper
+ * let it go (packets of two buffer sources) is charged for what left, so
+ * the rest of the burst leaves within the same interval.  16 packets whose
+ * buffer sources alternate leave one per poll, max-burst 4 per 1 s
+ * interval, polled every millisecond: 4 intervals.  (Charging a whole
+ * interval per poll took 16.) */
+static void
+test_packet_mixed_sources(void)
+{
+    struct daqring_shaper *s = make_shaper(4, 1000000, 0, 0);
+    struct daqring_shaper_state st;
+    uint64_t now = 1000 * US;
+    struct backlog b;
+    int intervals = 0;
+
+    backlog_init(&b, 16, 100);
+    daqring_shaper_state_init(&st, s, 0);
+    while (b.next < b.n && now < 100 * TEST_HZ) {
+        bool new_interval;
+        uint64_t bytes;
+
+        poll_once(&st, s, &b, now, 1, &new_interval, &bytes);
+        intervals += new_interval;
+        now += 1000 * US;
+    }
+    CHECK(b.next == 16, "%"PRIuSIZE" of 16 packets left", b.next);
+    CHECK(intervals == 4, "16 packets took %d intervals, expected 4",
+          intervals);
+
+    backlog_destroy(&b);
+    free(s);
+}
+
+/* Issue 25 item B5, byte shaping: the packets put back get their cost
+ * back, so the bucket is charged exactly for what left. */
+static void
+test_byte_mixed_sources(void)
+{
+    struct daqring_shaper *s = make_shaper(32, 0, 100000000, 24);
+    struct daqring_shaper_state st;
+    struct backlog b;
+    bool new_interval;
+    uint64_t bytes;
+    int64_t before;
+    size_t n;
+
+    backlog_init(&b, 64, 1000);
+    daqring_shaper_state_init(&st, s, 0);
+    before = st.tokens;
+    n = poll_once(&st, s, &b, 1, 1, &new_interval, &bytes);
+    CHECK(n == 1, "%"PRIuSIZE" packets left, expected 1", n);
+    /* One cycle at 100 Mbit/s adds 100000000 bit-ticks; the bucket was
+     * full, so it stays at 'depth' before the frame's cost. */
+    CHECK(st.tokens == before - daqring_shaper_frame_cost(s, b.pool[0]),
+          "bucket at %"PRId64", expected %"PRId64, st.tokens,
+          before - daqring_shaper_frame_cost(s, b.pool[0]));
+
+    backlog_destroy(&b);
+    free(s);
+}
+
+/* Byte shaping is exact: from a backlog, polled often, the wire bits that
+ * leave in T seconds are the bucket's depth plus rate x T, to within one
+ * frame, for frames of any size. */
+static void
+test_byte_rate(void)
+{
+    static const uint64_t rates[] = { 1000, 8000000, 199999999,
+                                      10000000000ULL };
+    static const size_t lens[] = { 60, 1000, 1514, 9000 };
+
+    for (size_t r = 0; r < ARRAY_SIZE(rates); r++) {
+        for (size_t l = 0; l < ARRAY_SIZE(lens); l++) {
+            struct daqring_shaper *s = make_shaper(32, 0, rates[r], 24);
+            uint64_t frame_bits = (MAX(lens[l], DAQRING_MIN_FRAME_LEN)
+                                   + 24) * 8;
+            uint64_t duration = TEST_HZ / 10;
+            uint64_t step = MIN(MAX(frame_bits * TEST_HZ / rates[r] / 3,
+                                    1000),
+                                duration / 1024);
+            uint64_t want, bits = 0;
+            struct daqring_shaper_state st;
+            size_t n_pkts;
+            struct backlog b;
+            uint64_t last = 0;
+
+            /* Enough packets for the whole run plus the initial depth. */
+            n_pkts = (rates[r] / 10 + s->depth / TEST_HZ) / frame_bits + 64;
+            backlog_init(&b, n_pkts, lens[l]);
+            /* The bucket is full from the first poll on. */
+            daqring_shaper_state_init(&st, s, step);
+            for (uint64_t now = step; now <= duration; now += step) {
+                bool new_interval;
+                uint64_t bytes;
+
+                poll_once(&st, s, &b, now, SIZE_MAX, &new_interval, &bytes);
+                bits += bytes * 8;
+                last = now;
+            }
+            /* 'bytes' counts frames without the overhead: add it. */
+            bits += (uint64_t) b.next * 24 * 8;
+            want = ((unsigned __int128) rates[r] * (last - step) / TEST_HZ
+                    + s->depth / TEST_HZ);
+            CHECK(b.next < b.n, "backlog ran dry");
+            CHECK(bits + frame_bits >= want && bits <= want + frame_bits,
+                  "rate %"PRIu64" frame %"PRIuSIZE": %"PRIu64" bits left "
+                  "in 0.1 s, expected %"PRIu64" +- %"PRIu64,
+                  rates[r], lens[l], bits, want, frame_bits);
+            backlog_destroy(&b);
+            free(s);
+        }
+    }
+}
+
+/* Byte shaping: a ring that must wait gets the deadline at which it may
+ * send, not earlier and not later. */
+static void
+test_byte_deadline(void)
+{
+    struct daqring_shaper *s = make_shaper(2, 0, 1000000, 24);
+    struct daqring_shaper_state st;
+    uint64_t now = 1, deadline;
+    int64_t budget;
+    struct backlog b;
+    bool new_interval;
+    uint32_t burst;
+    uint64_t bytes;
+
+    backlog_init(&b, 16, 1514);
+    daqring_shaper_state_init(&st, s, 0);
+    /* Empty the bucket. */
+    while (poll_once(&st, s, &b, now, SIZE_MAX, &new_interval, &bytes)) {
+        continue;
+    }
+    deadline = daqring_shaper_deadline(&st, s, now);
+    CHECK(deadline > now, "no wait after the bucket ran dry");
+    CHECK(!daqring_shaper_admit(&st, s, deadline - 1, &burst, &budget),
+          "admitted one cycle before the deadline");
+    CHECK(daqring_shaper_admit(&st, s, deadline, &burst, &budget),
+          "not admitted at the deadline");
+
+    backlog_destroy(&b);
+    free(s);
+}
+
+/* A new shaper (a configuration change) starts from a full bucket and a
+ * new interval. */
+static void
+test_state_init(void)
+{
+    struct daqring_shaper *s = make_shaper(32, 0, 5000000, 24);
+    struct daqring_shaper_state st;
+
+    daqring_shaper_state_init(&st, s, 12345);
+    CHECK(st.seq == s->seq && st.tokens == s->depth && st.last_tsc == 12345,
+          "state not initialized from the shaper");
+    CHECK(s->depth == (int64_t) 32 * (1518 + 24) * 8 * TEST_HZ,
+          "depth %"PRId64, s->depth);
+    free(s);
+}
+
+static void
+run_tests(struct ovs_cmdl_context *ctx OVS_UNUSED)
+{
+    static const struct {
+        const char *name;
+        void (*function)(void);
+    } tests[] = {
+        { "packet-interval", test_packet_interval },
+        { "packet-idle", test_packet_idle },
+        { "packet-mixed-sources", test_packet_mixed_sources },
+        { "byte-mixed-sources", test_byte_mixed_sources },
+        { "byte-rate", test_byte_rate },
+        { "byte-deadline", test_byte_deadline },
+        { "state-init", test_state_init },
+    };
+    const char *only = ctx->argc > 1 ? ctx->argv[1] : NULL;
+    bool ran = false;
+
+    for (size_t i = 0; i < ARRAY_SIZE(tests); i++) {
+        if (!only || !strcmp(only, tests[i].name)) {
+            tests[i].function();
+            printf("%s: ok\n", tests[i].name);
+            ran = true;
+        }
+    }
+    if (!ran) {
+        ovs_fatal(0, "no test named \"%s\"", only);
+    }
+}
+
+static const struct ovs_cmdl_command commands[] = {
+    {"check", "[TEST]", 0, 1, run_tests, OVS_RO},
+    {NULL, NULL, 0, 0, NULL, OVS_RO},
+};
+
+static void
+test_daqring_shaper_main(int argc, char *argv[])
+{
+    struct ovs_cmdl_context ctx = {
+        .argc = argc - optind,
+        .argv = argv + optind,
+    };
+
+    set_program_name(argv[0]);
+    ovs_cmdl_run_command(&ctx, commands);
+}
+
+OVSTEST_REGISTER("test-daqring-shaper", test_daqring_shaper_main);
