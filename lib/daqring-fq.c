@@ -20,18 +20,13 @@
 
 #include <inttypes.h>
 
-#include <rte_common.h>
-#include <rte_errno.h>
 #include <rte_ring.h>
 
-#include "coverage.h"
 #include "daqring-shaper.h"
 #include "dp-packet.h"
 #include "flow.h"
 #include "ovs-atomic.h"
 #include "util.h"
-
-COVERAGE_DEFINE(daqring_fq_late);
 
 /* Flow fairness ("flow-buckets"): the daqring serves the flows that have
  * packets queued round-robin, packet by packet, instead of first come,
@@ -46,143 +41,149 @@ COVERAGE_DEFINE(daqring_fq_late);
  * Served round-robin, the first segment of every ROS leaves within one
  * packet per other flow, and every ROS gets an acknowledgement every round.
  *
+ * Senders only enqueue into the daqring's ring, a multi-producer FIFO, as
+ * without flow fairness; the polling thread, its single consumer, does the
+ * scheduling, in memory of its own: it moves every packet that arrived
+ * from the ring to the queue of its flow's bucket ("pulls"), and serves the
+ * buckets that have packets queued in rounds, one packet per bucket per
+ * visit (deficit round-robin with a quantum of one packet): the bucket just
+ * served goes to the back of the round if it still has packets queued.  A
+ * bucket that had nothing queued (a sparse flow, fq_codel's "new flow")
+ * joins the back of the round being served, so its first packet leaves
+ * after at most one packet of every backlogged flow, and every backlogged
+ * flow gets one packet out per round, however many flows there are, up to
+ * the number of buckets.  (An earlier design let the senders place packets
+ * in a calendar of rank rings of 256 packets each; past 256 backlogged
+ * flows, the others waited behind all of them, issue 25 item B2.)
+ *
  * Flows are told apart by their RSS hash (the 5-tuple hash that
- * dpif-netdev computes for its flow caches, or the NIC's), in 'n_buckets'
- * buckets.  Ranks are rounds of a calendar: 'round' is the rank the polling
- * thread serves now, and a packet's rank is the round in which it leaves.
- * A packet whose bucket has nothing queued (a sparse flow, fq_codel's "new
- * flow") gets the current round; otherwise the rank after its bucket's
- * previous packet, but at least the current round and at most the last
- * round of the calendar's window (DAQRING_FQ_AHEAD rounds from the current
- * one), where a bucket with a deeper backlog queues the rest of it.  Round
- * R's packets go to rank ring R % DAQRING_FQ_RANKS.  The polling thread
- * dequeues from the first nonempty rank ring in round order, and moves
- * 'round' forward to it: the first packets of all backlogged flows, then
- * their second packets, and so on, while a flow that had nothing queued
- * joins the round being served.  So a flow's rank follows the service,
- * not its own history: a flow that stays backlogged for a long time keeps
- * its turn in every round instead of sinking behind flows that came later.
+ * dpif-netdev computes for its flow caches, or the NIC's; the sender
+ * computes it for packets without one, while the packet is in its cache),
+ * in 'n_buckets' buckets.  A flow has two candidate buckets, from the low
+ * and the high half of its 32-bit hash: the one that it owns and that has
+ * packets queued, else one that has nothing queued (which it then owns),
+ * else the first, shared with its owner.  Two flows thus share a bucket
+ * (and the second waits behind the first) only if both buckets of one of
+ * them are busy with other flows: with F flows in N buckets about F^3 / N^2
+ * instead of F^2 / 2N.  A flow that shares a bucket and then finds its
+ * other bucket free while it still has packets in the shared one can see
+ * its new packets leave first.
  *
- * The daqring's ring itself is the "bulk" ring, served only when all rank
- * rings are empty: a rank ring holds at most DAQRING_FQ_RANK_SIZE packets,
- * and the packets that do not fit go to the bulk ring, and so do their
- * buckets' next packets until the bucket has nothing queued.
+ * Order: the ring is a FIFO, and each bucket's queue too, so a flow's
+ * packets leave in the order the flow sent them.
  *
- * Order: a bucket's packets get nondecreasing ranks in the order they come
- * (equal ranks share a ring, which is a FIFO), so they leave in that order.
- * Senders enqueue a batch's packets in order and set the bit of each ring
- * in 'nonempty' right after enqueueing to it, so the polling thread never
- * sees a bucket's later packet in a later ring without its earlier packet's
- * ring marked; it clears a ring's bit when it emptied it and looks again.
- * A sender reads 'round' before it enqueues, so the polling thread may have
- * moved past the round it chose (that ring was empty a moment before): the
- * DAQRING_FQ_BEHIND rounds before the current one are therefore searched
- * first, oldest first, and a sender more than that many rounds late (i.e.
- * preempted while it enqueued) finds its packets served a calendar later,
- * counted by the coverage counter daqring_fq_late.  'queued' counts are
- * incremented by the senders (atomically: PMD threads send concurrently)
- * before they enqueue and decremented by the polling thread after it
- * dequeued.  Flows that share a bucket share its ranks, never their order.
+ * Capacity: 'total' counts the packets in the ring and the queues
+ * (reserved by senders before they enqueue, released by the polling
+ * thread when they leave), at most the capacity of the daqring's ring, so
+ * "ring-size" bounds the backlog exactly as for a FIFO, the ring is never
+ * full, and the queues need at most that many slots.
  *
- * Capacity: 'total' counts the packets in all rings (reserved by senders
- * before they enqueue), at most the capacity of the daqring's ring, so
- * "ring-size" bounds the backlog exactly as for a FIFO and the bulk ring is
- * never full.  The stash is served before all rings and is not counted. */
-#define DAQRING_FQ_RANKS 127
-#define DAQRING_FQ_BEHIND 16
-#define DAQRING_FQ_AHEAD (DAQRING_FQ_RANKS - DAQRING_FQ_BEHIND)
-#define DAQRING_FQ_RANK_SIZE 256
-#define DAQRING_FQ_WORDS ((DAQRING_FQ_RANKS + 64) / 64)
-#define DAQRING_FQ_BULK UINT64_MAX  /* The rank of the bulk ring. */
+ * Memory: the slots of the queues (12 bytes per packet of the ring's
+ * capacity) and the buckets (16 bytes each) are ordinary memory, not
+ * DPDK's, and only the part in use becomes resident: slots are handed out
+ * from the lowest index up and reused before new ones, and the buckets are
+ * calloc()ed. */
 
 struct daqring_fq_bucket {
-    atomic_uint32_t queued;     /* Packets of the bucket in all rings. */
-    atomic_uint32_t owner;      /* Hash of the flow that took it last. */
-    atomic_uint64_t last_rank;  /* Rank of its last packet enqueued. */
+    uint32_t head;              /* First slot of the queue, 0 if empty. */
+    uint32_t tail;              /* Last slot of the queue. */
+    uint32_t next;              /* Next bucket in the round, plus 1, or 0
+                                 * for the last one. */
+    uint32_t owner;             /* Hash of the flow that took it last. */
 };
 
 struct daqring_fq {
     uint32_t n_buckets;         /* A power of 2. */
     uint32_t mask;              /* 'n_buckets - 1'. */
-    atomic_uint32_t total;      /* Packets in all rings, see above. */
-    atomic_uint64_t round;      /* Rank served now, at least
-                                 * DAQRING_FQ_BEHIND.  Written only by the
-                                 * polling thread. */
-    atomic_uint64_t nonempty[DAQRING_FQ_WORDS]; /* Bit R: ring of rank R may
-                                                 * have packets. */
-    struct rte_ring *rank[DAQRING_FQ_RANKS]; /* Rank rings. */
-    struct daqring_fq_bucket buckets[];      /* 'n_buckets' buckets. */
+    atomic_uint32_t total;      /* Packets in the ring and the queues, see
+                                 * above. */
+
+    /* Owned by the polling thread (and by the main thread while nothing
+     * sends or receives, see daqring_fq_drain()).  Slot 0 is unused, so
+     * that 0 means "none". */
+    uint32_t n_slots;           /* Slots allocated, plus 1. */
+    uint32_t n_used;            /* Slots ever handed out, plus 1. */
+    uint32_t free;              /* First free slot of those, or 0. */
+    struct dp_packet **packet;  /* Packet of each slot. */
+    uint32_t *next;             /* Next slot of its queue (or of the free
+                                 * list), or 0. */
+    uint32_t first;             /* First bucket of the round, plus 1, or 0
+                                 * if no bucket has packets queued. */
+    uint32_t last;              /* Last bucket of the round, plus 1. */
+    struct daqring_fq_bucket buckets[]; /* 'n_buckets' buckets. */
 };
 
-/* Deletes every packet in 'ring'.  Returns the number of packets. */
-static size_t
-daqring_fq_purge(struct rte_ring *ring)
+/* Allocates 'fq''s slots for a ring of 'capacity' packets; the queues must
+ * be empty. */
+static void
+daqring_fq_alloc_slots(struct daqring_fq *fq, uint32_t capacity)
 {
-    struct dp_packet *pkts[NETDEV_MAX_BURST];
-    size_t total = 0;
-    unsigned int n;
-
-    while ((n = rte_ring_sc_dequeue_burst(ring, (void **) pkts,
-                                          NETDEV_MAX_BURST, NULL))) {
-        for (unsigned int i = 0; i < n; i++) {
-            dp_packet_delete(pkts[i]);
-        }
-        total += n;
-    }
-    return total;
+    free(fq->packet);
+    free(fq->next);
+    fq->n_slots = capacity + 1;
+    fq->n_used = 1;
+    fq->free = 0;
+    fq->packet = xmalloc(fq->n_slots * sizeof *fq->packet);
+    fq->next = xmalloc(fq->n_slots * sizeof *fq->next);
 }
 
 /* Allocates flow fairness state for 'n_buckets' flow buckets (a power of
- * 2) of the daqring named 'name'.  Returns it, or NULL with an error
- * message in '*errp'.
- *
- * Unlike the daqring's ring, the rank rings and the buckets live in
- * ordinary memory, not DPDK's: they hold only pointers, used by the
- * threads of this process, and a daqring with flow fairness takes about
- * 530 KiB of rank rings and 8 bytes per bucket, of which only the pages in
- * use become resident (calloc() and unwritten ring slots), whereas
- * thousands of DCM rings would exhaust dpdk-socket-mem. */
+ * 2) of the daqring named 'name', whose ring holds 'capacity' packets.
+ * Returns it, or NULL with an error message in '*errp'. */
 struct daqring_fq *
-daqring_fq_create(const char *name, uint32_t n_buckets, char **errp)
+daqring_fq_create(const char *name, uint32_t n_buckets, uint32_t capacity,
+                  char **errp)
 {
-    uint32_t size = DAQRING_FQ_RANK_SIZE;
-    ssize_t memsize = rte_ring_get_memsize(rte_align32pow2(size + 1));
     struct daqring_fq *fq;
 
-    if (memsize < 0) {
-        *errp = xasprintf("%s: cannot size rank rings of %"PRIu32
-                          " packets", name, size);
+    if (!is_pow2(n_buckets) || capacity >= UINT32_MAX) {
+        *errp = xasprintf("%s: cannot serve %"PRIu32" flow buckets over a "
+                          "ring of %"PRIu32" packets", name, n_buckets,
+                          capacity);
         return NULL;
     }
-    /* Zeroed memory is a valid initial state of the atomics (0), so that
-     * calloc() need not touch the pages of the buckets. */
+    /* Zeroed buckets are empty and out of the round, so that calloc() need
+     * not touch their pages. */
     fq = xcalloc(1, sizeof *fq + n_buckets * sizeof fq->buckets[0]);
     fq->n_buckets = n_buckets;
     fq->mask = n_buckets - 1;
-    atomic_init(&fq->round, DAQRING_FQ_BEHIND);
-    for (int r = 0; r < DAQRING_FQ_RANKS; r++) {
-        char ring_name[RTE_RING_NAMESIZE];
-        int error;
-
-        snprintf(ring_name, sizeof ring_name, "daqrank%d", r);
-        fq->rank[r] = xmalloc_cacheline(memsize);
-        error = rte_ring_init(fq->rank[r], ring_name, size,
-                              RING_F_MP_RTS_ENQ | RING_F_SC_DEQ
-                              | RING_F_EXACT_SZ);
-        if (error) {
-            *errp = xasprintf("%s: cannot initialize rank rings (%s)",
-                              name, rte_strerror(-error));
-            free_cacheline(fq->rank[r]);
-            fq->rank[r] = NULL;
-            daqring_fq_destroy(fq);
-            return NULL;
-        }
-    }
+    atomic_init(&fq->total, 0);
+    daqring_fq_alloc_slots(fq, capacity);
     return fq;
 }
 
-/* Frees 'fq' and every packet in its rank rings.  Returns the number of
- * packets. */
+/* Removes the first packet of the round's first bucket and returns it, and
+ * moves the bucket to the back of the round, or out of it if it has no
+ * more packets.  The round must not be empty. */
+static inline struct dp_packet *
+daqring_fq_pop(struct daqring_fq *fq)
+{
+    uint32_t idx = fq->first;
+    struct daqring_fq_bucket *b = &fq->buckets[idx - 1];
+    uint32_t slot = b->head;
+    struct dp_packet *packet = fq->packet[slot];
+
+    b->head = fq->next[slot];
+    fq->next[slot] = fq->free;
+    fq->free = slot;
+
+    if (b->next) {
+        /* Others follow: the bucket goes to the back, or out. */
+        fq->first = b->next;
+        b->next = 0;
+        if (b->head) {
+            fq->buckets[fq->last - 1].next = idx;
+            fq->last = idx;
+        }
+    } else if (!b->head) {
+        /* It was the only one and it is empty now. */
+        fq->first = 0;
+    }
+    return packet;
+}
+
+/* Frees 'fq' and every packet in its queues (not those in the ring).
+ * Returns the number of packets. */
 size_t
 daqring_fq_destroy(struct daqring_fq *fq)
 {
@@ -191,10 +192,12 @@ daqring_fq_destroy(struct daqring_fq *fq)
     if (!fq) {
         return 0;
     }
-    for (int r = 0; r < DAQRING_FQ_RANKS && fq->rank[r]; r++) {
-        total += daqring_fq_purge(fq->rank[r]);
-        free_cacheline(fq->rank[r]);
+    while (fq->first) {
+        dp_packet_delete(daqring_fq_pop(fq));
+        total++;
     }
+    free(fq->packet);
+    free(fq->next);
     free(fq);
     return total;
 }
@@ -202,7 +205,7 @@ daqring_fq_destroy(struct daqring_fq *fq)
 /* Returns the flow hash of 'packet': its RSS hash, or, for a packet without
  * a valid one (e.g. a packet-out; dpif-netdev computes the hash of the
  * others for its flow caches), the 5-tuple hash that dpif-netdev would have
- * computed for it. */
+ * computed for it, which it then stores in the packet. */
 static inline uint32_t
 daqring_fq_hash(struct dp_packet *packet)
 {
@@ -215,197 +218,92 @@ daqring_fq_hash(struct dp_packet *packet)
     return dp_packet_get_rss_hash(packet);
 }
 
-/* Chooses the bucket of 'fq' for 'packet', records it in the packet and
- * returns it.  Called by senders, with the packet's bucket counted right
- * after (the caller increments its 'queued').
- *
- * A flow has two candidate buckets, from the low and the high half of its
- * 32-bit hash: the one that it owns and that has packets queued, else one
- * that has nothing queued (which it then owns), else the first, shared with
- * its owner.  Two flows thus share a bucket (and the second waits behind
- * the first) only if both buckets of one of them are busy with other flows:
- * with F flows in N buckets about F^3 / N^2 instead of F^2 / 2N.  A flow that
- * shares a bucket and then finds its other bucket free while it still has
- * packets in the shared one can see its new packets leave first.
- *
- * The bucket is recorded in the packet's flow mark field, unused while the
- * packet waits (netdev_daqring_reenter() clears it, and the datapath does not
- * read it without DP_PACKET_OL_FLOW_MARK), so that the polling thread
- * uncounts the packet from the bucket that counted it. */
-static inline struct daqring_fq_bucket *
-daqring_fq_choose(struct daqring_fq *fq, struct dp_packet *packet)
+/* Returns the index of the bucket of 'fq' for a packet with flow hash
+ * 'hash', which then owns it (see struct daqring_fq). */
+static inline uint32_t
+daqring_fq_choose(struct daqring_fq *fq, uint32_t hash)
 {
-    uint32_t hash = daqring_fq_hash(packet);
-    uint32_t idx[2] = { hash & fq->mask, ((hash >> 16) | (hash << 16))
-                                         & fq->mask };
-    uint32_t queued[2], owner;
-    int i;
+    uint32_t idx[2] = { hash & fq->mask,
+                        ((hash >> 16) | (hash << 16)) & fq->mask };
 
-    for (i = 0; i < 2; i++) {
-        atomic_read_relaxed(&fq->buckets[idx[i]].queued, &queued[i]);
-        atomic_read_relaxed(&fq->buckets[idx[i]].owner, &owner);
-        if (queued[i] && owner == hash) {
-            goto found;
+    for (int i = 0; i < 2; i++) {
+        struct daqring_fq_bucket *b = &fq->buckets[idx[i]];
+
+        if (b->head && b->owner == hash) {
+            return idx[i];
         }
     }
-    for (i = 0; i < 2; i++) {
-        if (!queued[i]) {
-            atomic_store_relaxed(&fq->buckets[idx[i]].owner, hash);
-            goto found;
+    for (int i = 0; i < 2; i++) {
+        struct daqring_fq_bucket *b = &fq->buckets[idx[i]];
+
+        if (!b->head) {
+            b->owner = hash;
+            return idx[i];
         }
     }
-    i = 0;
-
-found:
-    *dp_packet_flow_mark_ptr(packet) = idx[i];
-    return &fq->buckets[idx[i]];
+    return idx[0];
 }
 
-/* Returns the bucket of 'fq' that counted 'packet' (see
- * daqring_fq_choose()). */
-static inline struct daqring_fq_bucket *
-daqring_fq_bucket(struct daqring_fq *fq, const struct dp_packet *packet)
-{
-    uint32_t idx = *dp_packet_flow_mark_ptr(packet);
-
-    return &fq->buckets[idx & fq->mask];
-}
-
-/* Returns the index of the ring of rank 'rank' (DAQRING_FQ_RANKS for the
- * bulk ring). */
-static inline int
-daqring_fq_index(uint64_t rank)
-{
-    return rank == DAQRING_FQ_BULK ? DAQRING_FQ_RANKS
-                                   : rank % DAQRING_FQ_RANKS;
-}
-
-/* Returns the ring with index 'r' of 'fq' over daqring ring 'ring'. */
-static inline struct rte_ring *
-daqring_fq_ring(const struct daqring_fq *fq, struct rte_ring *ring, int r)
-{
-    return r < DAQRING_FQ_RANKS ? fq->rank[r] : ring;
-}
-
-/* Marks the ring with index 'r' of 'fq' as possibly nonempty.  Called after
- * enqueueing to it. */
+/* Appends 'packet' to the queue of its bucket, and the bucket to the back
+ * of the round if it had nothing queued.  There must be a free slot. */
 static inline void
-daqring_fq_mark(struct daqring_fq *fq, int r)
+daqring_fq_push(struct daqring_fq *fq, struct dp_packet *packet)
 {
-    uint64_t bit = UINT64_C(1) << (r % 64);
-    uint64_t bits, orig;
+    uint32_t idx = daqring_fq_choose(fq, dp_packet_get_rss_hash(packet));
+    struct daqring_fq_bucket *b = &fq->buckets[idx];
+    uint32_t slot;
 
-    /* Orders the enqueue before the read: see daqring_fq_unmark(). */
-    atomic_thread_fence(memory_order_seq_cst);
-    atomic_read_relaxed(&fq->nonempty[r / 64], &bits);
-    if (!(bits & bit)) {
-        atomic_or(&fq->nonempty[r / 64], bit, &orig);
+    if (fq->free) {
+        slot = fq->free;
+        fq->free = fq->next[slot];
+    } else {
+        slot = fq->n_used++;
     }
+    fq->packet[slot] = packet;
+    fq->next[slot] = 0;
+
+    if (b->head) {
+        fq->next[b->tail] = slot;
+    } else {
+        b->head = slot;
+        b->next = 0;
+        if (fq->first) {
+            fq->buckets[fq->last - 1].next = idx + 1;
+        } else {
+            fq->first = idx + 1;
+        }
+        fq->last = idx + 1;
+    }
+    b->tail = slot;
 }
 
-/* Called by the polling thread when it found the ring with index 'r' of
- * 'fq' over daqring ring 'ring' empty: clears its mark, then looks again,
- * so that a packet that a sender enqueued meanwhile, and did not mark
- * because the mark was still set, is not overlooked. */
-static inline void
-daqring_fq_unmark(struct daqring_fq *fq, struct rte_ring *ring, int r)
+/* Moves every packet that arrived in daqring ring 'ring' to the queues of
+ * 'fq'.  Called only by the ring's consumer. */
+static void
+daqring_fq_pull(struct daqring_fq *fq, struct rte_ring *ring)
 {
-    uint64_t bit = UINT64_C(1) << (r % 64);
-    uint64_t orig;
+    struct dp_packet *pkts[NETDEV_MAX_BURST];
+    unsigned int n;
 
-    atomic_and(&fq->nonempty[r / 64], ~bit, &orig);
-    /* The clear and the look that follows are one half of a store-load
-     * pattern (Dekker's) whose other half is daqring_fq_mark(): a
-     * sender stores to a ring (its tail), then loads the mark; this thread
-     * stores the mark (the clear), then loads the ring's tail.  At least
-     * one of the two loads must see the other thread's store, or the
-     * sender skips the mark (still set) while this thread finds the ring
-     * empty (the enqueue not yet visible), and the packet stays unmarked
-     * until the next one comes.  That needs a full barrier between the
-     * store and the load on both sides.  The sender has its fence.  Here,
-     * the read-modify-write is one on x86 (a locked instruction), but on
-     * weakly ordered CPUs (Arm, POWER) a sequentially consistent
-     * read-modify-write only orders the accesses before it and its own
-     * load: the ring's tail, read by rte_ring_empty() with a plain load,
-     * may then be read before the clear is visible to the senders. */
-    atomic_thread_fence(memory_order_seq_cst);
-    if (!rte_ring_empty(daqring_fq_ring(fq, ring, r))) {
-        atomic_or(&fq->nonempty[r / 64], bit, &orig);
-    }
-}
-
-/* Returns the rank a packet of bucket 'b' takes in round 'round', given
- * 'orig', the number of packets of the bucket queued before it. */
-static inline uint64_t
-daqring_fq_rank(struct daqring_fq_bucket *b, uint32_t orig, uint64_t round)
-{
-    uint64_t last;
-
-    if (!orig) {
-        return round;
-    }
-    atomic_read_relaxed(&b->last_rank, &last);
-    if (last == DAQRING_FQ_BULK) {
-        return DAQRING_FQ_BULK;
-    }
-    /* A bucket that already has a packet in the window's last round (only
-     * if another thread's round was behind this one's) keeps it. */
-    return MIN(MAX(last + 1, round),
-               MAX(round + DAQRING_FQ_AHEAD - 1, last));
-}
-
-/* Enqueues the 'n' packets of 'pkts', all of rank 'rank' under 'fq' over
- * daqring ring 'ring', and marks the ring.  A rank ring that is full hands
- * the packets that do not fit to 'ring', the bulk ring, and their buckets'
- * next packets follow them there, so that they stay in order.  Returns
- * true in that case. */
-static bool
-daqring_fq_enqueue_rank(struct daqring_fq *fq, struct rte_ring *ring,
-                        uint64_t rank, struct dp_packet **pkts, size_t n)
-{
-    int r = daqring_fq_index(rank);
-    unsigned int sent;
-
-    sent = rte_ring_mp_rts_enqueue_burst(daqring_fq_ring(fq, ring, r),
-                                         (void *const *) pkts, n, NULL);
-    daqring_fq_mark(fq, r);
-    if (rank != DAQRING_FQ_BULK && sent) {
-        uint64_t round;
-
-        atomic_read_relaxed(&fq->round, &round);
-        if (OVS_UNLIKELY(rank + DAQRING_FQ_BEHIND < round)) {
-            COVERAGE_INC(daqring_fq_late);
+    /* 'total' <= the ring's capacity < 'n_slots': never out of slots. */
+    while ((n = rte_ring_sc_dequeue_burst(ring, (void **) pkts,
+                                          NETDEV_MAX_BURST, NULL))) {
+        for (unsigned int i = 0; i < n; i++) {
+            daqring_fq_push(fq, pkts[i]);
         }
     }
-    if (OVS_UNLIKELY(sent < n)) {
-        for (size_t j = sent; j < n; j++) {
-            atomic_store_relaxed(
-                &daqring_fq_bucket(fq, pkts[j])->last_rank,
-                DAQRING_FQ_BULK);
-        }
-        while (sent < n) {
-            /* Never full: the caller reserved room. */
-            sent += rte_ring_mp_rts_enqueue_burst(
-                ring, (void *const *) &pkts[sent], n - sent, NULL);
-        }
-        daqring_fq_mark(fq, DAQRING_FQ_RANKS);
-        return true;
-    }
-    return false;
 }
 
-/* Enqueues the 'cnt' (at most NETDEV_MAX_BURST) packets of 'pkts' into
- * daqring ring 'ring' and the rank rings of 'fq', each at its rank (see
- * struct daqring_fq), as long as the backlog stays within the capacity of
+/* Enqueues the 'cnt' packets of 'pkts' into daqring ring 'ring' under
+ * flow fairness 'fq', as long as the backlog stays within the capacity of
  * 'ring'.  Returns the number of packets enqueued, the first ones of
- * 'pkts'; the caller still owns the others. */
+ * 'pkts'; the caller still owns the others.  Any thread may call this. */
 unsigned int
 daqring_fq_enqueue(struct daqring_fq *fq, struct rte_ring *ring,
                    struct dp_packet **pkts, size_t cnt)
 {
     uint32_t limit = rte_ring_get_capacity(ring);
-    uint64_t run_rank = 0, round;
-    size_t allowed, start = 0;
+    size_t allowed, sent;
     uint32_t orig;
 
     /* Reserve room in the backlog. */
@@ -416,105 +314,23 @@ daqring_fq_enqueue(struct daqring_fq *fq, struct rte_ring *ring,
         atomic_sub(&fq->total, cnt - allowed, &orig);
     }
 
-    /* In order, one burst per run of equal ranks, each enqueued and marked
-     * before the next packet's rank is computed. */
-    atomic_read_relaxed(&fq->round, &round);
     for (size_t i = 0; i < allowed; i++) {
-        struct daqring_fq_bucket *b = daqring_fq_choose(fq, pkts[i]);
-        uint64_t rank;
-
-        atomic_add_relaxed(&b->queued, 1, &orig);
-        rank = daqring_fq_rank(b, orig, round);
-        if (!i || rank != run_rank) {
-            if (i > start
-                && daqring_fq_enqueue_rank(fq, ring, run_rank,
-                                           &pkts[start], i - start)
-                && orig) {
-                /* The run may have sent this bucket's previous packet to
-                 * the bulk ring. */
-                rank = daqring_fq_rank(b, orig, round);
-            }
-            start = i;
-            run_rank = rank;
-        }
-        atomic_store_relaxed(&b->last_rank, rank);
+        daqring_fq_hash(pkts[i]);
     }
-    if (allowed > start) {
-        daqring_fq_enqueue_rank(fq, ring, run_rank, &pkts[start],
-                                allowed - start);
+    sent = 0;
+    while (sent < allowed) {
+        /* Never full: the reservation above. */
+        sent += rte_ring_mp_rts_enqueue_burst(
+            ring, (void *const *) &pkts[sent], allowed - sent, NULL);
     }
     return allowed;
 }
 
-/* Returns the bits of word 'w' of a ring bitmap for the ring indexes in
- * ['from', 'to'). */
-static inline uint64_t
-daqring_fq_word_mask(int w, int from, int to)
-{
-    int lo = MAX(from - w * 64, 0);
-    int hi = MIN(to - w * 64, 64);
-
-    if (hi <= lo) {
-        return 0;
-    }
-    return (hi == 64 ? UINT64_MAX : (UINT64_C(1) << hi) - 1)
-           & ~((UINT64_C(1) << lo) - 1);
-}
-
-/* Returns the lowest index in ['from', 'to') of a rank ring of 'fq' marked
- * nonempty, or -1. */
-static inline int
-daqring_fq_find(struct daqring_fq *fq, int from, int to)
-{
-    for (int w = from / 64; w * 64 < to; w++) {
-        uint64_t bits;
-
-        atomic_read_relaxed(&fq->nonempty[w], &bits);
-        bits &= daqring_fq_word_mask(w, from, to);
-        if (bits) {
-            return w * 64 + raw_ctz(bits);
-        }
-    }
-    return -1;
-}
-
-/* Finds the ring that the polling thread of 'fq' serves next: the first
- * rank ring marked nonempty in round order, from DAQRING_FQ_BEHIND rounds
- * before the current one (see struct daqring_fq), or else the bulk ring if
- * it is marked.  Stores its rank in '*rankp' and moves the current round
- * forward to it, or returns false if no ring is marked.  Called only by the
- * polling thread. */
-static inline bool
-daqring_fq_next(struct daqring_fq *fq, uint64_t *rankp)
-{
-    uint64_t round, oldest;
-    int start, r;
-
-    atomic_read_relaxed(&fq->round, &round);
-    oldest = round - DAQRING_FQ_BEHIND;
-    start = oldest % DAQRING_FQ_RANKS;
-    r = daqring_fq_find(fq, start, DAQRING_FQ_RANKS);
-    if (r >= 0) {
-        *rankp = oldest + (r - start);
-    } else {
-        r = daqring_fq_find(fq, 0, start);
-        if (r < 0) {
-            *rankp = DAQRING_FQ_BULK;
-            return daqring_fq_find(fq, DAQRING_FQ_RANKS,
-                                          DAQRING_FQ_RANKS + 1) >= 0;
-        }
-        *rankp = oldest + (r + DAQRING_FQ_RANKS - start);
-    }
-    if (*rankp > round) {
-        atomic_store_relaxed(&fq->round, *rankp);
-    }
-    return true;
-}
-
-/* Dequeues like daqring_shaper_dequeue() from the lowest nonempty rank
- * ring of 'fq' first (see struct daqring_fq), then from daqring ring
- * 'ring', and uncounts the packets.  Stores in '*avail' the number of
- * packets left.  Called only by the polling thread. */
+/* Dequeues up to 'n' packets into 'pkts', round-robin over the flows that
+ * have packets in daqring ring 'ring' or the queues of 'fq', and returns
+ * their number.  With byte shaper 's', only the packets that '*budget'
+ * lets leave (see daqring_shaper_take()).  Stores in '*avail' the number
+ * of packets left.  Called only by the polling thread. */
 size_t
 daqring_fq_dequeue(struct daqring_fq *fq, struct rte_ring *ring,
                    const struct daqring_shaper *s, int64_t *budget,
@@ -523,36 +339,21 @@ daqring_fq_dequeue(struct daqring_fq *fq, struct rte_ring *ring,
     size_t got = 0;
     uint32_t orig;
 
-    while (got < n && (!s->rate || *budget > 0)) {
-        unsigned int left, k;
-        uint64_t rank;
-        int r;
-
-        if (!daqring_fq_next(fq, &rank)) {
-            break;
+    daqring_fq_pull(fq, ring);
+    while (got < n && fq->first && (!s->rate || *budget > 0)) {
+        pkts[got] = daqring_fq_pop(fq);
+        if (s->rate) {
+            *budget -= daqring_shaper_frame_cost(s, pkts[got]);
         }
-        r = daqring_fq_index(rank);
-        k = daqring_shaper_dequeue(daqring_fq_ring(fq, ring, r),
-                                   s, budget, &pkts[got], n - got, &left);
-        got += k;
-        if (!left) {
-            daqring_fq_unmark(fq, ring, r);
-        } else if (!k) {
-            break;              /* The byte shaper's budget ran out. */
-        }
+        got++;
     }
 
-    for (size_t i = 0; i < got; i++) {
-        struct daqring_fq_bucket *b = daqring_fq_bucket(fq, pkts[i]);
-
-        atomic_sub_relaxed(&b->queued, 1, &orig);
-    }
     atomic_sub(&fq->total, got, &orig);
     *avail = orig - got;
     return got;
 }
 
-/* Returns the number of packets that 'fq' counts in its rings and the
+/* Returns the number of packets that 'fq' counts in its queues and the
  * daqring ring.  May be called from any thread; the result is a
  * snapshot. */
 uint32_t
@@ -564,63 +365,40 @@ daqring_fq_count(const struct daqring_fq *fq)
     return total;
 }
 
-/* Dequeues every packet from the rank rings of 'fq' into 'pkts', which has
- * room for them, round by round from the oldest one the polling thread
- * would look at, so that each bucket's packets stay in order, and returns
- * their number.  The packets in the daqring ring (the bulk ring) follow
- * them; the caller dequeues those.  Only while no thread sends or
- * receives. */
-size_t
-daqring_fq_drain(struct daqring_fq *fq, struct dp_packet **pkts)
-{
-    uint64_t round;
-    size_t n = 0;
-    int start;
-
-    atomic_read_relaxed(&fq->round, &round);
-    start = (round - DAQRING_FQ_BEHIND) % DAQRING_FQ_RANKS;
-    for (int i = 0; i < DAQRING_FQ_RANKS; i++) {
-        struct rte_ring *ring = fq->rank[(start + i) % DAQRING_FQ_RANKS];
-        unsigned int got;
-
-        do {
-            got = rte_ring_sc_dequeue_burst(ring, (void **) &pkts[n],
-                                            NETDEV_MAX_BURST, NULL);
-            n += got;
-        } while (got);
-    }
-    return n;
-}
-
-/* Makes 'fq', whose rank rings are empty, count the 'n' packets of 'pkts'
- * as the backlog that the caller puts into the daqring ring (the bulk ring),
- * in that order: their buckets' next packets then follow them there.  Only
- * while no thread sends or receives. */
-void
-daqring_fq_restart(struct daqring_fq *fq, struct dp_packet **pkts, size_t n)
-{
-    for (uint32_t i = 0; i < fq->n_buckets; i++) {
-        atomic_store_relaxed(&fq->buckets[i].queued, 0);
-    }
-    for (size_t i = 0; i < n; i++) {
-        struct daqring_fq_bucket *b = daqring_fq_choose(fq, pkts[i]);
-        uint32_t orig;
-
-        atomic_add_relaxed(&b->queued, 1, &orig);
-        atomic_store_relaxed(&b->last_rank, DAQRING_FQ_BULK);
-    }
-    atomic_store_relaxed(&fq->total, n);
-    for (int i = 0; i < DAQRING_FQ_WORDS; i++) {
-        atomic_store_relaxed(&fq->nonempty[i], 0);
-    }
-    if (n) {
-        daqring_fq_mark(fq, DAQRING_FQ_RANKS);
-    }
-}
-
 /* Returns the number of flow buckets of 'fq'. */
 uint32_t
 daqring_fq_n_buckets(const struct daqring_fq *fq)
 {
     return fq->n_buckets;
+}
+
+/* Dequeues every packet of 'fq' and its daqring ring 'ring' into 'pkts',
+ * which has room for them, in the order in which they would have left, so
+ * that each flow's packets stay in order, and returns their number.  Only
+ * while no thread sends or receives. */
+size_t
+daqring_fq_drain(struct daqring_fq *fq, struct rte_ring *ring,
+                 struct dp_packet **pkts)
+{
+    size_t n = 0;
+
+    daqring_fq_pull(fq, ring);
+    while (fq->first) {
+        pkts[n++] = daqring_fq_pop(fq);
+    }
+    return n;
+}
+
+/* Makes 'fq', whose queues are empty, serve a daqring ring of 'capacity'
+ * packets that holds 'n' packets (which the polling thread pulls into the
+ * queues at its next dequeue, in the ring's order).  Only while no thread
+ * sends or receives. */
+void
+daqring_fq_restart(struct daqring_fq *fq, uint32_t capacity, size_t n)
+{
+    ovs_assert(!fq->first);
+    if (capacity + 1 != fq->n_slots) {
+        daqring_fq_alloc_slots(fq, capacity);
+    }
+    atomic_store_relaxed(&fq->total, n);
 }

@@ -19,8 +19,9 @@
 
 /* Flow fairness of a daqring ("flow-buckets"): the flows that have packets
  * queued are served round-robin, packet by packet, instead of first come,
- * first served.  Any number of threads enqueue, one thread (the daqring's
- * polling thread) dequeues.  See lib/daqring-fq.c for how. */
+ * first served, for any number of flows up to the number of buckets.  Any
+ * number of threads enqueue, one thread (the daqring's polling thread)
+ * dequeues.  See lib/daqring-fq.c for how. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,7 +32,7 @@ struct dp_packet;
 struct rte_ring;
 
 struct daqring_fq *daqring_fq_create(const char *name, uint32_t n_buckets,
-                                     char **errp);
+                                     uint32_t capacity, char **errp);
 size_t daqring_fq_destroy(struct daqring_fq *);
 
 unsigned int daqring_fq_enqueue(struct daqring_fq *, struct rte_ring *,
@@ -43,7 +44,8 @@ size_t daqring_fq_dequeue(struct daqring_fq *, struct rte_ring *,
 uint32_t daqring_fq_count(const struct daqring_fq *);
 uint32_t daqring_fq_n_buckets(const struct daqring_fq *);
 
-size_t daqring_fq_drain(struct daqring_fq *, struct dp_packet **);
-void daqring_fq_restart(struct daqring_fq *, struct dp_packet **, size_t n);
+size_t daqring_fq_drain(struct daqring_fq *, struct rte_ring *,
+                        struct dp_packet **);
+void daqring_fq_restart(struct daqring_fq *, uint32_t capacity, size_t n);
 
 #endif /* daqring-fq.h */

@@ -964,7 +964,8 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
                              || (cfg.flow_buckets != dev->cfg.flow_buckets
                                  && cfg.flow_buckets != fq_in_place))) {
         /* Allocated first: the ring below is committed once allocated. */
-        fq = daqring_fq_create(name, cfg.flow_buckets, &error);
+        fq = daqring_fq_create(name, cfg.flow_buckets, cfg.ring_size,
+                               &error);
         if (!fq) {
             goto error;
         }
@@ -1175,15 +1176,15 @@ netdev_daqring_set_tx_multiq(struct netdev *netdev, unsigned int n_txq)
     return 0;
 }
 
-/* Moves the backlog of the old rings (stash first, then the rank rings
- * from rank 0 up, then the ring: the order in which they were to leave)
- * into 'dev->pending_ring' (or back into 'dev->ring' if there is no pending
+/* Moves the backlog (stash first, then the flow fairness queues in the
+ * order in which they were to leave, then the ring) into
+ * 'dev->pending_ring' (or back into 'dev->ring' if there is no pending
  * ring) and puts that in place, with the pending flow fairness if there is
  * one.  If the backlog exceeds the new capacity, the first packets to
  * leave that do not fit go to the stash, which the rx queue serves before
- * the rings, so that a resize never loses or reorders packets; the new
- * capacity applies to new arrivals.  With flow fairness, all packets go to
- * the ring, the highest rank, and the buckets count them again. */
+ * the ring, so that a resize never loses or reorders packets; the new
+ * capacity applies to new arrivals.  With flow fairness, the polling
+ * thread sorts the packets in the ring into its queues again. */
 static void
 netdev_daqring_swap_ring(struct netdev_daqring *dev)
     OVS_REQUIRES(dev->mutex)
@@ -1202,7 +1203,7 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     memcpy(pkts, &dev->stash[dev->stash_pos], n_stash * sizeof *pkts);
     n = n_stash;
     if (dev->fq) {
-        n += daqring_fq_drain(dev->fq, &pkts[n]);
+        n += daqring_fq_drain(dev->fq, dev->ring, &pkts[n]);
     }
     n += netdev_daqring_ring_drain(dev->ring, &pkts[n]);
     ovs_assert(n == total);
@@ -1220,7 +1221,7 @@ netdev_daqring_swap_ring(struct netdev_daqring *dev)
     atomic_store_relaxed(&dev->stash_count, excess);
 
     if (new_fq) {
-        daqring_fq_restart(new_fq, &pkts[excess], n - excess);
+        daqring_fq_restart(new_fq, new_size, n - excess);
     }
 
     enqueued = 0;

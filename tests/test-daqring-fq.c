@@ -73,7 +73,7 @@ fixture_init(struct fixture *f, uint32_t ring_size, uint32_t n_buckets)
                          RING_F_MP_RTS_ENQ | RING_F_SC_DEQ
                          | RING_F_EXACT_SZ),
           "rte_ring_init failed");
-    f->fq = daqring_fq_create("test", n_buckets, &error);
+    f->fq = daqring_fq_create("test", n_buckets, ring_size, &error);
     CHECK(f->fq, "%s", error);
     f->unshaped = daqring_shaper_create(&p, 0, 1);
 }
@@ -272,6 +272,73 @@ done:
     fixture_destroy(&f);
 }
 
+/* Issue 25 item B2: fairness holds for any number of backlogged flows up
+ * to the bucket count, not only up to a rank ring's 256 packets.
+ *
+ * 'n_flows' flows each queue a burst of 'per_flow' packets at once (an
+ * incast: every ROS answers with its whole fragment), in 'n_buckets'
+ * buckets.  Then:
+ *
+ *   - no flow waits more than one round: the k-th packet of every flow
+ *     leaves among the k-th 'n_flows' packets served;
+ *
+ *   - over the first half of the backlog, the flow served most got at most
+ *     twice the packets of the flow served least. */
+static void
+check_fair(uint32_t n_flows, uint32_t per_flow, uint32_t n_buckets)
+{
+    size_t total = (size_t) n_flows * per_flow;
+    struct dp_packet **pkts = xmalloc(total * sizeof *pkts);
+    struct tag *tags = xmalloc(total * sizeof *tags);
+    uint32_t *served = xcalloc(n_flows, sizeof *served);
+    uint32_t min = UINT32_MAX, max = 0;
+    struct fixture f;
+    size_t n = 0, k = 0;
+
+    fixture_init(&f, total, n_buckets);
+    for (uint32_t flow = 0; flow < n_flows; flow++) {
+        for (uint32_t seq = 0; seq < per_flow; seq++) {
+            pkts[k++] = make_packet(flow, seq);
+        }
+    }
+    CHECK(send_packets(&f, pkts, total) == total, "not all enqueued");
+    receive_packets(&f, tags, &n, total + 1);
+    CHECK(n == total, "%"PRIuSIZE" of %"PRIuSIZE" packets left", n, total);
+
+    for (size_t i = 0; i < n; i++) {
+        size_t round = i / n_flows;
+
+        CHECK(tags[i].seq == round,
+              "%"PRIu32" flows x %"PRIu32" in %"PRIu32" buckets: packet "
+              "%"PRIu32" of flow %"PRIu32" left in round %"PRIuSIZE,
+              n_flows, per_flow, n_buckets, tags[i].seq, tags[i].flow,
+              round);
+        if (i < total / 2) {
+            served[tags[i].flow]++;
+        }
+    }
+    for (uint32_t flow = 0; flow < n_flows; flow++) {
+        min = MIN(min, served[flow]);
+        max = MAX(max, served[flow]);
+    }
+    CHECK(min && max <= 2 * min,
+          "%"PRIu32" flows: served %"PRIu32" to %"PRIu32" packets each in "
+          "the first half", n_flows, min, max);
+
+    fixture_destroy(&f);
+    free(served);
+    free(tags);
+    free(pkts);
+}
+
+static void
+test_fair_many(void)
+{
+    check_fair(100, 20, 1024);
+    check_fair(1024, 16, 16384);
+    check_fair(1024, 16, 1024);
+}
+
 static void
 run_tests(struct ovs_cmdl_context *ctx)
 {
@@ -282,6 +349,7 @@ run_tests(struct ovs_cmdl_context *ctx)
         { "order", test_order },
         { "capacity", test_capacity },
         { "sparse", test_sparse },
+        { "fair-many", test_fair_many },
     };
     const char *only = ctx->argc > 1 ? ctx->argv[1] : NULL;
     bool ran = false;
