@@ -133,13 +133,16 @@ daqring_shaper_create(const struct daqring_shaper_params *p,
         /* A frame costs at most this many bit-ticks: the deepest the
          * bucket can go below 0. */
         int64_t deficit;
+        uint64_t full = DAQRING_RATE_FRAME_LEN + p->frame_overhead;
+        uint64_t depth_bytes = p->max_burst * full;
 
+        if (p->max_burst_bytes > full) {
+            depth_bytes = MIN(depth_bytes, p->max_burst_bytes - full);
+        }
         s->rate = p->max_rate;
         s->byte_ticks = 8 * tsc_hz;
         s->overhead_ticks = p->frame_overhead * s->byte_ticks;
-        s->depth = (p->max_burst
-                    * (DAQRING_RATE_FRAME_LEN * s->byte_ticks
-                       + s->overhead_ticks));
+        s->depth = depth_bytes * s->byte_ticks;
         deficit = UINT16_MAX * s->byte_ticks + s->overhead_ticks;
         s->fill_cycles = (s->depth + deficit) / s->rate + 1;
     }
@@ -295,4 +298,26 @@ daqring_shaper_deadline(const struct daqring_shaper_state *st,
     }
     /* The bucket holds 'tokens' <= 0 and gains 'rate' per cycle. */
     return now + (uint64_t) -st->tokens / s->rate + 1;
+}
+
+/* Returns the burst that byte shaper 's' may release beyond its rate, in
+ * wire bytes (frame plus overhead), for frames of up to
+ * DAQRING_RATE_FRAME_LEN bytes: the bucket's depth plus one such frame. */
+uint64_t
+daqring_shaper_burst_bytes(const struct daqring_shaper *s)
+{
+    return s->depth / s->byte_ticks + DAQRING_RATE_FRAME_LEN
+           + s->overhead_ticks / s->byte_ticks;
+}
+
+/* Returns the wire bytes that byte shaper 's' with state 'st' has released
+ * beyond its rate, counted from the last time its bucket was full: the
+ * bucket's depth less its level.  Its largest value over time is the
+ * largest burst the shaper released. */
+uint64_t
+daqring_shaper_excess_bytes(const struct daqring_shaper_state *st,
+                            const struct daqring_shaper *s)
+{
+    return st->tokens < s->depth ? (s->depth - st->tokens) / s->byte_ticks
+                                 : 0;
 }

@@ -37,6 +37,16 @@
  * wait for), so frames of any size pass and the rate stays exact; the
  * bucket holds at most 'depth', 'max_burst' full-size frames.
  *
+ * The burst of a byte shaper, what it releases beyond its rate (after an
+ * idle or preempted polling thread, at once), is the bucket's depth plus
+ * the frame that takes it below 0.  "max-burst-bytes" bounds it: the
+ * depth becomes that many bytes less one full-size frame (1518 bytes plus
+ * the overhead), so that in any window, the wire bytes that leave exceed
+ * the rate times the window by at most "max-burst-bytes", for frames up to
+ * 1518 bytes; a longer frame can exceed it by its excess over 1518 bytes.
+ * A downstream port whose buffer holds that many bytes, draining at least
+ * at the shaped rate, is never overrun.
+ *
  * A struct daqring_shaper holds the parameters and is immutable once
  * created, so that the provider can publish it through RCU and the polling
  * thread always sees a consistent set.  What changes as packets leave
@@ -70,6 +80,9 @@ struct daqring_shaper_params {
     uint64_t max_rate;          /* Byte shaping: bits per second, or 0. */
     uint32_t frame_overhead;    /* Bytes charged per frame for
                                  * 'max_rate'. */
+    uint32_t max_burst_bytes;   /* Byte shaping: bound of a burst in wire
+                                 * bytes (at least two full-size frames),
+                                 * or 0 for 'max_burst' full-size frames. */
 };
 
 /* Shaping parameters, in TSC cycles, as the polling thread uses them. */
@@ -139,5 +152,9 @@ bool daqring_shaper_charge(struct daqring_shaper_state *,
 uint64_t daqring_shaper_deadline(const struct daqring_shaper_state *,
                                  const struct daqring_shaper *,
                                  uint64_t now);
+
+uint64_t daqring_shaper_burst_bytes(const struct daqring_shaper *);
+uint64_t daqring_shaper_excess_bytes(const struct daqring_shaper_state *,
+                                     const struct daqring_shaper *);
 
 #endif /* daqring-shaper.h */

@@ -73,6 +73,7 @@ static struct vlog_rate_limit loop_rl = VLOG_RATE_LIMIT_INIT(1, 5);
 #define DAQRING_MAX_MAX_RATE 1000000000000LL       /* Bits per second. */
 #define DAQRING_MAX_FRAME_OVERHEAD 255             /* Bytes per frame. */
 #define DAQRING_MAX_FLOW_BUCKETS 65536             /* "flow-buckets". */
+#define DAQRING_MAX_BURST_BYTES (16 * 1024 * 1024) /* "max-burst-bytes". */
 
 /* Bytes that a frame takes on an Ethernet link beyond the frame without its
  * FCS, as DPDK's rte_sched counts them (RTE_SCHED_FRAME_OVERHEAD_DEFAULT):
@@ -97,6 +98,7 @@ struct daqring_config {
     uint32_t poll_interval;     /* Shaping interval in microseconds, or 0. */
     uint64_t max_rate;          /* Byte shaping rate in bit/s, or 0. */
     uint32_t frame_overhead;    /* Bytes charged per frame for max_rate. */
+    uint32_t max_burst_bytes;   /* Bound of a byte-shaped burst, or 0. */
     uint32_t flow_buckets;      /* Flow fairness buckets, or 0. */
     int numa_id;                /* NUMA node, or NETDEV_NUMA_UNSPEC. */
 };
@@ -155,6 +157,11 @@ struct netdev_daqring {
                                          * egress port (options:egress). */
         atomic_uint64_t shaper_intervals; /* Packet shaping: intervals
                                            * in which packets left. */
+        atomic_uint64_t shaper_burst_bytes; /* Byte shaping: largest burst
+                                             * beyond the rate, in wire
+                                             * bytes, see
+                                             * daqring_shaper_excess_bytes().
+                                             */
 
         /* Packets held outside the ring and delivered before the packets in
          * the ring: the oldest packets after a resize below the backlog, and
@@ -291,6 +298,7 @@ netdev_daqring_shaper_create(const struct daqring_config *cfg, uint64_t seq)
         .poll_interval = cfg->poll_interval,
         .max_rate = cfg->max_rate,
         .frame_overhead = cfg->frame_overhead,
+        .max_burst_bytes = cfg->max_burst_bytes,
     };
     bool shapes = cfg->poll_interval || cfg->max_rate;
 
@@ -586,6 +594,7 @@ netdev_daqring_construct(struct netdev *netdev)
     atomic_init(&dev->stash_count, 0);
     atomic_init(&dev->egress_drops, 0);
     atomic_init(&dev->shaper_intervals, 0);
+    atomic_init(&dev->shaper_burst_bytes, 0);
     dev->rss_basis = hash_string(netdev_get_name(netdev), 0);
     dev->doorbell = netdev_rxq_doorbell_alloc();
     if (dev->doorbell < 0) {
@@ -604,6 +613,7 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->cfg.poll_interval = 0;
     dev->cfg.max_rate = 0;
     dev->cfg.frame_overhead = DAQRING_DEFAULT_FRAME_OVERHEAD;
+    dev->cfg.max_burst_bytes = 0;
     dev->cfg.flow_buckets = 0;
     dev->cfg.numa_id = NETDEV_NUMA_UNSPEC;
     dev->shaper_seq = 1;
@@ -716,6 +726,10 @@ netdev_daqring_get_config(const struct netdev *netdev, struct smap *args)
         smap_add_format(args, "frame-overhead", "%"PRIu32,
                         dev->cfg.frame_overhead);
     }
+    if (dev->cfg.max_burst_bytes) {
+        smap_add_format(args, "max-burst-bytes", "%"PRIu32,
+                        dev->cfg.max_burst_bytes);
+    }
     if (dev->cfg.flow_buckets) {
         smap_add_format(args, "flow-buckets", "%"PRIu32,
                         dev->cfg.flow_buckets);
@@ -796,6 +810,7 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
     cfg->poll_interval = 0;
     cfg->max_rate = 0;
     cfg->frame_overhead = DAQRING_DEFAULT_FRAME_OVERHEAD;
+    cfg->max_burst_bytes = 0;
     cfg->flow_buckets = 0;
     cfg->numa_id = NETDEV_NUMA_UNSPEC;
 
@@ -833,6 +848,31 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
                           "poll-interval to 0 or remove it", name);
         return false;
     }
+    if (smap_get(args, "max-burst-bytes")) {
+        /* At least two full-size frames: the bucket holds the bound less
+         * one full-size frame (see lib/daqring-shaper.h). */
+        uint32_t min = 2 * (DAQRING_RATE_FRAME_LEN + cfg->frame_overhead);
+
+        if (!netdev_daqring_parse_uint(name, args, "max-burst-bytes", min,
+                                       DAQRING_MAX_BURST_BYTES,
+                                       &cfg->max_burst_bytes, errp)) {
+            free(*errp);
+            *errp = xasprintf("%s: invalid max-burst-bytes \"%s\" "
+                              "(expected an integer number of bytes from "
+                              "%"PRIu32", two frames of %d bytes plus "
+                              "frame-overhead, to %d)", name,
+                              smap_get(args, "max-burst-bytes"), min,
+                              DAQRING_RATE_FRAME_LEN,
+                              DAQRING_MAX_BURST_BYTES);
+            return false;
+        }
+        if (!cfg->max_rate) {
+            *errp = xasprintf("%s: max-burst-bytes bounds the bursts of "
+                              "byte shaping and needs max-rate; set "
+                              "max-rate or remove max-burst-bytes", name);
+            return false;
+        }
+    }
 
     if (smap_get(args, "numa-id")) {
         numa_id = 0;
@@ -855,6 +895,7 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
             && strcmp(node->key, "poll-interval")
             && strcmp(node->key, "max-rate")
             && strcmp(node->key, "frame-overhead")
+            && strcmp(node->key, "max-burst-bytes")
             && strcmp(node->key, "flow-buckets")
             && strcmp(node->key, "numa-id")
             && strcmp(node->key, "egress")) {
@@ -1023,7 +1064,8 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
     if (cfg.max_burst != dev->cfg.max_burst
         || cfg.poll_interval != dev->cfg.poll_interval
         || cfg.max_rate != dev->cfg.max_rate
-        || cfg.frame_overhead != dev->cfg.frame_overhead) {
+        || cfg.frame_overhead != dev->cfg.frame_overhead
+        || cfg.max_burst_bytes != dev->cfg.max_burst_bytes) {
         struct daqring_shaper *old;
 
         old = ovsrcu_get_protected(struct daqring_shaper *, &dev->shaper);
@@ -1426,10 +1468,10 @@ netdev_daqring_get_custom_stats(const struct netdev *netdev,
                                 struct netdev_custom_stats *custom_stats)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
-    uint64_t values[6];
+    uint64_t values[7];
     static const char *const names[] = {
         "ring_full_drops", "occupancy", "high_watermark", "loop_drops",
-        "egress_drops", "shaper_intervals",
+        "egress_drops", "shaper_intervals", "shaper_burst_bytes",
     };
 
     atomic_read_relaxed(&dev->ring_full_drops, &values[0]);
@@ -1438,6 +1480,7 @@ netdev_daqring_get_custom_stats(const struct netdev *netdev,
     atomic_read_relaxed(&dev->loop_drops, &values[3]);
     atomic_read_relaxed(&dev->egress_drops, &values[4]);
     atomic_read_relaxed(&dev->shaper_intervals, &values[5]);
+    atomic_read_relaxed(&dev->shaper_burst_bytes, &values[6]);
 
     custom_stats->size = ARRAY_SIZE(names);
     custom_stats->counters = xcalloc(ARRAY_SIZE(names),
@@ -1480,6 +1523,15 @@ netdev_daqring_get_status(const struct netdev *netdev, struct smap *args)
     smap_add_format(args, "max_rate", "%"PRIu64, dev->cfg.max_rate);
     smap_add_format(args, "frame_overhead", "%"PRIu32,
                     dev->cfg.frame_overhead);
+    smap_add_format(args, "max_burst_bytes", "%"PRIu32,
+                    dev->cfg.max_burst_bytes);
+    if (dev->cfg.max_rate) {
+        const struct daqring_shaper *s;
+
+        s = ovsrcu_get_protected(struct daqring_shaper *, &dev->shaper);
+        smap_add_format(args, "shaping_burst_bytes", "%"PRIu64,
+                        daqring_shaper_burst_bytes(s));
+    }
     smap_add_format(args, "flow_buckets", "%"PRIu32,
                     dev->fq ? daqring_fq_n_buckets(dev->fq) : 0);
     netdev_daqring_format_rate(&rate, &dev->cfg, true);
@@ -1999,6 +2051,14 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         atomic_read_relaxed(&dev->shaper_intervals, &value);
         atomic_store_relaxed(&dev->shaper_intervals, value + 1);
     }
+    if (s->rate) {
+        uint64_t excess = daqring_shaper_excess_bytes(&rx->shaping, s);
+
+        atomic_read_relaxed(&dev->shaper_burst_bytes, &value);
+        if (excess > value) {
+            atomic_store_relaxed(&dev->shaper_burst_bytes, excess);
+        }
+    }
     if (!rxq->egress_bound) {
         /* The packets enter the datapath's flow tables again.  A bound
          * daqring's packets go straight to its egress port, which is not a
@@ -2118,9 +2178,11 @@ netdev_daqring_unixctl_reset_watermark(struct unixctl_conn *conn, int argc,
             continue;
         }
         /* The polling thread may raise it again right away; it only ever
-         * stores occupancies it has just seen. */
+         * stores occupancies it has just seen.  Likewise the largest burst
+         * of byte shaping. */
         atomic_store_relaxed(&dev->high_watermark,
                              netdev_daqring_occupancy(dev));
+        atomic_store_relaxed(&dev->shaper_burst_bytes, 0);
         n++;
     }
     ovs_mutex_unlock(&daqring_list_mutex);

@@ -85,18 +85,47 @@ backlog_destroy(struct backlog *b)
     }
 }
 
+/* Like backlog_init(), with frames of 60 to 1514 bytes, from a
+ * deterministic sequence. */
+static void
+backlog_init_mixed(struct backlog *b, size_t n)
+{
+    uint32_t x = 12345;
+
+    for (size_t i = 0; i < BACKLOG_POOL; i++) {
+        size_t len;
+
+        x = x * 1103515245 + 12345;
+        len = 60 + (x >> 8) % (1514 - 60 + 1);
+        b->pool[i] = b->pool[i + BACKLOG_POOL] = dp_packet_new(len);
+        dp_packet_put_zeros(b->pool[i], len);
+    }
+    b->n = n;
+    b->next = 0;
+}
+
 static struct daqring_shaper *
-make_shaper(uint32_t max_burst, uint32_t poll_interval, uint64_t max_rate,
-            uint32_t frame_overhead)
+make_shaper_bytes(uint32_t max_burst, uint32_t poll_interval,
+                  uint64_t max_rate, uint32_t frame_overhead,
+                  uint32_t max_burst_bytes)
 {
     struct daqring_shaper_params p = {
         .max_burst = max_burst,
         .poll_interval = poll_interval,
         .max_rate = max_rate,
         .frame_overhead = frame_overhead,
+        .max_burst_bytes = max_burst_bytes,
     };
 
     return daqring_shaper_create(&p, TEST_HZ, 1);
+}
+
+static struct daqring_shaper *
+make_shaper(uint32_t max_burst, uint32_t poll_interval, uint64_t max_rate,
+            uint32_t frame_overhead)
+{
+    return make_shaper_bytes(max_burst, poll_interval, max_rate,
+                             frame_overhead, 0);
 }
 
 /* What the daqring's receive path does at one poll at TSC 'now' (see
@@ -358,6 +387,77 @@ test_byte_deadline(void)
     free(s);
 }
 
+/* Issue 25 item A: "max-burst-bytes" bounds what a byte-shaped ring
+ * releases beyond its rate after an idle or preempted polling thread.  A
+ * ring with a full bucket (it was idle) and a backlog of frames of 60 to
+ * 1514 bytes is polled every microsecond for 20 ms; in every window of
+ * polls, the wire bytes that left are at most the bound plus the rate
+ * times the window, and the shaper's own account of its largest burst
+ * (daqring_shaper_excess_bytes()) is within the bound too.  Without the
+ * option, the burst is max-burst full-size frames, above these bounds. */
+static uint64_t
+largest_burst(struct daqring_shaper *s, uint64_t *excess_max)
+{
+    const uint64_t step = US, end = 20 * 1000 * US;
+    struct daqring_shaper_state st;
+    int64_t best_start = INT64_MIN; /* max over i of rate t_i - S_(i-1). */
+    int64_t worst = 0;              /* max over windows, bit-ticks. */
+    int64_t sent = 0;               /* S, wire bits x TEST_HZ. */
+    struct backlog b;
+
+    backlog_init_mixed(&b, SIZE_MAX);
+    daqring_shaper_state_init(&st, s, step);
+    *excess_max = 0;
+    for (uint64_t now = step; now <= end; now += step) {
+        bool new_interval;
+        uint64_t bytes;
+        size_t n;
+
+        best_start = MAX(best_start, (int64_t) (s->rate * now) - sent);
+        n = poll_once(&st, s, &b, now, SIZE_MAX, &new_interval, &bytes);
+        sent += (int64_t) (bytes + n * 24) * 8 * TEST_HZ;
+        worst = MAX(worst, sent - (int64_t) (s->rate * now) + best_start);
+        *excess_max = MAX(*excess_max, daqring_shaper_excess_bytes(&st, s));
+    }
+    CHECK(b.next > 20 * 1000 * 100 / 8 / 1542, "too few packets left");
+    backlog_destroy(&b);
+    /* In wire bytes, rounded up. */
+    return (worst + 8 * TEST_HZ - 1) / (8 * TEST_HZ);
+}
+
+static void
+test_byte_burst_bound(void)
+{
+    static const uint32_t bounds[] = { 3084, 4000, 10000, 30000 };
+    struct daqring_shaper *s;
+    uint64_t burst, excess;
+
+    for (size_t i = 0; i < ARRAY_SIZE(bounds); i++) {
+        s = make_shaper_bytes(32, 0, 100000000, 24, bounds[i]);
+        CHECK(daqring_shaper_burst_bytes(s) == bounds[i],
+              "bound %"PRIu64" in force, %"PRIu32" configured",
+              daqring_shaper_burst_bytes(s), bounds[i]);
+        burst = largest_burst(s, &excess);
+        CHECK(burst <= bounds[i] && excess <= bounds[i],
+              "max-burst-bytes %"PRIu32": a burst of %"PRIu64" bytes "
+              "(shaper's account %"PRIu64")", bounds[i], burst, excess);
+        /* The bound is what limits: the burst comes within a frame. */
+        CHECK(burst + 1542 > bounds[i], "max-burst-bytes %"PRIu32": "
+              "largest burst %"PRIu64" bytes", bounds[i], burst);
+        free(s);
+    }
+
+    /* Without it, max-burst (32) full-size frames and one more frame. */
+    s = make_shaper(32, 0, 100000000, 24);
+    CHECK(daqring_shaper_burst_bytes(s) == 33 * 1542,
+          "default bound %"PRIu64, daqring_shaper_burst_bytes(s));
+    burst = largest_burst(s, &excess);
+    CHECK(burst > 30000 && burst <= 33 * 1542 && excess <= 33 * 1542,
+          "default: a burst of %"PRIu64" bytes (shaper's account "
+          "%"PRIu64")", burst, excess);
+    free(s);
+}
+
 /* A new shaper (a configuration change) starts from a full bucket and a
  * new interval. */
 static void
@@ -387,6 +487,7 @@ run_tests(struct ovs_cmdl_context *ctx OVS_UNUSED)
         { "byte-mixed-sources", test_byte_mixed_sources },
         { "byte-rate", test_byte_rate },
         { "byte-deadline", test_byte_deadline },
+        { "byte-burst-bound", test_byte_burst_bound },
         { "state-init", test_state_init },
     };
     const char *only = ctx->argc > 1 ? ctx->argv[1] : NULL;
