@@ -257,6 +257,7 @@ daqring_fq_push(struct daqring_fq *fq, struct dp_packet *packet)
         slot = fq->free;
         fq->free = fq->next[slot];
     } else {
+        ovs_assert(fq->n_used < fq->n_slots);
         slot = fq->n_used++;
     }
     fq->packet[slot] = packet;
