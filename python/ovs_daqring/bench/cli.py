@@ -29,6 +29,7 @@ from ..hosts import (ConfigError, build_dpdk_version, loadavg, machine,
 from ..process import (STALE_BENCH_RE, Cleanup, Interrupted, RunError,
                        die_with_parent, install_signal_handlers, run,
                        signals_held, stale_namespaces, stop_process)
+from . import fabric
 from .analysis import (DEFAULT_OVS_BUILD, LOG_KEEP, PARTS, SCHEMA,
                        STOCK_SCHEMA, STOCK_VSWITCHD, fwd_metrics, markdown,
                        reanalyse, summarize, verdicts)
@@ -546,6 +547,8 @@ of its core (schedstat) next to every number.""",
     g.add_argument("--incast-timeout", type=float, default=900,
                    help="bound on one daq-incast run (default: %(default)s)")
 
+    fabric.add_args(p)
+
     g = p.add_argument_group("output")
     g.add_argument("--out", default=os.path.join(TOP, "bench-results"),
                    metavar="DIR", help="results directory (default: "
@@ -621,6 +624,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         p.error("--repeats must be >= 1")
     if ns.window is not None and ns.window <= 0:
         p.error("--window must be > 0")
+    fabric.check_args(p, ns)
     return ns
 
 
@@ -671,6 +675,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return render(args)
     if args.cleanup_stale:
         return cleanup_stale()
+    if args.fabric:
+        return fabric.main(args, argv)
     bench = Bench(args)
     # SIGINT, SIGTERM, SIGHUP and the --timeout alarm raise Interrupted,
     # as in daq-incast.

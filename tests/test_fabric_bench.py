@@ -1,0 +1,299 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Tests of the fabric's scale bench (daq-bench --fabric,
+python/ovs_daqring/bench/fabric.py), not timed: its map, its verdicts, and
+its convergence check, which must find a switch whose daqrings or flows
+are not the plan's -- from parsed dumps, and on a real (dummy) switch
+whose flows are changed behind the plan's back.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_fabric_bench.py
+"""
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Iterator, Tuple
+
+import pytest
+
+from ovs_daqring.bench import fabric as fb
+from ovs_daqring.bench.cli import parse_args
+from ovs_daqring.fabric.fabmap import FabricMapReader
+from ovs_daqring.fabric.planner import plan
+from ovs_daqring.fabric.slice import slices
+from ovs_daqring.sandbox import Sandbox, tree_binaries
+
+ROOT = Path(__file__).resolve().parent.parent
+OVS = ROOT / "ovs"
+SMALL = fb.Shape(planes=2, spines=2, ros_leaves=1, leaves=2, hosts=2,
+                 ros=2, dcms=16, ring_size=256)
+
+
+def small_plan() -> Tuple[Any, Dict[str, Any], Dict[str, Any]]:
+    state = FabricMapReader("m").parse(fb.map_text(SMALL))
+    asg, _ = plan(state, {}, set(), {}, 0)
+    return state, asg, slices(state, asg)
+
+
+def ofports_of(sl: Any, ports: Any) -> Dict[str, int]:
+    names = sorted(set(ports) | {d.ring for d in sl.rings})
+    return {n: i + 1 for i, n in enumerate(names)}
+
+
+def view_of(sl: Any, ports: Any) -> fb.SwitchView:
+    """The switch exactly as the plan wants it."""
+    ofports = ofports_of(sl, ports)
+    rings, flows, groups, problems = fb.expected(sl, ofports)
+    assert problems == []
+    return fb.SwitchView(dict(rings), ofports, {}, set(flows), dict(groups))
+
+
+# =================================================================== the map
+def test_default_shape_is_32_switches_and_2048_dcms() -> None:
+    s = fb.Shape()
+    assert s.n_switches() == 32 and s.dcms == 2048
+    state = FabricMapReader("m").parse(fb.map_text(s))
+    assert len(state.switches) == 32 and len(state.dcms) == 2048
+    assert sum(1 for x in state.switches if x.dpdk) == 26
+    # Every DCM gets a daqring on exactly one leaf, and a route on its
+    # spine; rings spread evenly over the 26 HLT leaves.
+    asg, _ = plan(state, {}, set(), {}, 0)
+    sls = slices(state, asg)
+    assert fb.check_plan(state, asg, sls) == []
+    per_leaf = [len(sl.rings) for n, sl in sls.items() if "-leaf" in n]
+    assert len(per_leaf) == 26 and sum(per_leaf) == 2048
+    assert max(per_leaf) - min(per_leaf) <= 2
+
+
+def test_one_dcm_more_is_one_dcm_more() -> None:
+    a = FabricMapReader("m").parse(fb.map_text(SMALL))
+    b = FabricMapReader("m").parse(fb.map_text(SMALL, SMALL.dcms + 1))
+    assert ({d.name for d in b.dcms} - {d.name for d in a.dcms}
+            == {"dcm%04d" % SMALL.dcms})
+    assert (a.switches, a.links, a.hosts) == (b.switches, b.links, b.hosts)
+
+
+@pytest.mark.parametrize("bad,msg", [
+    (["--fabric-dcms", "0"], "--fabric-dcms 0"),
+    (["--fabric-planes", "9"], "--fabric-planes 9"),
+    (["--fabric-leaves", "64", "--fabric-hosts", "8"], "at most 250"),
+    (["--fabric-runs", "0"], "--fabric-runs"),
+    (["--fabric-interval", "0.01"], "--fabric-interval"),
+    (["--fabric-election-timer", "50"], "--fabric-election-timer"),
+    (["--fabric-dpdk-mem", "8"], "--fabric-dpdk-mem"),
+])
+def test_bad_arguments(bad: Any, msg: str,
+                       capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        parse_args(["--fabric"] + bad)
+    assert e.value.code == 2
+    assert msg in capsys.readouterr().err
+
+
+# ============================================================ the check
+def test_check_passes_a_switch_that_holds_its_slice() -> None:
+    _, _, sls = small_plan()
+    for name in ("p0-ros1", "p0-spine1", "p0-leaf1"):
+        sl = sls[name]
+        assert sl.rings or sl.routes
+        v = view_of(sl, ["up1", "up2", "r1", "r2", "h1", "h2", "d1", "d2",
+                         "d3"])
+        assert fb.check_switch(sl, v) == [], name
+
+
+def test_check_finds_flows_that_differ() -> None:
+    _, _, sls = small_plan()
+    sl = sls["p0-ros1"]
+    v = view_of(sl, ["up1", "up2", "r1", "r2"])
+    flows = sorted(v.flows)
+    # A route out of the other uplink: one missing, one not planned.
+    c, prio, match, actions = flows[0]
+    other = "output:%d" % (v.ofports["up2"] if actions != "output:%d"
+                           % v.ofports["up2"] else v.ofports["up1"])
+    v.flows = set(flows[1:]) | {(c, prio, match, other)}
+    p = fb.check_switch(sl, v)
+    assert len(p) == 2
+    assert p[0].startswith("flows missing 1: ")
+    assert p[1].startswith("flows not in the plan 1: ") and other in p[1]
+    # A route missing.
+    v.flows = set(flows[1:])
+    assert [x.split(":")[0] for x in fb.check_switch(sl, v)] == [
+        "flows missing 1"]
+    # A flow of ours that no DCM of this switch has.
+    v.flows = set(flows) | {(c ^ 1, prio, match, actions)}
+    assert [x.split(":")[0] for x in fb.check_switch(sl, v)] == [
+        "flows not in the plan 1"]
+    # And a group that the plan does not have.
+    v.flows = set(flows)
+    v.groups[0xdac7fffe] = "type=all"
+    assert fb.check_switch(sl, v) == [
+        "groups not in the plan 1: group_id=%d type=all" % 0xdac7fffe]
+
+
+def test_check_finds_rings_that_differ() -> None:
+    _, _, sls = small_plan()
+    sl = sls["p0-leaf1"]
+    v = view_of(sl, ["up1", "up2", "h1", "h2"])
+    ring = sl.rings[0].ring
+    opts = dict(v.rings[ring])
+    del v.rings[ring]
+    assert fb.check_switch(sl, v)[0].startswith("daqrings missing 1: "
+                                                + ring)
+    v.rings[ring] = dict(opts, **{"ring-size": "4096"})
+    assert fb.check_switch(sl, v)[0].startswith(
+        "daqrings with other options 1: " + ring)
+    v.rings[ring] = opts
+    v.rings["stray"] = opts
+    assert fb.check_switch(sl, v) == ["daqrings not in the plan 1: stray"]
+    del v.rings["stray"]
+    v.errors[ring] = "could not open"
+    assert fb.check_switch(sl, v) == ["daqrings in error 1: %s: could not "
+                                      "open" % ring]
+    # A ring without an OpenFlow port: its flows cannot be right.
+    v.errors = {}
+    del v.ofports[ring]
+    assert fb.check_switch(sl, v)[0] == ("port %s has no OpenFlow port "
+                                         "number" % ring)
+
+
+def test_check_plan_finds_a_dcm_without_its_ring() -> None:
+    state, asg, sls = small_plan()
+    d = state.dcms[0].name
+    leaf = next(n for n, sl in sls.items()
+                if any(r.name == d for r in sl.rings))
+    sls[leaf].rings = [r for r in sls[leaf].rings if r.name != d]
+    assert fb.check_plan(state, asg, sls) == [
+        "DCM %s: daqring on None, its leaf in plane %d is ['%s']"
+        % (d, asg[d].plane, leaf)]
+    del asg[state.dcms[1].name]
+    assert "DCM %s is not assigned" % state.dcms[1].name in fb.check_plan(
+        state, asg, sls)
+
+
+def test_parsers() -> None:
+    dump = (" cookie=0xdac7000000000001, priority=100,tcp,nw_dst=10.1.1.1,"
+            "tp_dst=10000 actions=output:3\n"
+            " cookie=0x5, priority=1 actions=NORMAL\n")
+    assert fb.parse_flows(dump) == {
+        (0xdac7000000000001, 100,
+         frozenset(["tcp", "nw_dst=10.1.1.1", "tp_dst=10000"]),
+         "output:3")}
+    vsctl = json.dumps({
+        "headings": ["name", "type", "options", "ofport", "error"],
+        "data": [["r1", "daqring", ["map", [["ring-size", "256"]]], 5,
+                  ["set", []]],
+                 ["up1", "dummy", ["map", []], 1, ["set", []]],
+                 ["bad", "daqring", ["map", []], -1, "no DPDK"]]})
+    rings, ofports, errors = fb.parse_interfaces(vsctl)
+    assert rings == {"r1": {"ring-size": "256"}, "bad": {}}
+    assert ofports == {"r1": 5, "up1": 1}
+    assert errors == {"bad": "no DPDK"}
+    groups = fb.parse_groups(
+        "OFPST_GROUP_DESC reply (OF1.3):\n"
+        " group_id=1,type=ff,bucket=bucket_id:0,watch_port:2,"
+        "actions=output:2,bucket=bucket_id:1,watch_port:3,actions=output:3\n"
+        " group_id=0x2,type=all\n")
+    assert sorted(groups) == [1, 2]
+
+
+# ============================================================= verdicts
+def _run(k: int, **maxes: float) -> Dict[str, Any]:
+    return {"run": k, "scenarios": {
+        sc: {"stats": {"max": m, "p50": m, "n": 32}}
+        for sc, m in maxes.items()}}
+
+
+def test_verdicts_count_every_run() -> None:
+    res = {"config": {"runs": 3}, "runs": [
+        _run(1, empty=30.0, one_dcm=1.0, failure=0.5),
+        {"run": 2, "error": "ovs-vswitchd exited", "scenarios": {}},
+        _run(3, empty=30.0, one_dcm=3.0)]}
+    res["runs"][2]["scenarios"]["failure"] = {"error": "not converged"}
+    v = {x["key"]: x for x in fb.verdicts(res)}
+    assert v["empty"]["met"] is False and v["empty"]["met_text"] == "FAILED"
+    assert "1 of 3 runs FAILED" in v["empty"]["value"]
+    assert "run 2: not reached (ovs-vswitchd exited)" in v["empty"]["value"]
+    assert "2 of 3 runs FAILED" in v["failure"]["value"]
+    # Only two runs asked for, both ran: judged on the slowest node.
+    res = {"config": {"runs": 2}, "runs": [
+        _run(1, empty=30.0, one_dcm=1.0, failure=0.5),
+        _run(2, empty=61.0, one_dcm=1.9, failure=0.9)]}
+    v = {x["key"]: x for x in fb.verdicts(res)}
+    assert (v["empty"]["met"], v["one_dcm"]["met"],
+            v["failure"]["met"]) == (False, True, True)
+    assert v["empty"]["met_text"] == "NOT"
+    # A run that is missing altogether is FAILED too.
+    res = {"config": {"runs": 2},
+           "runs": [_run(1, empty=1.0, one_dcm=1.0, failure=0.1)]}
+    v = fb.verdicts(res)
+    assert all(x["met_text"] == "FAILED" and "run 2: not run" in x["value"]
+               for x in v)
+
+
+# ====================================================== on a real switch
+@pytest.fixture
+def switch() -> Iterator[Sandbox]:
+    if not (OVS / "vswitchd" / "ovs-vswitchd").exists():
+        pytest.fail("build ovs/ first (make)")
+    d = tempfile.mkdtemp(prefix="dqfb.", dir="/tmp")
+    sb = Sandbox(tree_binaries(str(OVS)), d, label="ros-leaf")
+    try:
+        sb.start([], dummy=True, vswitchd_args=["--disable-system"])
+        args = ["add-br", "br0", "--", "set", "Bridge", "br0",
+                "datapath_type=dummy", "fail_mode=secure"]
+        for p in ("r1", "r2", "up1", "up2"):
+            args += ["--", "add-port", "br0", p, "--", "set", "Interface",
+                     p, "type=dummy"]
+        sb.vsctl(*args)
+        yield sb
+    finally:
+        sb.stop(fast=True)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_check_finds_a_real_switch_whose_flows_differ(
+        switch: Sandbox) -> None:
+    _, _, sls = small_plan()
+    sl = sls["p0-ros1"]
+    target = "unix:" + os.path.join(switch.dir, "br0.mgmt")
+    v = fb.read_switch(switch, target)
+    assert v.flows == set() and v.rings == {} and v.groups == {}
+    assert fb.check_switch(sl, v)[0].startswith("flows missing %d: "
+                                                % len(sl.routes))
+    # The plan's flows (and groups), as an agent installs them.
+    _, flows, groups, problems = fb.expected(sl, v.ofports)
+    assert problems == [] and len(flows) == len(sl.routes)
+    for gid, (kind, buckets) in sorted(groups.items()):
+        switch.ofctl("-O", "OpenFlow13", "add-group", target,
+                     "group_id=%d,type=%s,%s" % (gid, kind, ",".join(
+                         "bucket=watch_port:%s,actions=%s" % b
+                         for b in buckets)))
+    switch.ofctl("-O", "OpenFlow13", "add-flows", target, "-",
+                 input="\n".join(fb._flow_text(f) for f in flows) + "\n")
+    assert fb.check_switch(sl, fb.read_switch(switch, target)) == []
+    # One route sent out of a host port behind the plan's back.
+    c, prio, match, actions = sorted(flows)[0]
+    switch.ofctl("mod-flows", target, "cookie=%#x/-1,%s,actions=output:%d"
+                 % (c, ",".join(sorted(match)), v.ofports["r1"]))
+    p = fb.check_switch(sl, fb.read_switch(switch, target))
+    assert len(p) == 2 and p[0].startswith("flows missing 1: ")
+    assert p[1].startswith("flows not in the plan 1: ")
+    # Deleted: missing; and a flow that is not ours is not compared.
+    switch.ofctl("del-flows", target, "cookie=%#x/-1" % c)
+    switch.ofctl("add-flow", target, "priority=1,actions=drop")
+    p = fb.check_switch(sl, fb.read_switch(switch, target))
+    assert [x.split(":")[0] for x in p] == ["flows missing 1"]
