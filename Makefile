@@ -58,6 +58,7 @@ help:
 	@echo "  make man         the manual pages (Documentation/ref/)"
 	@echo "  make install     OVS, the Python tools and the manual pages"
 	@echo "  make bench       benchmarks, results in bench-results/ (bench-quick: ~4 min)"
+	@echo "  make bench-fabric the fabric's scale, 32 switches (bench-results/fabric.md)"
 	@echo "  make rpm         binary and source RPMs (make check-rpm: verify them)"
 
 deps:

@@ -66,6 +66,19 @@ bench: all $(if $(BENCH_WANT_O3),$(BENCH_O3_STAMP)) \
 bench-quick:
 	@$(MAKE) bench BENCH_QUICK=1
 
+# "make bench-fabric": the fabric's scale (Documentation/topics/bench.rst,
+# "The Fabric's Scale"): 32 switches, 2048 DCMs, per-node convergence
+# times from an empty fabric, for a one-DCM change and after a link
+# failure; $(BENCH_DIR)/fabric.json and fabric.md.  About 5 minutes here.
+#   BENCH_FABRIC_ARGS=...  more options, e.g. '--fabric-runs 3' or a
+#                          smaller fabric: '--fabric-leaves 2
+#                          --fabric-dcms 128' (utilities/daq-bench --help)
+BENCH_FABRIC_ARGS ?=
+
+bench-fabric: all
+	$(PYTHON3) utilities/daq-bench --fabric --out $(BENCH_DIR) \
+	    $(BENCH_FABRIC_ARGS)
+
 # The -O3 variant: a copy of the prepared tree (same base, patches and
 # overlay) reconfigured with -O3 (build-aux/build-variant); only
 # ovs-vswitchd is built.
@@ -106,4 +119,4 @@ $(BENCH_BASE_STAMP): $(or $(OVS_TARBALL),$(OVS_DEB)) | $(OVS)/Makefile
 	@touch $@
 
 CLEAN_LOCAL += $(BENCH_DIR)
-PHONY += bench bench-quick
+PHONY += bench bench-quick bench-fabric
