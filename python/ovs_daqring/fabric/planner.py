@@ -116,6 +116,16 @@ def plan(state: FabricState, current: Dict[str, Assignment],
     order = path_order(state)
     index = {p: i for i, p in enumerate(order)}
     hold_ms = state.hold_down * 1000
+    # What a path needs depends on the DCM's host only: once per host and
+    # path, not per DCM (thousands of DCMs share a few hosts).
+    known: Dict[Tuple[str, Path], Optional[List[Endpoint]]] = {}
+
+    def endpoints(d: FabricDcm, path: Path) -> Optional[List[Endpoint]]:
+        k = (d.host, path)
+        if k not in known:
+            known[k] = path_endpoints(state, d, path, down)
+        return known[k]
+
     out: Dict[str, Assignment] = {}
     notes: List[str] = []
     # (DCM, why, home to remember, assignment in force)
@@ -128,7 +138,7 @@ def plan(state: FabricState, current: Dict[str, Assignment],
             continue
         home = a.home if a.home in index else None
         if home is not None and home != a.path:
-            need = path_endpoints(state, d, home, down)
+            need = endpoints(d, home)
             if (need is not None and now - a.moved_at >= hold_ms
                     and now - _up_since(need, up_since) >= hold_ms):
                 out[d.name] = Assignment(
@@ -139,7 +149,7 @@ def plan(state: FabricState, current: Dict[str, Assignment],
                              "(home again)" % (d.name, a.plane, a.spine,
                                                home[0], home[1]))
                 continue
-        if a.path in index and usable(state, d, a.path, down):
+        if a.path in index and endpoints(d, a.path) is not None:
             out[d.name] = replace(a, home=None if home == a.path else home)
             continue
         if a.path in index:
@@ -150,7 +160,7 @@ def plan(state: FabricState, current: Dict[str, Assignment],
     for a in out.values():
         load[a.path] = load.get(a.path, 0) + 1
     for d, why, home, old in pending:
-        cands = [p for p in order if usable(state, d, p, down)]
+        cands = [p for p in order if endpoints(d, p) is not None]
         if not cands:
             if old is not None:
                 out[d.name] = old
