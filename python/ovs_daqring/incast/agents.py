@@ -30,7 +30,7 @@ Agent -> orchestrator, on stdout, one line each:
   READY                    listening (ROS) / connected and warmed up (DCM)
   EV <n> <ns> <bytes>      DCM: event n collected in <ns> nanoseconds
   DONE <json>              DCM: all results (per event: collection and
-                           first-byte time, start, PU)
+                           first-byte time, start, PU; when GO came)
   ERROR <text>             fatal, the agent exits 1
 Orchestrator -> DCM on stdin: GO (start the events).  A ROS exits when its
 stdin closes.
@@ -420,6 +420,9 @@ def dcm_main(cfg: Dict[str, Any]) -> int:
         "arrival_last_ns": [max(0, e.arrival_last - e.t0)
                             if e.arrival_last else 0 for e in finished],
         "start_ns": [e.t0 - t_go for e in finished],
+        # GO on CLOCK_MONOTONIC, which every namespace shares: the events
+        # of DCMs that share a link line up.
+        "t_go_ns": t_go,
         "pu": [e.pu for e in finished]}))
     return 0
 

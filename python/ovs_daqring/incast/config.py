@@ -92,9 +92,20 @@ REQUEST_YIELD = 8
 PIPELINE = 1
 MAX_PIPELINE = 1024
 HOST_RPS_KINDS = {"off": (), "on": ("dcm", "ros"), "ros": ("ros",)}
-MODES = ("stock", "credits", "daqring")
-# --topology fabric adds unshaped daqrings (Figure 6.9's "unlimited").
-FABRIC_MODES = MODES + ("daqring-unshaped",)
+# deep-fifo: the deep-buffer peer, a Linux bridge with a deep FIFO on
+# every egress (incast/topology.py, bridge_up()); its runs go first,
+# before the DPDK switch takes the veths.
+DEEP_FIFO = "deep-fifo"
+MODES = ("stock", "credits", "daqring", DEEP_FIFO)
+# --topology fabric adds unshaped daqrings (Figure 6.9's "unlimited"),
+# and has no deep-FIFO peer.
+FABRIC_MODES = ("stock", "credits", "daqring", "daqring-unshaped")
+# --hog F: one DCM's fragments are F times larger (the shared-link
+# scenario: it needs DCMs that share its link, --dcms-per-host >= 2).
+MAX_HOG = 100
+# The bytes a daqring's packet takes for the deep-FIFO peer's limit
+# ("the memory the daqrings get"): a full-size frame (MTU 1500 + 14).
+FULL_FRAME = 1514
 TOPOLOGIES = ("switch", "fabric")
 # The fabric as this machine can emulate it (python/ovs_daqring/incast/
 # fabric.py): the HLT leaf's DPDK ports (one per HLT host and spine)
@@ -293,11 +304,48 @@ class Config:
     # leaf's link to the second spine goes down and comes back; (0, 0):
     # never.
     failover: Tuple[float, float] = (0.0, 0.0)
+    # --deep-limit: the deep-FIFO runs' queue limits, each "auto" (the
+    # bytes of full-size frames the daqrings of that egress hold),
+    # "auto/N" or a size in bytes; one deep-fifo run each.
+    deep_limits: List[str] = field(default_factory=lambda: ["auto"])
+    # --hog F (0: none): DCM 0's fragments are F times larger, and every
+    # mode runs twice, without and with it.
+    hog: int = 0
+    # The ring size of the hog's daqring (its events are larger).
+    hog_ring_size: int = 0
 
     @property
     def dcms_per_host(self) -> int:
-        """DCMs per HLT host (fabric): they share its access link."""
+        """DCMs per HLT host (fabric, or --dcms-per-host on one switch):
+        they share its access link."""
         return self.dcms // self.hlt_hosts
+
+    def fragment_of(self, dcm: int, hog: bool) -> int:
+        """Bytes each ROS sends DCM per event (HOG: in a run with the
+        hog, whose events are --hog times larger)."""
+        if hog and self.hog and dcm == 0:
+            return self.fragment_size * self.hog
+        return self.fragment_size
+
+    def ring_size_of(self, dcm: int) -> int:
+        """The daqring size of a DCM (the hog's holds its larger
+        events)."""
+        if self.hog and dcm == 0 and self.hog_ring_size:
+            return self.hog_ring_size
+        return self.ring_size
+
+    def deep_limit(self, spec: str, dcms: Sequence[int]) -> int:
+        """The deep-FIFO queue limit in bytes of an egress towards DCMS
+        (the ROS' ports: all DCMs): SPEC is a size, "auto" (the memory
+        the daqrings of those DCMs get in this run: their ring sizes in
+        full-size frames, each with the link's frame overhead as the
+        link's tbf counts it) or "auto/N"."""
+        if not spec.startswith("auto"):
+            return parse_size(spec)
+        frame = FULL_FRAME + self.link_overhead
+        auto = sum(self.ring_size_of(d) for d in dcms) * frame
+        div = int(spec[5:]) if spec.startswith("auto/") else 1
+        return max(MIN_LINK_BUFFER, auto // div)
 
     @property
     def rps_cpus(self) -> List[int]:
@@ -315,6 +363,8 @@ class Config:
 
     @property
     def ethdev_ports(self) -> int:
+        if self.topology == "switch":
+            return self.ros_hosts + self.hlt_hosts
         return self.ros_hosts + self.dcms
 
     @property
@@ -356,6 +406,7 @@ class Config:
         d["ethdev_ports"] = self.ethdev_ports
         d["mss"] = self.mss
         d["daqring_rate_bps"] = self.daqring_rate_bps
+        d["dcms_per_host"] = self.dcms_per_host
         return d
 
 
@@ -456,6 +507,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ros-per-host", type=int, default=0, metavar="K",
                    help="ROS per namespace (default: 1, or the smallest K "
                    "that fits %d ethdev ports)" % MAX_ETHDEV_PORTS)
+    g.add_argument("--dcms-per-host", type=int, default=1, metavar="K",
+                   help="DCMs per DCM host (an HLT node): the --dcms DCMs "
+                   "are spread K per namespace and share its one access "
+                   "link; their daqrings share its rate with the fabric's "
+                   "static policy (each gets the link's rate / K) "
+                   "(default: %(default)s)")
     g.add_argument("--topology", choices=TOPOLOGIES, default="switch",
                    help="switch: every host on one switch; fabric: a "
                    "leaf-spine of switches programmed through a fabric "
@@ -547,6 +604,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "any the kernel lists in %s; set explicitly because new "
                    "namespaces inherit the machine's default, which may "
                    "differ (BBR on some kernels)" % AVAILABLE_CC)
+    g.add_argument("--hog", type=int, default=0, metavar="F",
+                   help="the shared-link scenario's hog: DCM 0's fragments "
+                   "are F times larger (2..%d; needs --dcms-per-host >= "
+                   "2), and every mode runs twice, without and with the "
+                   "hog, to compare the other DCMs' latency (default: "
+                   "0, no hog)" % MAX_HOG)
     g.add_argument("--seed", type=int, default=1, metavar="N",
                    help="seed for fragment sizes (default: %(default)s)")
     g = p.add_argument_group("Access-Link Options")
@@ -572,7 +635,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("Mode Options")
     g.add_argument("--modes", default="stock,credits,daqring",
                    metavar="LIST", help="comma-separated, run in this "
-                   "order: stock, credits, daqring (default: %(default)s)")
+                   "order: stock, credits, daqring, deep-fifo (the Linux "
+                   "bridge with deep FIFOs, whose runs go first) "
+                   "(default: %(default)s)")
     g.add_argument("--ring-size", type=int, default=0, metavar="N",
                    help="daqring capacity in packets (default: two "
                    "events of full-size packets per DCM, rounded up to a "
@@ -608,6 +673,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "x the link's rate (default: %s with --shaper bytes, "
                    "which counts frames exactly like the link; %s with "
                    "packets)" % (BYTES_RATE_FRACTION, PACKETS_RATE_FRACTION))
+    g.add_argument("--deep-limit", metavar="LIST",
+                   help="deep-fifo mode: the queue limit of every egress "
+                   "FIFO, one run per comma-separated value: auto (the "
+                   "memory this run's daqrings of that egress get: their "
+                   "ring sizes in full-size frames), auto/N, or a size "
+                   "(e.g. 4MiB); giving it adds deep-fifo to --modes "
+                   "(default: auto)")
     g.add_argument("--sweep", metavar="PARAM=V1,V2,...",
                    help="run the mode PARAM belongs to once per value and "
                    "plot goodput and p99 against it; PARAM is ring-size, "
@@ -690,9 +762,12 @@ DESCRIPTION
   time runs from the first request to the last byte.
 
   Modes, run one after the other on the same topology and traffic:
-    stock    plain forwarding (NORMAL)
-    credits  stock switch, DCM limits outstanding requests (ATLAS shaping)
-    daqring  one daqring port per DCM queues and paces the DCM's traffic
+    stock      plain forwarding (NORMAL)
+    credits    stock switch, DCM limits outstanding requests (ATLAS
+               shaping)
+    daqring    one daqring port per DCM queues and paces the DCM's traffic
+    deep-fifo  the deep-buffer peer: no DPDK switch, a Linux bridge with
+               a deep FIFO on every egress (--deep-limit); run first
 
   Reports per mode goodput and its ratio to the ideal, collection time
   mean/p50/p99/max, events at or above the TCP timeout, TCP
@@ -730,7 +805,14 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     fabric = getattr(ns, "topology", "switch") == "fabric"
     if fabric:
         check_fabric(ns)
+        if getattr(ns, "dcms_per_host", 1) != 1:
+            raise ConfigError("--dcms-per-host is for --topology switch; "
+                              "a fabric spreads --dcms over --hlt-hosts")
     else:
+        per = getattr(ns, "dcms_per_host", 1)
+        if not 1 <= per <= MAX_DCMS or ns.dcms % per:
+            raise ConfigError("--dcms-per-host %d: must be 1..%d and divide "
+                              "--dcms %d" % (per, MAX_DCMS, ns.dcms))
         for opt, default in (("hlt_hosts", 1), ("ros_leaves", 1),
                              ("spines", 1), ("planes", 1),
                              ("fabric_db_members", 3),
@@ -739,9 +821,15 @@ def validate(ns: argparse.Namespace, host: HostInfo,
             if getattr(ns, opt, default) != default:
                 raise ConfigError("--%s needs --topology fabric"
                                   % opt.replace("_", "-"))
-    # Hosts with their own access link (and ethdev port): each DCM on one
-    # switch, each HLT host in a fabric.
-    links = ns.hlt_hosts if fabric else ns.dcms
+    # Hosts with their own access link (and ethdev port): each DCM host
+    # on one switch, each HLT host in a fabric.
+    dcms_per_host = 1 if fabric else getattr(ns, "dcms_per_host", 1)
+    links = ns.hlt_hosts if fabric else ns.dcms // dcms_per_host
+    hog = getattr(ns, "hog", 0)
+    if hog and (fabric or not 2 <= hog <= MAX_HOG or dcms_per_host < 2):
+        raise ConfigError("--hog %d: F must be 2..%d, on --topology switch "
+                          "with --dcms-per-host >= 2 (the hog shares its "
+                          "link with other DCMs)" % (hog, MAX_HOG))
     positive("--events", ns.events)
     positive("--pus", ns.pus)
     if not 0 <= ns.pipeline <= MAX_PIPELINE:
@@ -810,7 +898,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     # Hosts: one ethdev port per namespace (in a fabric, the HLT leaf's
     # ports: its HLT hosts' and its uplinks; the ROS are on system ports
     # of the ROS leaves, and aggregated the same way).
-    dcm_ports = ns.hlt_hosts + ns.spines * ns.planes if fabric else ns.dcms
+    dcm_ports = ns.hlt_hosts + ns.spines * ns.planes if fabric else links
     if ns.ros_per_host < 0:
         raise ConfigError("--ros-per-host must be positive")
     k = ns.ros_per_host or 1
@@ -818,20 +906,20 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         k = -(-ns.ros // (MAX_ETHDEV_PORTS - dcm_ports))
     if k > MAX_ROS_PER_HOST:
         raise ConfigError(
-            "--ros %d with %d DCMs needs %d ROS per namespace: at most %d "
-            "(and %d DPDK ethdev ports), i.e. at most %d ROS"
-            % (ns.ros, ns.dcms, k, MAX_ROS_PER_HOST, MAX_ETHDEV_PORTS,
+            "--ros %d with %d DCM hosts needs %d ROS per namespace: at most "
+            "%d (and %d DPDK ethdev ports), i.e. at most %d ROS"
+            % (ns.ros, links, k, MAX_ROS_PER_HOST, MAX_ETHDEV_PORTS,
                MAX_ROS_PER_HOST * (MAX_ETHDEV_PORTS - dcm_ports)))
     ports = -(-ns.ros // k) + dcm_ports
     if ports > MAX_ETHDEV_PORTS:
         raise ConfigError(
-            "%d ROS at %d per namespace plus %d DCMs need %d ethdev ports; "
-            "this DPDK allows %d" % (ns.ros, k, ns.dcms, ports,
-                                     MAX_ETHDEV_PORTS))
+            "%d ROS at %d per namespace plus %d DCM hosts need %d ethdev "
+            "ports; this DPDK allows %d"
+            % (ns.ros, k, links, ports, MAX_ETHDEV_PORTS))
     if k > 1:
         notes.append("hosts aggregated: %d ROS per namespace (%d ethdev "
-                     "ports for %d ROS + %d DCMs)"
-                     % (k, ports, ns.ros, ns.dcms))
+                     "ports for %d ROS + %d DCM hosts)"
+                     % (k, ports, ns.ros, links))
 
     modes = [m.strip() for m in ns.modes.split(",") if m.strip()]
     known = FABRIC_MODES if fabric else MODES
@@ -844,6 +932,9 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         if rings:
             raise ConfigError("--fabric-dpdk off: no daqrings without "
                               "DPDK; drop %s from --modes" % ", ".join(rings))
+    deep_limits = parse_deep_limits(getattr(ns, "deep_limit", None))
+    if getattr(ns, "deep_limit", None) and DEEP_FIFO not in modes:
+        modes.append(DEEP_FIFO)
     if not modes or len(set(modes)) != len(modes):
         raise ConfigError("--modes needs distinct modes")
     sweep_param: Optional[str] = None
@@ -865,12 +956,19 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     if ns.ring_size < 0:
         raise ConfigError("--ring-size must be positive")
     ring = ns.ring_size or auto_ring_size(ns.ros, fragment, mss, ns.pus)
+    hog_ring = (ns.ring_size or auto_ring_size(ns.ros, fragment * hog, mss,
+                                               ns.pus)) if hog else 0
     byte_shaping = ns.shaper == "bytes" and ns.poll_interval < 0
     if fabric and not byte_shaping:
         raise ConfigError("--topology fabric shapes daqrings by bytes "
                           "(each ring gets its share of the HLT host's "
                           "link as max-rate): --shaper packets and "
                           "--poll-interval are not supported")
+    if dcms_per_host > 1 and not byte_shaping:
+        raise ConfigError("--dcms-per-host %d: the daqrings of a shared "
+                          "link share its rate by bytes (max-rate): "
+                          "--shaper packets and --poll-interval are not "
+                          "supported" % dcms_per_host)
     if ns.ring_rate_fraction is None:
         ns.ring_rate_fraction = (BYTES_RATE_FRACTION if byte_shaping
                                  else PACKETS_RATE_FRACTION)
@@ -933,8 +1031,10 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                           "one more for the hosts" % host.cpus)
 
     binaries = resolve_binaries(ns.ovs_build, ns.vswitchd)
-    use_huge = ns.hugepages != "off" and (not fabric
-                                          or ns.fabric_dpdk == "on")
+    # A run of deep-fifo modes alone starts no DPDK switch.
+    dpdk = fabric or any(m != DEEP_FIFO for m in modes)
+    use_huge = dpdk and ns.hugepages != "off" and (
+        not fabric or ns.fabric_dpdk == "on")
     check_congestion_control(ns.congestion_control,
                              available_congestion_control()
                              if check_env else None)
@@ -942,9 +1042,10 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         if not host.is_root:
             raise ConfigError("must run as root (namespaces, veths, qdiscs, "
                               "DPDK)")
-        for path in (binaries.vswitchd, binaries.ovsdb_server,
-                     binaries.ovsdb_tool, binaries.vsctl, binaries.ofctl,
-                     binaries.appctl):
+        tools = (binaries.vswitchd, binaries.ovsdb_server,
+                 binaries.ovsdb_tool, binaries.vsctl, binaries.ofctl,
+                 binaries.appctl)
+        for path in tools if dpdk else ():
             if not os.access(path, os.X_OK):
                 hint = ""
                 if ns.vswitchd is None and ns.ovs_build is None:
@@ -952,9 +1053,9 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                             "or use --vswitchd /usr/lib/openvswitch-switch-"
                             "dpdk/ovs-vswitchd-dpdk)")
                 raise ConfigError("%s: not an executable%s" % (path, hint))
-        if not os.path.isfile(binaries.schema):
+        if dpdk and not os.path.isfile(binaries.schema):
             raise ConfigError("%s: schema not found" % binaries.schema)
-        for tool in ("ip", "tc", "ethtool"):
+        for tool in ("ip", "tc", "ethtool", "bridge"):
             if shutil.which(tool) is None and not os.access(
                     "/usr/sbin/" + tool, os.X_OK):
                 raise ConfigError("%s not found (install iproute2, ethtool)"
@@ -966,7 +1067,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                          % (host.hugepages_free_mb, ns.socket_mem,
                             "" if ns.hugepages == "require" else
                             " (--no-huge if that fails)"))
-    if host.other_vswitchd:
+    if host.other_vswitchd and dpdk:
         notes.append("another ovs-vswitchd is running (%s): it may share "
                      "the PMD core and skew the results"
                      % ", ".join(host.other_vswitchd))
@@ -994,12 +1095,38 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         dry_run=ns.dry_run, notes=notes,
         flow_buckets=_flow_buckets(ns.flow_buckets),
         host_rps=ns.host_rps, congestion_control=ns.congestion_control,
-        topology=ns.topology, hlt_hosts=ns.hlt_hosts, spines=ns.spines,
+        topology=ns.topology,
+        hlt_hosts=ns.hlt_hosts if fabric else links, spines=ns.spines,
         planes=ns.planes, ros_leaves=ns.ros_leaves,
         fabric_db_members=ns.fabric_db_members,
         ring_sharing=ns.ring_sharing, fabric_dpdk=ns.fabric_dpdk == "on",
         failover=parse_failover(ns.failover, ns.spines) if fabric
-        else (0.0, 0.0))
+        else (0.0, 0.0), deep_limits=deep_limits, hog=hog,
+        hog_ring_size=hog_ring)
+
+
+def parse_deep_limits(text: Optional[str]) -> List[str]:
+    """--deep-limit LIST: each value "auto", "auto/N" (N >= 1) or a size
+    of at least a full frame; ["auto"] when not given."""
+    if text is None:
+        return ["auto"]
+    out = []
+    for v in (x.strip() for x in text.split(",")):
+        if v == "auto" or re.fullmatch(r"auto/[1-9][0-9]{0,5}", v):
+            out.append(v)
+            continue
+        try:
+            n = parse_size(v)
+        except ConfigError:
+            n = -1
+        if n < MIN_LINK_BUFFER:
+            raise ConfigError("bad --deep-limit value %r: auto, auto/N or "
+                              "a size of at least %d bytes (e.g. 4MiB)"
+                              % (v, MIN_LINK_BUFFER))
+        out.append(str(n))
+    if len(set(out)) != len(out):
+        raise ConfigError("--deep-limit needs distinct values")
+    return out
 
 
 def parse_failover(text: str, spines: int) -> Tuple[float, float]:

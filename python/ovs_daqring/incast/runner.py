@@ -15,12 +15,14 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import VERSION
-from .config import (SWEEP_PARAMS, Config, ConfigError, build_parser,
-                     format_rate, validate)
-from .stats import (SCHEMA, busy_time, counter_delta, format_table,
+from .config import (DEEP_FIFO, SWEEP_PARAMS, Config, ConfigError,
+                     build_parser, format_rate, validate)
+from .stats import (SCHEMA, busy_time, counter_delta, cpu_per_byte,
+                    dcm_figures, format_shared, format_table,
                     ideal_collection_time, ideal_goodput, link_split,
-                    link_words, payload_efficiency, summarize_mode,
-                    summarize_times, validate_results)
+                    link_words, others_latency, parse_proc_stat,
+                    payload_efficiency, summarize_mode, summarize_times,
+                    validate_results)
 from ..daqctl.model import ring_drain_s
 from .. import hugepages
 from ..hosts import probe_host
@@ -29,7 +31,7 @@ from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
                        stop_process)
 from .switch import (STATS_INTERVAL, ModeUnavailable, Switch,
                      program_daqrings, remove_daqrings)
-from .topology import ROS_PORT, Plan, Topology, make_plan
+from .topology import DEEP_BRIDGE, ROS_PORT, Plan, Topology, make_plan
 
 AGENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       "agents.py")
@@ -107,6 +109,11 @@ def mode_runs(cfg: Config) -> List[Tuple[str, Dict[str, Any], str]]:
     runs = []
     swept = SWEEP_PARAMS[cfg.sweep_param][0] if cfg.sweep_param else None
     for mode in cfg.modes:
+        if mode == DEEP_FIFO:
+            for spec in cfg.deep_limits:
+                runs.append((mode, {"deep_limit": spec},
+                             deep_label(spec, cfg.deep_limits)))
+            continue
         if mode != swept:
             runs.append((mode, params(mode), mode))
             continue
@@ -114,7 +121,38 @@ def mode_runs(cfg: Config) -> List[Tuple[str, Dict[str, Any], str]]:
         for v in cfg.sweep_values:
             runs.append((mode, params(mode, **{cfg.sweep_param: v}),
                          "%s %s=%d" % (mode, cfg.sweep_param, v)))
-    return runs
+    # The deep-FIFO peer's runs first: its bridge takes the veths that
+    # the DPDK switch's af_packet ports would otherwise read, and the
+    # switch starts (once) after them.
+    runs.sort(key=lambda r: r[0] != DEEP_FIFO)
+    if cfg.dcms_per_host > 1:
+        for _, p, _ in runs:
+            if "ring_size" in p:
+                share_ring(cfg, p)
+    if not cfg.hog:
+        return runs
+    # Every run twice: without the hog, then with it.
+    return [(m, dict(p, hog=hog), label + (" +hog" if hog else ""))
+            for m, p, label in runs for hog in (False, True)]
+
+
+def deep_label(spec: str, specs: Sequence[str]) -> str:
+    """The label of the deep-FIFO run with queue limit SPEC."""
+    if specs == ["auto"]:
+        return DEEP_FIFO
+    return "%s limit=%s" % (DEEP_FIFO, spec)
+
+
+def share_ring(cfg: Config, p: Dict[str, Any]) -> None:
+    """The daqring parameters P of one of the DCMs that share a link,
+    with the fabric's sharing policy (incast/fabric.py, ring_params():
+    'static', each of the K rings gets the link's ring rate / K and
+    max-burst / K)."""
+    from .fabric import ring_params
+    shared = ring_params(cfg, "daqring")
+    for k in ("max_burst", "max_rate_bps", "rate_bps", "flow_buckets",
+              "sharing"):
+        p[k] = shared[k]
 
 
 class Runner:
@@ -134,6 +172,8 @@ class Runner:
         # Each host namespace's TCP congestion control, as read back.
         self.hosts_cc: Dict[str, str] = {}
         self.switch: Optional[Switch] = None
+        # A deep-fifo run's bridge is up (its counters, not the switch's).
+        self.bridge = False
         ideal_bps = ideal_goodput(cfg.link_rate_bps, cfg.fragment_size,
                                   cfg.mss, cfg.link_overhead)
         self.ideal = {
@@ -161,8 +201,17 @@ class Runner:
                          cfg.link_overhead, cfg.rps_cpus, cfg.rps_kinds,
                          cfg.congestion_control)
         self.hosts_cc = self.topo.congestion_control()
+        if DEEP_FIFO not in cfg.modes:
+            self.start_switch()
+        self.cleanup.push("stop agents", self._stop_agents)
+        self._start_ros()
+
+    def start_switch(self) -> None:
+        """The DPDK switch with every host's port, before the first run of
+        a mode other than deep-fifo (whose runs come first)."""
+        assert self.topo is not None and not self.bridge
         self.progress.show("starting ovs-vswitchd (DPDK)")
-        self.switch = Switch(cfg, self.plan, self.workdir, self.cleanup)
+        self.switch = Switch(self.cfg, self.plan, self.workdir, self.cleanup)
         self.switch.start()
         self.progress.show("adding %d DPDK af_packet ports"
                            % len(self.plan.hosts))
@@ -172,8 +221,6 @@ class Runner:
             raise RunError("ports failed: %s\n%s"
                            % (e, self.switch.log_tail()))
         self.switch.pin_macs(self.plan.hosts)
-        self.cleanup.push("stop agents", self._stop_agents)
-        self._start_ros()
 
     def _save_logs(self) -> None:
         assert self.cfg.log_dir
@@ -243,9 +290,9 @@ class Runner:
 
     def _start_ros(self) -> None:
         cfg = self.cfg
-        biggest = {"fixed": cfg.fragment_size,
-                   "uniform": cfg.fragment_size * 3 // 2 + 1,
-                   "exponential": cfg.fragment_size * 4}[cfg.fragment_dist]
+        size = cfg.fragment_size * max(1, cfg.hog)
+        biggest = {"fixed": size, "uniform": size * 3 // 2 + 1,
+                   "exponential": size * 4}[cfg.fragment_dist]
         cpus = ",".join(map(str, cfg.agent_cpus))
         procs = [self._agent(h.ns, ["ros", ",".join(h.ips), str(ROS_PORT),
                                     str(biggest), cpus,
@@ -259,7 +306,14 @@ class Runner:
 
     # ------------------------------------------------------------ counters
     def _snapshot(self) -> Snapshot:
-        assert self.topo and self.switch
+        assert self.topo
+        if self.bridge:
+            # The kernel's counters are current at once.
+            return {"ports": {},
+                    "qdisc": self.topo.qdisc_counters(every=True),
+                    "tcp": self.topo.tcp_counters(),
+                    "links": self.topo.link_counters(every=True)}
+        assert self.switch
         wait = self.last_traffic + STATS_INTERVAL - time.monotonic()
         if wait > 0:
             self.progress.show("waiting %.1f s for switch counters" % wait)
@@ -269,10 +323,42 @@ class Runner:
                 "tcp": self.topo.tcp_counters(),
                 "links": self.topo.link_counters()}
 
+    def _bridge_drops(self, before: Snapshot, after: Snapshot
+                      ) -> Dict[str, Any]:
+        """The deep-FIFO peer's drops, counted like the switch's:
+        switch_total is what the bridge's ports (the switch-side veths)
+        and the bridge itself dropped, qdisc what the egress FIFOs
+        dropped; per port and qdisc as for the switch."""
+        qdiscs = {v: counter_delta(before["qdisc"].get(v, {}), st)
+                  for v, st in after["qdisc"].items()}
+        links = {v: counter_delta(before["links"].get(v, {}), st)
+                 for v, st in after["links"].items()}
+        hosts = {h.port_name for h in self.plan.hosts} | {DEEP_BRIDGE}
+        ports: Dict[str, Dict[str, int]] = {}
+        total = 0
+        for name, d in links.items():
+            if name not in hosts:
+                continue
+            n = d.get("rx_dropped", 0) + d.get("tx_dropped", 0)
+            total += n
+            keep = {k: v for k, v in d.items() if v and "drop" in k}
+            if name in {h.port_name for h in self.plan.dcm_hosts}:
+                keep["tx_packets"] = d.get("tx_packets", 0)
+            if keep:
+                ports[name] = keep
+        return {"switch_total": total, "daqring": 0,
+                "qdisc": sum(q.get("drops", 0) for q in qdiscs.values()),
+                "af_packet_rx": 0, "ros_tx_per_dcm_rx": 0.0,
+                "where": "Linux bridge %s and its ports' qdiscs"
+                % DEEP_BRIDGE,
+                "ports": ports, "qdiscs": qdiscs, "hosts": links}
+
     def _drops(self, before: Snapshot, after: Snapshot) -> Dict[str, Any]:
+        if self.bridge:
+            return self._bridge_drops(before, after)
         rings = {self.plan.ring_name(d) for d in self.plan.dcms}
         hosts = {h.port_name for h in self.plan.hosts}
-        dcm_ports = {d.port_name for d in self.plan.dcms}
+        dcm_ports = {d.port_name for d in self.plan.dcm_hosts}
         ports: Dict[str, Dict[str, int]] = {}
         total = ring_drops = 0
         for name, st in after["ports"].items():
@@ -341,14 +427,15 @@ class Runner:
         }
 
     # ------------------------------------------------------------ modes
-    def _collect(self, label: str, credits: int) -> Dict[str, Any]:
+    def _collect(self, label: str, credits: int,
+                 hog: bool = False) -> Dict[str, Any]:
         cfg = self.cfg
         procs = []
         for d in self.plan.dcms:
             spec = {"ip": d.ips[0], "ros": self.plan.ros_ips,
                     "port": ROS_PORT, "credits": credits,
                     "seed": cfg.seed + d.index,
-                    "fragment_size": cfg.fragment_size,
+                    "fragment_size": cfg.fragment_of(d.index, hog),
                     "fragment_dist": cfg.fragment_dist,
                     "events": cfg.events, "pus": cfg.pus,
                     "warmup_events": cfg.warmup_events,
@@ -365,13 +452,16 @@ class Runner:
             if cfg.preempt_us[0]:
                 hog = self._hog()
             sched0 = self.pmd_schedstat()
+            stat0 = read_proc_stat()
             for p in procs:
                 assert p.stdin
                 p.stdin.write(b"GO\n")
                 p.stdin.flush()
             self.collecting(label, True)
             got = self._events(label, procs)
+            stat1 = read_proc_stat()
             sched1 = self.pmd_schedstat()
+            got["proc_stat"] = (stat0, stat1)
             # What the PMD got while events were collected (not while
             # the agents connected and warmed up).
             got["sched"] = (sched1[0] - sched0[0], sched1[1] - sched0[1])
@@ -467,8 +557,19 @@ class Runner:
         # Every event of every DCM (from its DCM's GO): what the goodput
         # of DCMs that share a link or a fabric is measured over.
         spans_all: List[Tuple[float, float]] = []
+        # Per DCM its times, bytes and absolute starts; per DCM host (an
+        # access link) the union of its DCMs' events.
+        per_dcm: List[Dict[str, Any]] = []
+        link_spans: Dict[str, List[Tuple[float, float]]] = {}
         for i in sorted(results):
             r = results[i]
+            go = r.get("t_go_ns", 0) / 1e9
+            starts = [go + s / 1e9 for s in r["start_ns"]]
+            dtimes = [t / 1e9 for t in r["times_ns"]]
+            per_dcm.append({"times": dtimes, "bytes": list(r["bytes"]),
+                            "starts": starts})
+            link_spans.setdefault(self.plan.dcms[i].ns, []).extend(
+                (a, a + t) for a, t in zip(starts, dtimes))
             times += [t / 1e9 for t in r["times_ns"]]
             nbytes += r["bytes"]
             first += [t / 1e9 for t in r["first_byte_ns"]]
@@ -494,7 +595,9 @@ class Runner:
                 "ros_read": ros_read, "ros_sent": ros_sent, "busy": busy,
                 "transfer": transfer, "transfer_bytes": transfer_bytes,
                 "read_lag": read_lag, "link_time": link_time,
-                "spans_all": spans_all}
+                "spans_all": spans_all, "per_dcm": per_dcm,
+                "link_busy": sum(busy_time(v)
+                                 for v in link_spans.values())}
 
     def pmd_schedstat(self) -> Tuple[int, int]:
         """The PMD threads' schedstat ((0, 0) without a DPDK switch)."""
@@ -506,7 +609,10 @@ class Runner:
                                   "status": "ok", "error": None,
                                   "params": params}
         t0 = time.monotonic()
-        self.progress.show("[%s] programming the switch" % label)
+        if self.switch is None and mode != DEEP_FIFO:
+            self.start_switch()
+        self.progress.show("[%s] programming the %s" % (
+            label, "bridge" if mode == DEEP_FIFO else "switch"))
         try:
             self.program(mode, params)
         except ModeUnavailable as e:
@@ -514,7 +620,8 @@ class Runner:
             return result
         try:
             before = self._snapshot()
-            got = self._collect(label, params.get("credits", 0))
+            got = self._collect(label, params.get("credits", 0),
+                                bool(params.get("hog")))
             after = self._snapshot()
             status = self.ring_status(mode)
             if status is not None:
@@ -525,11 +632,20 @@ class Runner:
         finally:
             self.unprogram(mode)
         times, nbytes = got["times"], got["bytes"]
+        # DCMs that share a link: goodput of the links, over the time
+        # each carried events of any of its DCMs.
+        shared = self.cfg.topology == "switch" and self.cfg.dcms_per_host > 1
         result.update(summarize_mode(times, nbytes,
                                      self.ideal["goodput_bps"],
                                      self.cfg.rto_threshold_s,
-                                     busy=got["busy"],
+                                     busy=(got["link_busy"] if shared
+                                           else got["busy"]),
                                      first_byte=got["first_byte"]))
+        self._shared_figures(result, got, shared, bool(params.get("hog")))
+        stat0, stat1 = got["proc_stat"]
+        result["cpu"] = cpu_per_byte(stat0, stat1,
+                                     os.sysconf("SC_CLK_TCK"), sum(nbytes))
+        result["cpu"]["dpdk_switch"] = mode != DEEP_FIFO
         result["tcp"] = self._tcp(before, after)
         result["drops"] = self._drops(before, after)
         run_ns, wait_ns = got["sched"]
@@ -557,6 +673,22 @@ class Runner:
         result["wall_s"] = time.monotonic() - t0
         return result
 
+    def _shared_figures(self, result: Dict[str, Any], got: Dict[str, Any],
+                        shared: bool, hog: bool) -> None:
+        """Per DCM goodput and percentiles; with DCMs that share a link,
+        the latency of the DCMs other than DCM 0 (the hog, in a run with
+        it), over all their events and over those that overlapped the
+        hog's."""
+        per = got["per_dcm"]
+        result["per_dcm"] = [
+            dict(dcm_figures(d["times"], d["bytes"], d["starts"]),
+                 dcm=self.plan.dcms[i].index, host=self.plan.dcms[i].ns,
+                 hog=hog and i == 0)
+            for i, d in enumerate(per)]
+        if shared:
+            result["others"] = others_latency(per, 0, hog)
+            result["hog"] = hog
+
     # The programming of a mode (a subclass programs another way).
     def program(self, mode: str, params: Dict[str, Any]) -> None:
         """Raises ModeUnavailable if the switch cannot run MODE."""
@@ -567,7 +699,29 @@ class Runner:
                              params["poll_interval_us"],
                              params["max_rate_bps"],
                              params["frame_overhead"],
-                             params["flow_buckets"])
+                             params["flow_buckets"],
+                             ring_sizes={
+                                 d.index: self.cfg.ring_size_of(d.index)
+                                 for d in self.plan.dcms}
+                             if self.cfg.hog else None)
+        elif mode == DEEP_FIFO:
+            if self.switch is not None:
+                raise ModeUnavailable("internal: a deep-fifo run after the "
+                                      "DPDK switch started")
+            assert self.topo
+            params["limits"] = self.deep_limits(params["deep_limit"])
+            self.topo.bridge_up(params["limits"])
+            self.bridge = True
+
+    def deep_limits(self, spec: str) -> Dict[str, int]:
+        """The queue limit in bytes of every bridge port's egress FIFO."""
+        cfg, plan = self.cfg, self.plan
+        out = {h.veth: cfg.deep_limit(spec, [d.index for d in
+                                             plan.dcms_of(h)])
+               for h in plan.dcm_hosts}
+        everyone = cfg.deep_limit(spec, [d.index for d in plan.dcms])
+        out.update({h.veth: everyone for h in plan.ros_hosts})
+        return out
 
     def ring_status(self, mode: str) -> Optional[Dict[str, object]]:
         if mode != "daqring":
@@ -580,6 +734,10 @@ class Runner:
         if mode == "daqring":
             assert self.switch
             remove_daqrings(self.switch, self.plan)
+        elif mode == DEEP_FIFO and self.bridge:
+            assert self.topo
+            self.topo.bridge_down()
+            self.bridge = False
 
     def run_all(self) -> Dict[str, Any]:
         self.setup()
@@ -593,14 +751,18 @@ class Runner:
             self.progress.done(
                 "[%s] %d events, goodput %.1f Mbit/s (%.1f%% of ideal),"
                 " p99 %.1f ms, first byte p50 %.0f us,%s %d TCP RTOs, %d "
-                "events >= %.0f ms, PMD had %.0f%% of its core"
+                "events >= %.0f ms, %s; machine CPU %.1f ns per byte"
                 % (label, r["events"], r["goodput_bps"] / 1e6,
                    100 * r["ideal_ratio"],
                    r["collection_time_s"]["p99"] * 1e3,
                    r["first_byte_s"]["p50"] * 1e6, link_words(r),
                    r["tcp"]["rto_timeouts"], r["timeouts"],
                    self.cfg.rto_threshold_s * 1e3,
-                   100 * r["pmd_cpu_share"]))
+                   "no PMD (Linux bridge)" if mode == DEEP_FIFO else
+                   "PMD had %.0f%% of its core" % (100 * r["pmd_cpu_share"]),
+                   r["cpu"]["ns_per_byte"]))
+            if mode == DEEP_FIFO:
+                continue
             if r.get("invalid_reason"):
                 self.cfg.notes.append("%s: not a valid result: %s"
                                       % (label, r["invalid_reason"]))
@@ -622,6 +784,17 @@ class Runner:
                      "values": self.cfg.sweep_values,
                      "labels": [m["label"] for m in self.modes
                                 if m["label"].endswith(ends)]}
+        elif len(self.cfg.deep_limits) > 1 and DEEP_FIFO in self.cfg.modes:
+            # The deep-FIFO limits as a sweep (the first DCM host's
+            # egress), for the plot; without the hog if there is one.
+            first = [d.index for d in self.plan.dcms_of(
+                self.plan.dcm_hosts[0])] if hasattr(self.plan,
+                                                    "dcm_hosts") else [0]
+            sweep = {"param": "deep-limit (bytes)", "mode": DEEP_FIFO,
+                     "values": [self.cfg.deep_limit(x, first)
+                                for x in self.cfg.deep_limits],
+                     "labels": [deep_label(x, self.cfg.deep_limits)
+                                for x in self.cfg.deep_limits]}
         host = probe_host()
         return {
             "schema": SCHEMA, "version": VERSION,
@@ -636,6 +809,11 @@ class Runner:
             "notes": self.cfg.notes,
             "ideal": self.ideal, "modes": list(self.modes), "sweep": sweep,
         }
+
+
+def read_proc_stat() -> Dict[str, Tuple[int, int]]:
+    with open("/proc/stat") as f:
+        return parse_proc_stat(f.read())
 
 
 def topology_dict(cfg: Config, plan: Plan,
@@ -696,6 +874,26 @@ def describe(cfg: Config, plan: Plan) -> str:
                 "%s (max-burst x 1518 x 8 / poll-interval), %s"
                 % (cfg.ring_size, cfg.max_burst, cfg.poll_interval_us,
                    format_rate(cfg.daqring_rate_bps), fairness_words(cfg)))
+    if cfg.topology == "switch" and cfg.dcms_per_host > 1:
+        from .fabric import ring_params
+        lines.append(
+            "shared links: %d DCMs per DCM host, %d host(s), one access "
+            "link each; events to all DCMs at once; ring sharing %s"
+            % (cfg.dcms_per_host, cfg.hlt_hosts,
+               ring_params(cfg, "daqring")["sharing"]))
+    if cfg.hog:
+        lines.append(
+            "hog: DCM 0's fragments %d x %d B (its ring-size %d); every "
+            "mode runs without the hog, then with it (+hog)"
+            % (cfg.hog, cfg.fragment_size, cfg.hog_ring_size))
+    if DEEP_FIFO in cfg.modes and hasattr(plan, "dcm_hosts"):
+        first = [d.index for d in plan.dcms_of(plan.dcm_hosts[0])]
+        lines.append(
+            "deep-fifo: Linux bridge %s, no DPDK switch; every egress a "
+            "deep FIFO (DCM links: tbf at the link's rate; ROS ports: "
+            "bfifo), limit %s (first DCM host's egress: %s)"
+            % (DEEP_BRIDGE, ", ".join(cfg.deep_limits), ", ".join(
+                "%d B" % cfg.deep_limit(x, first) for x in cfg.deep_limits)))
     lines.append("hosts' receive: %s" % (
         "RPS to CPU %s, off the PMD's, for %s (--host-rps %s)"
         % (",".join(map(str, cfg.rps_cpus)), " and ".join(
@@ -761,7 +959,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 raise ConfigError("--plot-dir needs matplotlib "
                                   "(apt-get install python3-matplotlib)")
         plan = make_plan(os.getpid(), cfg.ros, cfg.dcms, cfg.ros_per_host,
-                         cfg.port_frames)
+                         cfg.port_frames, cfg.dcms_per_host
+                         if cfg.topology == "switch" else 1)
         if cfg.topology == "fabric":
             from . import fabric
             fplan = fabric.make_fabric_plan(os.getpid(), cfg)
@@ -840,6 +1039,9 @@ def report(doc: Dict[str, Any], cfg: Config, ideal_bps: float,
     never a result) or the results do not match the schema."""
     print()
     print(format_table(doc["modes"], ideal_bps))
+    shared = format_shared(doc["modes"])
+    if shared:
+        print(shared)
     if cc_line(doc):
         print(cc_line(doc))
     for note in notes:

@@ -1,7 +1,7 @@
 """Statistics, the ideal-goodput model and the results schema (pure)."""
 
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 SCHEMA = "daq-incast/1"
 
@@ -181,6 +181,108 @@ def summarize_mode(times: Sequence[float], event_bytes: Sequence[int],
     })
 
 
+# ------------------------------------------------- shared links, CPU
+def overlapping(spans: Sequence[Sequence[float]],
+                intervals: Sequence[Sequence[float]]) -> List[int]:
+    """Indices of the (start, end) SPANS that overlap at least one of the
+    INTERVALS (touching ends count)."""
+    ivs = sorted((float(a), float(b)) for a, b in intervals)
+    out = []
+    for i, (a, b) in enumerate(spans):
+        if any(x <= b and a <= y for x, y in ivs):
+            out.append(i)
+    return out
+
+
+def dcm_figures(times: Sequence[float], event_bytes: Sequence[int],
+                starts: Sequence[float]) -> Dict[str, Any]:
+    """One DCM's events (collection times, bytes, absolute starts in
+    seconds): its goodput over the time it was collecting (the union of
+    its events) and its collection-time percentiles."""
+    spans = [(s, s + t) for s, t in zip(starts, times)]
+    return {"events": len(times), "bytes": sum(event_bytes),
+            "goodput_bps": goodput(event_bytes, times, busy_time(spans)),
+            "collection_time_s": summarize_times(times)}
+
+
+def others_latency(per_dcm: Sequence[Mapping[str, Any]], hog: int,
+                   hog_active: bool) -> Dict[str, Any]:
+    """The collection times of every DCM but HOG (per_dcm[i]: "times",
+    "starts", absolute seconds), and, when HOG_ACTIVE, those of their
+    events that overlapped one of the hog's (the other DCMs' latency
+    while the hog's events pass)."""
+    times: List[float] = []
+    spans: List[Tuple[float, float]] = []
+    for i, d in enumerate(per_dcm):
+        if i != hog:
+            times += list(d["times"])
+            spans += [(s, s + t) for s, t in zip(d["starts"], d["times"])]
+    if not times:
+        raise ValueError("no DCM besides the hog")
+    out: Dict[str, Any] = {"dcms": len(per_dcm) - 1,
+                           "all": summarize_times(times)}
+    if hog_active:
+        h = per_dcm[hog]
+        during = overlapping(spans, [(s, s + t) for s, t in
+                                     zip(h["starts"], h["times"])])
+        if during:
+            out["during_hog"] = summarize_times([times[i] for i in during])
+            out["during_hog"]["events"] = len(during)
+    return out
+
+
+# The states of a CPU line in /proc/stat, in order; guest time is part of
+# user (and guest_nice of nice) already.
+PROC_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq",
+                    "softirq", "steal")
+PROC_STAT_IDLE = ("idle", "iowait")
+
+
+def parse_proc_stat(text: str) -> Dict[str, Tuple[int, int]]:
+    """/proc/stat's cpu lines as {"cpu": (busy, total), "cpu0": ...} in
+    clock ticks (USER_HZ); busy is everything but idle and iowait."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts or not parts[0].startswith("cpu"):
+            continue
+        vals = dict(zip(PROC_STAT_FIELDS, (int(x) for x in parts[1:9])))
+        if len(vals) < 4:
+            raise ValueError("short /proc/stat line: %r" % line)
+        total = sum(vals.values())
+        idle = sum(vals.get(k, 0) for k in PROC_STAT_IDLE)
+        out[parts[0]] = (total - idle, total)
+    if "cpu" not in out:
+        raise ValueError("no cpu line in /proc/stat")
+    return out
+
+
+def cpu_per_byte(before: Mapping[str, Tuple[int, int]],
+                 after: Mapping[str, Tuple[int, int]], ticks_per_s: float,
+                 delivered: int) -> Dict[str, Any]:
+    """The whole machine's CPU time between two parse_proc_stat() reads,
+    per byte of event data DELIVERED: busy CPU seconds of every CPU
+    together (the PMD's busy polling, the bridge's forwarding in the
+    senders' system calls and softirqs, the agents, and whatever else
+    ran), the share of the CPUs' time that was busy, per CPU, and
+    nanoseconds of CPU per delivered byte."""
+    if delivered <= 0:
+        raise ValueError("no bytes delivered")
+    if ticks_per_s <= 0:
+        raise ValueError("clock ticks per second must be positive")
+    busy = after["cpu"][0] - before["cpu"][0]
+    total = after["cpu"][1] - before["cpu"][1]
+    per = {}
+    for k in sorted(after):
+        if k != "cpu" and k in before:
+            t = after[k][1] - before[k][1]
+            per[k] = (after[k][0] - before[k][0]) / t if t > 0 else 0.0
+    return {"busy_s": busy / ticks_per_s, "cpus_s": total / ticks_per_s,
+            "busy_share": busy / total if total > 0 else 0.0,
+            "per_cpu_busy_share": per, "delivered_bytes": delivered,
+            "ns_per_byte": busy / ticks_per_s * 1e9 / delivered}
+
+
 # ---------------------------------------------------------------- schema
 # A deliberately small schema checker (stdlib only): key -> type, nested
 # dicts describe sub-objects.  Lists of modes are checked element-wise.
@@ -281,6 +383,49 @@ def format_table(modes: Sequence[Mapping[str, Any]],
                  "long); RTOs: the kernel's TCP retransmission timeouts in "
                  "all namespaces (TcpExt.TCPTimeouts); sw-drop: rx+tx dropped "
                  "on the hosts' switch ports, including frames their "
-                 "af_packet RX rings had no room for; ring-dr: daqring "
-                 "full; qdisc: tbf drops (refusals af_packet retries)")
+                 "af_packet RX rings had no room for (deep-fifo: the "
+                 "bridge's ports); ring-dr: daqring full; qdisc: tbf "
+                 "drops (refusals af_packet retries; deep-fifo: every "
+                 "egress FIFO's drops, real losses)")
+    return "\n".join(lines)
+
+
+def format_shared(modes: Sequence[Mapping[str, Any]]) -> str:
+    """The whole machine's CPU per delivered byte of every mode run, and
+    with several DCMs each DCM's goodput and percentiles and the other
+    DCMs' latency next to the hog's events ("" if nothing to show)."""
+    ok = [m for m in modes if m.get("status") == "ok"]
+    lines = []
+    cpu = [m for m in ok if m.get("cpu")]
+    if cpu:
+        w = max(len(m["label"]) for m in cpu)
+        lines.append("CPU of the whole machine per delivered byte "
+                     "(/proc/stat, every process; a PMD polls its core "
+                     "all the time):")
+        for m in cpu:
+            c = m["cpu"]
+            lines.append("  %-*s %7.2f ns/B  (%.0f%% of %.1f CPU-seconds "
+                         "busy)" % (w, m["label"], c["ns_per_byte"],
+                                    100 * c["busy_share"], c["cpus_s"]))
+    per = [m for m in ok if len(m.get("per_dcm", [])) > 1]
+    if per:
+        lines.append("per DCM: goodput Mbit/s, collection time p50/p99 "
+                     "ms (others: every DCM but DCM 0; during hog: their "
+                     "events that overlapped one of the hog's)")
+        for m in per:
+            cells = ["dcm%d%s %.1f %.1f/%.1f"
+                     % (d["dcm"], "(hog)" if d.get("hog") else "",
+                        d["goodput_bps"] / 1e6,
+                        d["collection_time_s"]["p50"] * 1e3,
+                        d["collection_time_s"]["p99"] * 1e3)
+                     for d in m["per_dcm"]]
+            lines.append("  %s: %s" % (m["label"], "; ".join(cells)))
+            o = m.get("others")
+            if o:
+                text = "    others p99 %.1f ms" % (o["all"]["p99"] * 1e3)
+                if "during_hog" in o:
+                    text += ", during hog %.1f ms (%d events)" % (
+                        o["during_hog"]["p99"] * 1e3,
+                        o["during_hog"]["events"])
+                lines.append(text)
     return "\n".join(lines)

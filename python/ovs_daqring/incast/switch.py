@@ -6,7 +6,7 @@ import os
 import shutil
 import sys
 import time
-from typing import Dict, List, Set
+from typing import Dict, List, Optional, Set
 
 from .. import hugepages, tool_path
 from ..daqctl.model import FLOW_BUCKETS_DEFAULT
@@ -210,12 +210,14 @@ def daqctl(sw: Switch, *args: str, timeout: float = 120) -> str:
 def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
                      poll_us: int, max_rate: int = 0,
                      frame_overhead: int = 24,
-                     flow_buckets: int = FLOW_BUCKETS_DEFAULT
+                     flow_buckets: int = FLOW_BUCKETS_DEFAULT,
+                     ring_sizes: Optional[Dict[int, int]] = None
                      ) -> Dict[str, int]:
     """Per DCM a daqring, priority=100 ip,nw_dst=DCM -> ring and
     priority=101 in_port=ring -> DCM port, through ovs-daqctl (one OVSDB
     transaction, one OpenFlow bundle); NORMAL (priority 0) stays for
-    everything else.  Raises ModeUnavailable if the switch has no daqring
+    everything else.  RING_SIZES: per DCM index a ring size other than
+    RING_SIZE.  Raises ModeUnavailable if the switch has no daqring
     support or refuses the map."""
     types = sw.iface_types()
     if "daqring" not in types:
@@ -223,9 +225,12 @@ def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
             "this ovs-vswitchd does not support type=daqring (it offers: "
             "%s); build the patched tree or pass --ovs-build"
             % ", ".join(sorted(t for t in types if t)))
-    dcms = [{"name": plan.ring_name(d), "ip": d.ips[0],
-             "egress": d.port_name, "ofport": plan.ring_ofport(d)}
-            for d in plan.dcms]
+    dcms: List[Dict[str, object]] = [
+        {"name": plan.ring_name(d), "ip": d.ips[0], "egress": d.port_name,
+         "ofport": plan.ring_ofport(d)} for d in plan.dcms]
+    for d, entry in zip(plan.dcms, dcms):
+        if ring_sizes and ring_sizes.get(d.index, ring_size) != ring_size:
+            entry["ring-size"] = ring_sizes[d.index]
     defaults: Dict[str, object] = {"ring-size": ring_size,
                                    "max-burst": max_burst,
                                    "flow-buckets": flow_buckets}

@@ -79,6 +79,15 @@ class Plan:
     tag: str
     dcms: List[Host]
     ros_hosts: List[Host]
+    # The DCMs' hosts, one namespace and access link each: the DCMs
+    # themselves unless several share a host (--dcms-per-host), whose
+    # DCM entries then name the host's namespace, veth and MAC with one
+    # address each.
+    dcm_hosts: List[Host] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.dcm_hosts:
+            self.dcm_hosts = list(self.dcms)
 
     @property
     def switch_ns(self) -> str:
@@ -89,7 +98,7 @@ class Plan:
 
     @property
     def hosts(self) -> List[Host]:
-        return self.dcms + self.ros_hosts
+        return self.dcm_hosts + self.ros_hosts
 
     @property
     def ros_ips(self) -> List[str]:
@@ -101,35 +110,56 @@ class Plan:
     def ring_ofport(self, dcm: Host) -> int:
         return RING_OFPORT_BASE + dcm.index
 
+    def dcms_of(self, host: Host) -> List[Host]:
+        """The DCMs on a DCM host (behind its access link)."""
+        return [d for d in self.dcms if d.veth == host.veth]
+
 
 def ros_ip(i: int) -> str:
     return "%s.%d.%d" % (NET, 1 + i // 250, 1 + i % 250)
 
 
 def make_plan(pid: int, ros: int, dcms: int, per_host: int,
-              dcm_frames: int = 0) -> Plan:
+              dcm_frames: int = 0, dcms_per_host: int = 1) -> Plan:
     """Names, addresses and port numbers; nothing is created.  Namespaces
-    are dqi<pid>-sw (the switch), dqi<pid>-dcmN and dqi<pid>-rosN;
-    switch-side veths dq<pid>dN / dq<pid>rN (at most 15 characters), host
-    side e0; DCMs 10.77.0.N, ROS 10.77.1.N..."""
+    are dqi<pid>-sw (the switch), dqi<pid>-dcmN (or, with several DCMs
+    per host, dqi<pid>-hltN holding DCMs N*K .. N*K+K-1) and
+    dqi<pid>-rosN; switch-side veths dq<pid>dN / dq<pid>rN (at most 15
+    characters), host side e0; DCMs 10.77.0.N, ROS 10.77.1.N..."""
     if len("dq%dr%d" % (pid, ros)) > 15:
         raise ValueError("pid %d too long for interface names" % pid)
+    if dcms_per_host < 1 or dcms % dcms_per_host:
+        raise ValueError("%d DCMs do not fill hosts of %d"
+                         % (dcms, dcms_per_host))
     tag = "dqi%d" % pid
-    d_hosts, r_hosts = [], []
-    for d in range(dcms):
-        d_hosts.append(Host(
-            kind="dcm", index=d, ns="%s-dcm%d" % (tag, d),
-            veth="dq%dd%d" % (pid, d), mac="02:77:00:00:00:%02x" % (d + 1),
-            ips=["%s.0.%d" % (NET, d + 1)], ofport=d + 1,
-            frames=dcm_frames))
+    d_hosts, hlt, r_hosts = [], [], []
+    n_hosts = dcms // dcms_per_host
+    for k in range(n_hosts):
+        ids = range(k * dcms_per_host, (k + 1) * dcms_per_host)
+        host = Host(
+            kind="dcm", index=k,
+            ns="%s-%s%d" % (tag, "dcm" if dcms_per_host == 1 else "hlt", k),
+            veth="dq%dd%d" % (pid, k), mac="02:77:00:00:00:%02x" % (k + 1),
+            ips=["%s.0.%d" % (NET, d + 1) for d in ids], ofport=k + 1,
+            frames=dcm_frames)
+        hlt.append(host)
+        if dcms_per_host == 1:
+            d_hosts.append(host)
+            continue
+        for d in ids:
+            d_hosts.append(Host(
+                kind="dcm", index=d, ns=host.ns, veth=host.veth,
+                mac=host.mac, ips=["%s.0.%d" % (NET, d + 1)],
+                ofport=host.ofport, frames=dcm_frames))
     for j, first in enumerate(range(0, ros, per_host)):
         ids = list(range(first, min(ros, first + per_host)))
         r_hosts.append(Host(
             kind="ros", index=j, ns="%s-ros%d" % (tag, j),
             veth="dq%dr%d" % (pid, j),
             mac="02:77:00:00:%02x:%02x" % (1 + j // 256, j % 256),
-            ips=[ros_ip(i) for i in ids], ofport=dcms + j + 1, ros_ids=ids))
-    return Plan(tag=tag, dcms=d_hosts, ros_hosts=r_hosts)
+            ips=[ros_ip(i) for i in ids], ofport=n_hosts + j + 1,
+            ros_ids=ids))
+    return Plan(tag=tag, dcms=d_hosts, ros_hosts=r_hosts, dcm_hosts=hlt)
 
 
 def rps_mask(cpus: Sequence[int]) -> str:
@@ -157,6 +187,41 @@ def tbf_command(ns: str, veth: str, rate_bps: int, burst: int, limit: int,
         cmd += ["stab", "overhead", str(overhead), "linklayer", "ethernet"]
     return cmd + ["tbf", "rate", "%dbit" % rate_bps, "burst", str(burst),
                   "limit", str(limit)]
+
+
+# The deep-FIFO peer's Linux bridge, in the run's switch namespace.
+DEEP_BRIDGE = "dqbr0"
+
+
+def bridge_batch(plan: Plan, name: str) -> str:
+    """`ip -batch` input that creates bridge NAME (no STP, so ports
+    forward at once; no multicast snooping; addresses never age out: the
+    hosts' are static entries) and makes every host veth its port."""
+    lines = ["link add %s type bridge stp_state 0 forward_delay 0 "
+             "ageing_time 100000 mcast_snooping 0" % name]
+    lines += ["link set %s master %s" % (h.veth, name) for h in plan.hosts]
+    lines.append("link set %s up" % name)
+    return "".join(line + "\n" for line in lines)
+
+
+def deep_fifo_command(ns: str, host: Host, limit: int, rate_bps: int,
+                      burst: int, overhead: int) -> List[str]:
+    """The deep FIFO on a bridge port's egress: a DCM host's access link
+    keeps its rate (tbf, counting frames as the shallow link does) with
+    LIMIT bytes of queue; a ROS port has no rate of its own here (nor on
+    the DPDK switch) and gets a bfifo of LIMIT bytes."""
+    if host.kind == "dcm":
+        return tbf_command(ns, host.veth, rate_bps, burst, limit, overhead)
+    return ["tc", "-n", ns, "qdisc", "replace", "dev", host.veth, "root",
+            "bfifo", "limit", str(limit)]
+
+
+def qdisc_row(data: List[Dict[str, object]]) -> Dict[str, int]:
+    """The counters of the root qdisc in `tc -s -j qdisc show dev X`
+    output (zeros for a device without one)."""
+    root = next((q for q in data if q.get("root")), data[0] if data else {})
+    return {k: int(root.get(k, 0)) for k in       # type: ignore
+            ("packets", "bytes", "drops", "overlimits", "requeues")}
 
 
 class Topology:
@@ -219,8 +284,51 @@ class Topology:
             raise RunError("TCP congestion control is not %s in %s"
                            % (congestion_control, ", ".join(
                                "%s (%s)" % kv for kv in wrong.items())))
-        for d in self.plan.dcms:
-            run(tbf_command(sw, d.veth, rate_bps, burst, limit, overhead))
+        self.link = (rate_bps, burst, limit, overhead)
+        self.shallow_links()
+
+    def shallow_links(self) -> None:
+        """The DCM hosts' access links as a ToR port has them: the link's
+        rate and a shallow buffer (a tbf on each DCM host's veth)."""
+        rate_bps, burst, limit, overhead = self.link
+        for d in self.plan.dcm_hosts:
+            run(tbf_command(self.plan.switch_ns, d.veth, rate_bps, burst,
+                            limit, overhead))
+
+    # ------------------------------------------------------------ bridge
+    def bridge_up(self, limits: Dict[str, int]) -> None:
+        """The deep-buffer peer: every host veth a port of a Linux bridge
+        (DEEP_BRIDGE, in the switch's namespace) with static MAC entries,
+        and a deep FIFO on every egress: the DCM hosts' links keep their
+        rate (tbf) with LIMITS[veth] bytes of queue, the ROS' ports get a
+        bfifo of LIMITS[veth] bytes.  The veths must not be ports of the
+        DPDK switch meanwhile (its af_packet sockets would see every frame
+        too)."""
+        sw = self.plan.switch_ns
+        self.cleanup.push("remove the deep-FIFO bridge",
+                          lambda: self.bridge_down(restore=False))
+        run(["ip", "-n", sw, "-batch", "-"], input=bridge_batch(
+            self.plan, DEEP_BRIDGE))
+        run(["bridge", "-n", sw, "-batch", "-"], input="".join(
+            "fdb replace %s dev %s master static\n" % (h.mac, h.veth)
+            for h in self.plan.hosts))
+        rate_bps, burst, _, overhead = self.link
+        for h in self.plan.hosts:
+            run(deep_fifo_command(sw, h, limits[h.veth], rate_bps, burst,
+                                  overhead))
+
+    def bridge_down(self, restore: bool = True) -> None:
+        """Removes the bridge (if any) and the ROS ports' FIFOs; with
+        RESTORE the DCM hosts' links get their shallow buffer back."""
+        sw = self.plan.switch_ns
+        if not os.path.exists("/run/netns/" + sw):
+            return
+        run(["ip", "-n", sw, "link", "del", DEEP_BRIDGE], check=False)
+        for h in self.plan.ros_hosts:
+            run(["tc", "-n", sw, "qdisc", "del", "dev", h.veth, "root"],
+                check=False)
+        if restore:
+            self.shallow_links()
 
     def _allow(self, cc: str) -> Callable[[], None]:
         """A namespace other than the machine's may make its default only
@@ -294,46 +402,52 @@ class Topology:
             out[h.ns] = parse_snmp(text)
         return out
 
-    def qdisc_counters(self) -> Dict[str, Dict[str, int]]:
+    def qdisc_counters(self, every: bool = False
+                       ) -> Dict[str, Dict[str, int]]:
+        """The root qdisc's counters of every DCM host's veth (EVERY: of
+        every host's veth, the ROS' too, as the deep-FIFO peer has a
+        FIFO on each; a veth without a qdisc counts zeros)."""
         out = {}
-        for d in self.plan.dcms:
+        hosts = self.plan.hosts if every else self.plan.dcm_hosts
+        for d in hosts:
             data = json.loads(run(["tc", "-n", self.plan.switch_ns, "-s",
                                    "-j", "qdisc", "show", "dev", d.veth])
                               or "[]")
-            root = next((q for q in data if q.get("root")),
-                        data[0] if data else {})
-            out[d.veth] = {k: int(root.get(k, 0)) for k in
-                           ("packets", "bytes", "drops", "overlimits",
-                            "requeues")}
+            out[d.veth] = qdisc_row(data)
         return out
 
-    def link_counters(self) -> Dict[str, Dict[str, int]]:
+    def link_counters(self, every: bool = False
+                      ) -> Dict[str, Dict[str, int]]:
         """Kernel counters of the veths: drops at both ends of the DCMs'
         links, and for every host the packets its switch-side veth
         received from the host (rx_packets).  The DPDK af_packet port
         reads them from a socket ring; what does not fit that ring the
         kernel drops without any interface or ethdev counter (DPDK 22.11
         reports no imissed for af_packet), so runner.py compares this
-        count with the port's rx_packets in ovs-vswitchd."""
+        count with the port's rx_packets in ovs-vswitchd.  EVERY (the
+        deep-FIFO peer): drops and packets sent of every veth, and of the
+        bridge while it exists."""
         out: Dict[str, Dict[str, int]] = {}
         veths = {h.veth for h in self.plan.hosts}
-        dcm_veths = {d.veth for d in self.plan.dcms}
+        dcm_veths = {d.veth for d in self.plan.dcm_hosts}
         for link in json.loads(run(["ip", "-n", self.plan.switch_ns, "-s",
                                     "-j", "link", "show"])):
             name = link.get("ifname")
-            if name not in veths:
+            if name not in veths and name != DEEP_BRIDGE:
                 continue
             st = link.get("stats64", {})
             row = {"rx_packets": int(st["rx"]["packets"])}
-            if name in dcm_veths:
+            if name in dcm_veths or name == DEEP_BRIDGE or every:
                 row.update(rx_dropped=int(st["rx"]["dropped"]),
-                           tx_dropped=int(st["tx"]["dropped"]))
+                           tx_dropped=int(st["tx"]["dropped"]),
+                           tx_packets=int(st["tx"]["packets"]))
             out[name] = row
-        for d in self.plan.dcms:
+        for d in self.plan.dcm_hosts:
             st = json.loads(run(["ip", "-n", d.ns, "-s", "-j", "link",
                                  "show", "dev", "e0"]))[0].get("stats64", {})
             out[d.ns + ":e0"] = {"rx_dropped": int(st["rx"]["dropped"]),
-                                 "tx_dropped": int(st["tx"]["dropped"])}
+                                 "tx_dropped": int(st["tx"]["dropped"]),
+                                 "rx_packets": int(st["rx"]["packets"])}
         return out
 
 
