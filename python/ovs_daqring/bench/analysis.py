@@ -12,6 +12,7 @@ from typing import (Any, Callable, Dict, List, Optional, Sequence,
                     Tuple)
 
 from .. import TOP
+from . import peers
 from .parse import profile_text
 
 
@@ -20,7 +21,7 @@ DEFAULT_OVS_BUILD = os.path.join(TOP, "ovs")
 STOCK_VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 STOCK_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 PARTS = ["hop", "scale", "waiting", "shaping", "fairness", "builds",
-         "incast"]
+         "incast", "peers"]
 LOW_SHARE = 0.90                 # PMD core shares below this are flagged
 LOG_KEEP = 2 << 20               # bytes of each switch log kept
 
@@ -53,6 +54,7 @@ TARGETS = {
     "incast_ratio_deep": "incast: daqring / stock goodput >= 10x at a "
                          "deeper collapse",
 }
+TARGETS.update(peers.TARGETS)
 
 
 # ================================================================ maths
@@ -360,6 +362,7 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
         for k in ("incast_ideal", "incast_credits", "incast_drops",
                   "incast_timeouts", "incast_ratio", "incast_ratio_deep"):
             add(k, note, None)
+    peers.peer_verdicts(res.get("peers"), add)
     return rows
 
 
@@ -812,6 +815,8 @@ def markdown(res: Dict[str, Any]) -> str:
         L.append("")
         L.append("Not completed: %s" % inc["error"])
         L.append("")
+    if res.get("peers", {}).get("points"):
+        L.extend(peers.markdown(res["peers"]))
 
     if res.get("notes"):
         L.append("## Notes")

@@ -36,6 +36,7 @@ from .analysis import (DEFAULT_OVS_BUILD, LOG_KEEP, PARTS, SCHEMA,
 from .parse import (parse_perf_report, parse_pmd_perf, parse_pmd_stats,
                     pmd_totals)
 from .parts import Parts
+from .peers import GRID, QUICK_POINTS, parse_points
 from .source import source_state
 from .switch import Build, Switch, build, tree_build
 
@@ -430,6 +431,9 @@ ovsdb-server, ovs-vswitchd in a network namespace of its own):
   builds    stock Debian ovs-vswitchd-dpdk vs unpatched base vs patched
             (-O2) vs -O3
   incast    utilities/daq-incast (stock / credits / daqring)
+  peers     daq-incast's daqring against its deep-buffer peer (a Linux
+            bridge with deep FIFOs) over a bounded grid, DCMs sharing a
+            link, a 10x hog
 
 and writes OUT/bench.json and OUT/summary.md, with the PMD thread's share
 of its core (schedstat) next to every number.""",
@@ -499,6 +503,18 @@ of its core (schedstat) next to every number.""",
                    "%(default)s)")
     g.add_argument("--skip-incast", action="store_true",
                    help="leave out the incast part")
+    g.add_argument("--peers-points", metavar="NAMES",
+                   help="peers: grid points, comma-separated, or all "
+                   "(default: all; quick: %s); the grid: %s"
+                   % (",".join(QUICK_POINTS), ", ".join(GRID)))
+    g.add_argument("--peers-runs", type=int, metavar="N",
+                   help="peers: daq-incast runs per point (default: 3, "
+                   "quick 1)")
+    g.add_argument("--peers-events", type=int, metavar="N",
+                   help="peers: events per DCM and mode (default: 40, "
+                   "quick 15)")
+    g.add_argument("--peers-args", metavar="ARGS",
+                   help="peers: more daq-incast arguments for every point")
 
     g = p.add_argument_group("switches")
     g.add_argument("--ovs-build", default=DEFAULT_OVS_BUILD, metavar="DIR",
@@ -620,6 +636,14 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         p.error("--shaping-rates must be within 1000..10^12 bit/s")
     if any(not 60 <= f <= 9000 for f in ns.shaping_frames):
         p.error("--shaping-frames must be within 60..9000 bytes")
+    try:
+        parse_points(ns.peers_points, ns.quick)
+    except ValueError as e:
+        p.error(str(e))
+    for name in ("peers_runs", "peers_events"):
+        v = getattr(ns, name)
+        if v is not None and v < 1:
+            p.error("--%s must be >= 1" % name.replace("_", "-"))
     if ns.repeats is not None and ns.repeats < 1:
         p.error("--repeats must be >= 1")
     if ns.window is not None and ns.window <= 0:

@@ -17,6 +17,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import tool_path
+from . import peers
 from ..process import RunError, die_with_parent, read_text, stop_process
 from .analysis import (delta, fmt_bps, hop_analysis, incast_analysis,
                        incast_summary, jain, opt_verdict, ratios,
@@ -710,6 +711,50 @@ class Parts:
                 out["deep"] = {"error": self.notes[-1], "modes": {},
                                "command": show(base + extra + deep)}
         out["analysis"] = incast_analysis(out)
+
+    # ---------------------------------------------------------- peers
+    def part_peers(self) -> None:
+        """The grid of bench/peers.py: per point and repeat one daq-incast
+        run of daqring and its deep-FIFO peer (and the hog, where the
+        point has one); repeats go through the points in alternating
+        order."""
+        runs = self.args.peers_runs or (1 if self.quick else 3)
+        names = peers.parse_points(self.args.peers_points, self.quick)
+        events = self.args.peers_events or (15 if self.quick else 40)
+        d = os.path.join(self.out, "peers")
+        os.makedirs(d, exist_ok=True)
+        base = [sys.executable, tool_path("daq-incast") or "daq-incast",
+                "--ovs-build", os.path.abspath(self.args.ovs_build),
+                "--pmd-cpu-mask", self.args.pmd_cpu_mask, "-q",
+                "--modes", "daqring,deep-fifo", "--events", str(events)]
+        base += shlex.split(self.args.peers_args or "")
+        out: Dict[str, Any] = {"dir": rel_top(d), "runs": runs,
+                               "events": events, "points": {},
+                               "grid": {n: {"what": peers.GRID[n][0],
+                                            "args": peers.GRID[n][1]}
+                                        for n in names}}
+        self.res["peers"] = out
+        figures: Dict[str, List[Dict[str, Any]]] = {n: [] for n in names}
+        for r in range(runs):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                self.say("peers %s, run %d/%d" % (name, r + 1, runs))
+                doc = self.incast_run(base + peers.GRID[name][1], d,
+                                      "%s-run%d" % (name, r + 1),
+                                      r == runs - 1)
+                f = peers.run_figures(doc)
+                if doc is None:
+                    f["error"] = self.notes[-1] if self.notes else \
+                        "no results"
+                figures[name].append(f)
+                if f.get("congestion_control"):
+                    out["congestion_control"] = f["congestion_control"]
+                self.say("peers %s run %d: %s" % (
+                    name, r + 1, f.get("error") or
+                    "daqring / deep FIFO goodput %.3f, p99 %.3f" % (
+                        f.get("goodput_ratio") or 0,
+                        f.get("p99_ratio") or 0)))
+                out["points"][name] = dict(peers.point_summary(
+                    figures[name]), runs=figures[name])
 
     def incast_preexec(self) -> None:
         """daq-incast places its own threads: give it all our CPUs back."""

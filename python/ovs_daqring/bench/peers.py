@@ -1,0 +1,293 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License.  You may obtain
+# a copy of the License at http://www.apache.org/licenses/LICENSE-2.0
+"""daq-bench part "peers": the daqring against its real alternatives, a
+deep-buffer switch (daq-incast's deep-fifo mode: a Linux bridge with a
+deep FIFO on every egress, its limit the memory the daqrings get in the
+same run, and smaller ones) and DCMs that share one link (with a hog
+whose events are 10x larger).
+
+Pure: the grid, what one daq-incast run shows, the verdicts and the
+summary's section.  parts.py runs it (Parts.part_peers)."""
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+# The bounded grid: named points of the issue's space (12-120 ROS, 16-128
+# KiB, 100 Mbit/s-1 Gbit/s, 1-8 DCMs per link), not its cross product.
+# Each point is one daq-incast invocation with modes daqring and
+# deep-fifo; the single-DCM points sweep the deep FIFO's limit.
+DEEP_SWEEP = "auto,auto/4,auto/16"
+GRID: Dict[str, Tuple[str, List[str]]] = {
+    "r12-16k-100m": ("12 ROS x 16 KiB, 100 Mbit/s, 1 DCM",
+                     ["--ros", "12", "--fragment-size", "16KiB",
+                      "--link-rate", "100mbit", "--deep-limit", DEEP_SWEEP]),
+    "r30-32k-200m": ("30 ROS x 32 KiB, 200 Mbit/s, 1 DCM (the demo's)",
+                     ["--ros", "30", "--fragment-size", "32KiB",
+                      "--link-rate", "200mbit", "--deep-limit", DEEP_SWEEP]),
+    "r60-64k-500m": ("60 ROS x 64 KiB, 500 Mbit/s, 1 DCM",
+                     ["--ros", "60", "--fragment-size", "64KiB",
+                      "--link-rate", "500mbit", "--deep-limit", DEEP_SWEEP]),
+    "r120-128k-1g": ("120 ROS x 128 KiB, 1 Gbit/s, 1 DCM",
+                     ["--ros", "120", "--fragment-size", "128KiB",
+                      "--link-rate", "1gbit", "--deep-limit", DEEP_SWEEP]),
+    "k2-r30-32k-200m": ("2 DCMs sharing a 200 Mbit/s link, 30 ROS x 32 KiB",
+                        ["--ros", "30", "--fragment-size", "32KiB",
+                         "--link-rate", "200mbit", "--dcms", "2",
+                         "--dcms-per-host", "2"]),
+    "k4-r30-32k-200m": ("4 DCMs sharing a 200 Mbit/s link, 30 ROS x 32 KiB",
+                        ["--ros", "30", "--fragment-size", "32KiB",
+                         "--link-rate", "200mbit", "--dcms", "4",
+                         "--dcms-per-host", "4"]),
+    "k8-r30-32k-200m": ("8 DCMs sharing a 200 Mbit/s link, 30 ROS x 32 KiB",
+                        ["--ros", "30", "--fragment-size", "32KiB",
+                         "--link-rate", "200mbit", "--dcms", "8",
+                         "--dcms-per-host", "8"]),
+    "hog4-r30-32k-200m": ("4 DCMs sharing a 200 Mbit/s link, 30 ROS x 32 "
+                          "KiB, DCM 0 a 10x hog",
+                          ["--ros", "30", "--fragment-size", "32KiB",
+                           "--link-rate", "200mbit", "--dcms", "4",
+                           "--dcms-per-host", "4", "--hog", "10"]),
+}
+QUICK_POINTS = ["r30-32k-200m", "hog4-r30-32k-200m"]
+HOG_RATIO = 1.2
+
+TARGETS = {
+    "peer_goodput": "deep-FIFO peer: daqring goodput >= the deep FIFO's "
+                    "(limit = the daqrings' memory) at every grid point, "
+                    "every run",
+    "peer_p99": "deep-FIFO peer: daqring collection-time p99 <= the deep "
+                "FIFO's at every grid point, every run",
+    "peer_hog": "shared link with a 10x hog: the other DCMs' p99 with "
+                "daqrings, while the hog's events pass, <= %.1f x their "
+                "p99 without the hog, every run" % HOG_RATIO,
+    "peer_cpu": "whole-machine CPU per delivered byte, daqring switch / "
+                "Linux bridge (measured, no threshold)",
+}
+
+
+def parse_points(text: Optional[str], quick: bool) -> List[str]:
+    """--peers-points: comma-separated names of GRID, "all", or (None)
+    the default: all, or QUICK_POINTS in a quick run.  Raises ValueError
+    for an unknown name."""
+    if text is None:
+        return list(QUICK_POINTS if quick else GRID)
+    if text.strip() == "all":
+        return list(GRID)
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in names if x not in GRID]
+    if bad or not names or len(set(names)) != len(names):
+        raise ValueError("--peers-points: %s: choose distinct points of %s"
+                         % (",".join(bad) or repr(text), ", ".join(GRID)))
+    return names
+
+
+def _mode_row(m: Dict[str, Any]) -> Dict[str, Any]:
+    row = {"label": m["label"], "goodput_bps": m["goodput_bps"],
+           "ideal_ratio": m["ideal_ratio"],
+           "p99_s": m["collection_time_s"]["p99"],
+           "p50_s": m["collection_time_s"]["p50"],
+           "rto_timeouts": m["tcp"]["rto_timeouts"],
+           "retrans_segs": m["tcp"]["retrans_segs"],
+           "drops": (m["drops"]["switch_total"] + m["drops"]["daqring"]
+                     + m["drops"]["qdisc"]),
+           "pmd_share": m.get("pmd_cpu_share"),
+           "cpu_ns_per_byte": (m.get("cpu") or {}).get("ns_per_byte")}
+    o = m.get("others")
+    if o:
+        row["others_p99_s"] = o["all"]["p99"]
+        if "during_hog" in o:
+            row["others_during_hog_p99_s"] = o["during_hog"]["p99"]
+    return row
+
+
+def run_figures(doc: Optional[Dict[str, Any]],
+                min_share: float = 0.9) -> Dict[str, Any]:
+    """What one daq-incast run of a grid point shows: every mode run's
+    figures by label, and the ratios judged: daqring / deep FIFO (the
+    equal-memory one, label "deep-fifo" or "deep-fifo limit=auto")
+    goodput, p99 and CPU per byte, without the hog; with a hog, each
+    mode's others' p99 during the hog over without it.  "error" says
+    why the run does not count (no results, a mode run failed, the
+    daqring's PMD had less than MIN_SHARE of its core)."""
+    if doc is None:
+        return {"error": "no results"}
+    out: Dict[str, Any] = {"modes": {}, "errors": []}
+    cc = doc.get("config", {}).get("congestion_control")
+    out["congestion_control"] = cc
+    for m in doc.get("modes", []):
+        if m.get("status") != "ok":
+            out["errors"].append("%s: %s" % (m.get("label"), m.get("error")))
+            continue
+        out["modes"][m["label"]] = _mode_row(m)
+        if m["mode"] == "daqring" and (m.get("pmd_cpu_share") or 0) \
+                < min_share:
+            out["errors"].append("%s: invalid, the PMD had %.0f%% of its "
+                                 "core" % (m["label"],
+                                           100 * (m.get("pmd_cpu_share")
+                                                  or 0)))
+    modes = out["modes"]
+    dq = modes.get("daqring")
+    deep = modes.get("deep-fifo") or modes.get("deep-fifo limit=auto")
+    if dq is None or deep is None:
+        out["errors"].append("no %s run" % ("daqring" if dq is None
+                                            else "deep-fifo (auto)"))
+    else:
+        out["goodput_ratio"] = (dq["goodput_bps"] / deep["goodput_bps"]
+                                if deep["goodput_bps"] else None)
+        out["p99_ratio"] = dq["p99_s"] / deep["p99_s"]
+        if dq["cpu_ns_per_byte"] and deep["cpu_ns_per_byte"]:
+            out["cpu_ratio"] = (dq["cpu_ns_per_byte"]
+                                / deep["cpu_ns_per_byte"])
+    hog = {}
+    for base in ("daqring", "deep-fifo", "deep-fifo limit=auto"):
+        a, b = modes.get(base), modes.get(base + " +hog")
+        if a and b and a.get("others_p99_s") \
+                and b.get("others_during_hog_p99_s"):
+            hog[base] = b["others_during_hog_p99_s"] / a["others_p99_s"]
+    if hog:
+        out["hog_ratio"] = hog
+    elif any(k.endswith(" +hog") for k in modes):
+        out["errors"].append("hog runs without the others' latency")
+    if out["errors"]:
+        out["error"] = "; ".join(out["errors"])
+    return out
+
+
+def point_summary(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """The runs of one grid point (run_figures() each): every ratio per
+    run, and how many runs count (no error)."""
+    ok = [r for r in runs if not r.get("error")]
+    out: Dict[str, Any] = {"asked": len(runs), "valid": len(ok),
+                           "errors": [r["error"] for r in runs
+                                      if r.get("error")]}
+    for key in ("goodput_ratio", "p99_ratio", "cpu_ratio"):
+        vals = [r[key] for r in ok if r.get(key) is not None]
+        if vals:
+            out[key] = vals
+    hog = [r["hog_ratio"] for r in ok if r.get("hog_ratio")]
+    if hog:
+        out["hog_ratio"] = {k: [h[k] for h in hog if k in h]
+                            for k in hog[0]}
+    return out
+
+
+def _fmt(vals: Sequence[float], fmt: str = "%.2f") -> str:
+    return "/".join(fmt % v for v in vals)
+
+
+def peer_verdicts(peers: Optional[Dict[str, Any]],
+                  add: Callable[..., None]) -> None:
+    """The rows of TARGETS.  Every run asked for counts: a run that failed,
+    is missing or invalid makes its target NOT met, whatever the others
+    show."""
+    points = (peers or {}).get("points") or {}
+    if not points:
+        why = "not run" if not peers else peers.get("error", "not run")
+        for k in TARGETS:
+            add(k, why, None)
+        return
+    cc = peers.get("congestion_control") or "?"
+
+    def judge(key: str, values: Callable[[Dict[str, Any]],
+                                         Optional[List[float]]],
+              ok: Callable[[float], bool], fmt: str,
+              hog: bool = False) -> None:
+        parts, met, judged = [], True, 0
+        for name, p in points.items():
+            if hog and "--hog" not in GRID.get(name, ("", []))[1]:
+                continue
+            if p["valid"] < p["asked"]:
+                met = False
+                judged += 1
+                parts.append("%s: FAILED %d of %d runs (%s)" % (
+                    name, p["asked"] - p["valid"], p["asked"],
+                    "; ".join(p["errors"][:2])))
+                continue
+            vals = values(p)
+            if not vals:
+                continue
+            judged += 1
+            met = met and all(ok(v) for v in vals)
+            parts.append("%s %s" % (name, _fmt(vals, fmt)))
+        if not judged:
+            add(key, "no point of the run measures it", None)
+            return
+        add(key, "%s (per run; TCP %s)" % ("; ".join(parts), cc), met)
+
+    judge("peer_goodput", lambda p: p.get("goodput_ratio"),
+          lambda v: v >= 1.0, "%.3f x")
+    judge("peer_p99", lambda p: p.get("p99_ratio"),
+          lambda v: v <= 1.0, "%.3f x")
+    judge("peer_hog", lambda p: (p.get("hog_ratio") or {}).get("daqring"),
+          lambda v: v <= HOG_RATIO, "%.2f x", hog=True)
+    cpu = ["%s %s" % (n, _fmt(p["cpu_ratio"], "%.2f x"))
+           for n, p in points.items() if p.get("cpu_ratio")]
+    add("peer_cpu", "; ".join(cpu) or "not measured", None)
+
+
+def markdown(peers: Dict[str, Any]) -> List[str]:
+    """The summary's section."""
+    L = ["## Against the alternatives: a deep-buffer peer, shared links",
+         ""]
+    L.append("Each grid point is one `daq-incast` run per repeat with "
+             "modes daqring and deep-fifo (a Linux bridge with a deep "
+             "FIFO on every egress: `deep-fifo` has the memory the "
+             "daqrings get in the same run, `limit=auto/N` 1/N of it).  "
+             "TCP congestion control: %s.  CPU: busy time of the whole "
+             "machine (/proc/stat) per delivered byte; the DPDK switch's "
+             "PMD polls its core all the time, the bridge forwards in the "
+             "senders' system calls.  Other developers' work on this "
+             "machine adds to every CPU figure and can take the PMD's "
+             "core: each daqring run's PMD share is listed, and a run "
+             "below 90%% does not count."
+             % peers.get("congestion_control", "?"))
+    L.append("")
+    L.append("| point | run | mode | goodput Mbit/s | % ideal | p50 ms | "
+             "p99 ms | others p99 ms | during hog | RTOs | drops | "
+             "CPU ns/B | PMD share |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, p in (peers.get("points") or {}).items():
+        for i, r in enumerate(p.get("runs", [])):
+            if r.get("error") and not r.get("modes"):
+                L.append("| %s | %d | error: %s |||||||||||" % (
+                    name, i + 1, r["error"]))
+                continue
+            for label, m in r.get("modes", {}).items():
+                L.append(
+                    "| %s | %d | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | "
+                    "%d | %d | %s | %s |" % (
+                        name, i + 1, label, m["goodput_bps"] / 1e6,
+                        100 * m["ideal_ratio"], m["p50_s"] * 1e3,
+                        m["p99_s"] * 1e3,
+                        "%.1f" % (m["others_p99_s"] * 1e3)
+                        if m.get("others_p99_s") else "",
+                        "%.1f" % (m["others_during_hog_p99_s"] * 1e3)
+                        if m.get("others_during_hog_p99_s") else "",
+                        m["rto_timeouts"], m["drops"],
+                        "%.2f" % m["cpu_ns_per_byte"]
+                        if m.get("cpu_ns_per_byte") else "",
+                        "%.0f%%" % (100 * m["pmd_share"])
+                        if m.get("pmd_share") else "no PMD"))
+            if r.get("error"):
+                L.append("| %s | %d | does not count: %s |||||||||||"
+                         % (name, i + 1, r["error"]))
+    L.append("")
+    for name, p in (peers.get("points") or {}).items():
+        bits = []
+        if p.get("goodput_ratio"):
+            bits.append("daqring / deep FIFO goodput %s x, p99 %s x"
+                        % (_fmt(p["goodput_ratio"], "%.3f"),
+                           _fmt(p.get("p99_ratio", []), "%.3f")))
+        for mode, v in (p.get("hog_ratio") or {}).items():
+            bits.append("%s: others' p99 with / without the hog %s x"
+                        % (mode, _fmt(v)))
+        if p.get("cpu_ratio"):
+            bits.append("CPU per byte daqring / bridge %s x"
+                        % _fmt(p["cpu_ratio"]))
+        L.append("- %s (%s; %d of %d runs count): %s." % (
+            name, GRID.get(name, ("?",))[0], p["valid"], p["asked"],
+            "; ".join(bits) or "no ratio"))
+    L.append("")
+    return L
