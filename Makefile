@@ -49,7 +49,7 @@ help:
 	@echo "ovs-daqring $(PACKAGE_VERSION)"
 	@echo "  make deps        install missing Debian packages (root)"
 	@echo "  make             prepare ovs/ and build it"
-	@echo "  make demo        incast demo: stock vs daqring (root)"
+	@echo "  make demo        incast demo: stock, credits, daqring, deep FIFO (root)"
 	@echo "  make demo-fabric the incast through a leaf-spine fabric (root)"
 	@echo "  make check       our tests, OVS regressions, pytest (root)"
 	@echo "  make check-ovs   OVS's full testsuite (an hour or more)"

@@ -3,12 +3,17 @@
 DEMO_DIR = demo-results
 # Arguments for daq-incast in "make demo"; its defaults are the ATLAS-like
 # scenario of the README (30 ROS x 32 KiB into one DCM behind 200 Mbit/s).
+# The modes: stock, credits and daqring on the DPDK switch, and the
+# deep-buffer peer (a Linux bridge with deep FIFOs, the daqring's memory
+# as limit), which daq-incast runs first.
+DEMO_MODES ?= stock,credits,daqring,deep-fifo
 DEMO_ARGS ?=
 
 demo: all
 	@mkdir -p $(DEMO_DIR)
 	$(PYTHON3) utilities/daq-incast --json $(DEMO_DIR)/incast.json \
-		--plot-dir $(DEMO_DIR) --log-dir $(DEMO_DIR)/logs $(DEMO_ARGS)
+		--plot-dir $(DEMO_DIR) --log-dir $(DEMO_DIR)/logs \
+		--modes $(DEMO_MODES) $(DEMO_ARGS)
 	@echo "demo: results in $(DEMO_DIR)/ (incast.json, plots)"
 
 # "make demo-fabric": the same incast through an emulated leaf-spine
