@@ -609,7 +609,8 @@ class Runner:
                                   "status": "ok", "error": None,
                                   "params": params}
         t0 = time.monotonic()
-        if self.switch is None and mode != DEEP_FIFO:
+        if self.switch is None and mode != DEEP_FIFO \
+                and self.cfg.topology == "switch":
             self.start_switch()
         self.progress.show("[%s] programming the %s" % (
             label, "bridge" if mode == DEEP_FIFO else "switch"))
