@@ -12,14 +12,14 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import pytest
 
 from ovs_daqring.bench import analysis, peers
 from ovs_daqring.bench import cli as bench_cli
 from ovs_daqring.hosts import HostInfo
-from ovs_daqring.incast import config, runner, stats, topology
+from ovs_daqring.incast import config, runner, stats, switch, topology
 from ovs_daqring.incast.config import ConfigError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -146,6 +146,44 @@ def test_mode_runs_deep_fifo_first_and_hog_twice() -> None:
     assert p["max_rate_bps"] == c.max_rate_bps // 4
     assert p["max_burst"] == max(1, c.max_burst // 4)
     assert p["sharing"].startswith("static:")
+
+
+def test_shared_link_daqring_map(tmp_path: Any, monkeypatch: Any) -> None:
+    """The map of 4 DCMs behind one link with a hog: every ring bound to
+    the host's port, each with the shared rate, the hog's ring larger;
+    ovs-daqctl itself accepts it (offline)."""
+    c = cfg("--dcms", "4", "--dcms-per-host", "4", "--hog", "10",
+            "--modes", "daqring")
+    plan = topology.make_plan(4242, 4, 4, 1, 32, 4)
+    p = runner.mode_runs(c)[0][1]
+    calls: List[List[str]] = []
+
+    class FakeSwitch:
+        dir = str(tmp_path)
+
+        def iface_types(self) -> List[str]:
+            return ["daqring", "dpdk"]
+
+        def _check_ports(self, names: List[str]) -> None:
+            pass
+
+    monkeypatch.setattr(switch, "daqctl",
+                        lambda sw, *args, **kw: calls.append(list(args)))
+    switch.program_daqrings(
+        FakeSwitch(), plan, p["ring_size"], p["max_burst"],  # type: ignore
+        0, p["max_rate_bps"], 24, p["flow_buckets"],
+        ring_sizes={d.index: c.ring_size_of(d.index) for d in plan.dcms})
+    with open(calls[0][1]) as f:
+        doc = json.load(f)
+    assert doc["defaults"]["rate"] == "%dbit" % (c.max_rate_bps // 4)
+    assert {d["egress"] for d in doc["dcms"]} == {"dq4242d0"}
+    assert [d.get("ring-size") for d in doc["dcms"]] == [
+        c.hog_ring_size, None, None, None]
+    out = subprocess.run([sys.executable, os.path.join(
+        os.path.dirname(SCRIPT), "ovs-daqctl"), "check", calls[0][1]],
+        capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "4 DCMs, map OK" in out.stdout
 
 
 def test_bridge_commands() -> None:
