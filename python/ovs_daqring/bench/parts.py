@@ -727,6 +727,10 @@ class Parts:
                 "--ovs-build", os.path.abspath(self.args.ovs_build),
                 "--pmd-cpu-mask", self.args.pmd_cpu_mask, "-q",
                 "--modes", "daqring,deep-fifo", "--events", str(events)]
+        if self.args.hugepages == "off":
+            # Nothing of the machine's hugepages (daq-incast would reserve
+            # its own otherwise).
+            base += ["--hugepages", "off"]
         base += shlex.split(self.args.peers_args or "")
         out: Dict[str, Any] = {"dir": rel_top(d), "runs": runs,
                                "events": events, "points": {},
