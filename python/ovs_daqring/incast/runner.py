@@ -428,14 +428,15 @@ class Runner:
 
     # ------------------------------------------------------------ modes
     def _collect(self, label: str, credits: int,
-                 hog: bool = False) -> Dict[str, Any]:
+                 with_hog: bool = False) -> Dict[str, Any]:
+        """Runs every DCM's events (WITH_HOG: DCM 0 is --hog's hog)."""
         cfg = self.cfg
         procs = []
         for d in self.plan.dcms:
             spec = {"ip": d.ips[0], "ros": self.plan.ros_ips,
                     "port": ROS_PORT, "credits": credits,
                     "seed": cfg.seed + d.index,
-                    "fragment_size": cfg.fragment_of(d.index, hog),
+                    "fragment_size": cfg.fragment_of(d.index, with_hog),
                     "fragment_dist": cfg.fragment_dist,
                     "events": cfg.events, "pus": cfg.pus,
                     "warmup_events": cfg.warmup_events,
