@@ -218,6 +218,9 @@ def test_describe_names_the_peer_and_the_sharing() -> None:
     assert "deep-fifo: Linux bridge dqbr0" in text
     assert "(first DCM host's egress: %d B)" % (
         (c.hog_ring_size + 3000) * 1538) in text
+    assert "switch: OVS build" in text
+    assert "switch: none (deep-fifo runs only" in runner.describe(
+        cfg("--modes", "deep-fifo"), plan)
 
 
 # ------------------------------------------------------------ statistics

@@ -907,7 +907,10 @@ def describe(cfg: Config, plan: Plan) -> str:
                      "thread on core %d (--pmd-preempt)"
                      % (cfg.preempt_us[0] / 1e3, cfg.preempt_us[1] / 1e3,
                         cfg.pmd_cpus[0]))
-    lines.append("switch: %s" % cfg.binaries.origin)
+    lines.append("switch: %s" % (
+        cfg.binaries.origin if cfg.topology == "fabric"
+        or any(m != DEEP_FIFO for m in cfg.modes)
+        else "none (deep-fifo runs only: the Linux bridge)"))
     lines += ["note: " + n for n in cfg.notes]
     return "\n".join(lines)
 
