@@ -490,3 +490,44 @@ def test_deep_fifo_incast(tmp_path: Any) -> None:
     assert "dqi%d-" % p.pid not in ps
     # No DPDK: no hugepages were asked for.
     assert doc["host"]["hugepages"] is False
+
+
+def test_congestion_control_allowed_again(monkeypatch: Any,
+                                          tmp_path: Any) -> None:
+    """Another run that puts net.ipv4.tcp_allowed_congestion_control back
+    while this one sets up its hosts: the host whose sysctl was refused
+    is set up again after allowing once more, and the list is put back
+    as found."""
+    plan = topology.make_plan(4194303, 1, 1, 1)
+    allowed = ["reno", "bbr"]
+    calls: List[List[str]] = []
+    refused: List[str] = []
+
+    def fake_run(cmd: List[str], **kw: Any) -> str:
+        calls.append(cmd)
+        if cmd[-1] == "net.ipv4.tcp_congestion_control":
+            return "cubic"                   # read back from a host
+        if cmd[:2] == ["sysctl", "-n"]:
+            return " ".join(allowed)
+        if cmd[:3] == ["sysctl", "-q", "-w"]:
+            allowed[:] = cmd[3].split("=", 1)[1].split()
+            return ""
+        if cmd[-2:-1] == ["-c"] and "tcp_congestion_control=cubic" in \
+                cmd[-1]:
+            if not refused:
+                refused.append(cmd[3])
+                allowed.remove("cubic")        # the other run
+            if "cubic" not in allowed:
+                raise topology.RunError("sysctl: setting key: Operation "
+                                        "not permitted")
+        return ""
+    monkeypatch.setattr(topology, "run", fake_run)
+    monkeypatch.setattr(topology, "CC_LOCK", str(tmp_path / "lock"),
+                        raising=False)
+    cleanup = topology.Cleanup()
+    topology.Topology(plan, cleanup).create(200000000, 16384, 52292, 24)
+    assert refused == [plan.dcms[0].ns]
+    setups = [c[3] for c in calls if c[-2:-1] == ["-c"]
+              and "tcp_congestion_control" in c[-1]]
+    assert setups == [plan.dcms[0].ns, plan.dcms[0].ns, plan.ros_hosts[0].ns]
+    assert allowed == ["reno", "bbr"]

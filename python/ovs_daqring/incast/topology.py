@@ -1,6 +1,7 @@
 """Hosts as network namespaces: the address plan (pure) and the commands
 that build, measure and remove it (root)."""
 
+import fcntl
 import json
 import os
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ MAX_QPAIRS = 16
 RX_FRAMES = 512
 # The congestion controls a namespace may make its default.
 ALLOWED_CC = "net.ipv4.tcp_allowed_congestion_control"
+# Held while a run changes ALLOWED_CC and sets up its hosts.
+CC_LOCK = "/run/lock/ovs-daqring-cc.lock"
 # No IPv6 (router solicitations, MLD) on our links: only the emulated
 # traffic crosses the switch.
 NO_IPV6 = ("set -e\n"
@@ -270,14 +273,27 @@ class Topology:
             % (h.veth, h.ns) for h in self.plan.hosts))
         run(["ip", "-n", sw, "-batch", "-"], timeout=120, input="".join(
             "link set %s up\n" % h.veth for h in self.plan.hosts))
-        restore = self._allow(congestion_control)
-        try:
-            for h in self.plan.hosts:
-                self._setup_inside(h, rps_mask(rps_cpus)
-                                   if h.kind in rps_kinds else "",
-                                   congestion_control)
-        finally:
-            restore()
+        # The allowed list is the whole machine's: runs of daq-incast set
+        # up their hosts one at a time (CC_LOCK), and a run of an older
+        # version that puts the list back under our feet is answered by
+        # allowing again, once per host.
+        with open(CC_LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            restore = self._allow(congestion_control)
+            try:
+                for h in self.plan.hosts:
+                    rps = (rps_mask(rps_cpus) if h.kind in rps_kinds
+                           else "")
+                    try:
+                        self._setup_inside(h, rps, congestion_control)
+                    except RunError as e:
+                        if "Operation not permitted" not in str(e):
+                            raise
+                        restore()
+                        restore = self._allow(congestion_control)
+                        self._setup_inside(h, rps, congestion_control)
+            finally:
+                restore()
         wrong = {ns: cc for ns, cc in self.congestion_control().items()
                  if cc != congestion_control}
         if wrong:
