@@ -1107,7 +1107,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--fabric-interval", type=float, default=2.0,
                    metavar="SECS", help="the agents' --interval (default "
                    "%(default)s)")
-    g.add_argument("--fabric-election-timer", type=int, default=5000,
+    g.add_argument("--fabric-election-timer", type=int, default=30000,
                    metavar="MS", help="the fabric database's Raft election "
                    "timer (default %(default)s)")
     g.add_argument("--fabric-planners", type=int, default=3, metavar="N",
