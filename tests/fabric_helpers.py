@@ -14,16 +14,18 @@
 
 """What the fabric tests share: a clustered fabric database of its own
 (3 ovsdb-server members on unix sockets in a short directory under /tmp:
-sun_path holds 108 bytes), bounded waits, and the OVS programs (from the
-build in ovs/, else installed)."""
+sun_path holds 108 bytes; or over SSL on the loopback, with certificates
+from ovs-pki), bounded waits, and the OVS programs (from the build in
+ovs/, else installed)."""
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
@@ -34,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _tool(name: str) -> str:
     """An OVS program: from the build in ovs/, else installed."""
-    for d in ("ovsdb", "utilities"):
+    for d in ("ovsdb", "utilities", "vswitchd"):
         p = ROOT / "ovs" / d / name
         if p.is_file() and os.access(str(p), os.X_OK):
             return str(p)
@@ -58,24 +60,74 @@ def wait_for(cond: Callable[[], Any], what: str,
         time.sleep(0.1)
 
 
-class Cluster:
-    """A clustered fabric database of 'n' ovsdb-server members."""
+class Pki:
+    """A certificate authority made with ovs-pki (its switch CA) in
+    'base'/pki, and a private key and certificate it signs per name."""
 
-    def __init__(self, n: int = 3) -> None:
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.dir = os.path.join(base, "pki")
+        self.tool = _tool("ovs-pki")
+        self._run("init")
+        self.ca = os.path.join(self.dir, "switchca", "cacert.pem")
+
+    def _run(self, *args: str) -> None:
+        p = subprocess.run([self.tool, "--dir=" + self.dir] + list(args),
+                           cwd=self.base, capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+
+    def files(self, name: str) -> List[str]:
+        """[private key, certificate] of 'name', made the first time."""
+        key = os.path.join(self.base, name + "-privkey.pem")
+        cert = os.path.join(self.base, name + "-cert.pem")
+        if not os.path.exists(cert):
+            self._run("req+sign", name, "switch")
+        return [key, cert]
+
+    def options(self, name: str) -> List[str]:
+        """The SSL options of every OVS program, for 'name'."""
+        key, cert = self.files(name)
+        return ["--private-key=" + key, "--certificate=" + cert,
+                "--ca-cert=" + self.ca]
+
+
+def free_ports(n: int) -> List[int]:
+    """'n' TCP ports of the loopback that are free now."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+class Cluster:
+    """A clustered fabric database of 'n' ovsdb-server members: on unix
+    sockets, or with 'pki' over SSL on the loopback (Raft and clients)."""
+
+    def __init__(self, n: int = 3, pki: Optional[Pki] = None) -> None:
         self.dir = tempfile.mkdtemp(prefix="dqf.", dir="/tmp")
         self.n = n
+        self.pki = pki
         self.procs: Dict[int, "subprocess.Popen[bytes]"] = {}
         self.server = _tool("ovsdb-server")
         self.appctl = _tool("ovs-appctl")
         tool = _tool("ovsdb-tool")
+        self.ssl = [] if pki is None else pki.options("fabric-db")
+        # Raft and client ports per member, if over SSL.
+        self.ports = free_ports(2 * n) if pki is not None else []
         try:
             subprocess.run([tool, "create-cluster", self.path(1, "db"),
-                            schema_path(), "unix:" + self.path(1, "raft")],
+                            schema_path(), self.raft(1)],
                            check=True, capture_output=True, timeout=30)
             for i in range(2, n + 1):
                 subprocess.run([tool, "join-cluster", self.path(i, "db"),
-                                "daqfabric", "unix:" + self.path(i, "raft"),
-                                "unix:" + self.path(1, "raft")],
+                                "daqfabric", self.raft(i), self.raft(1)],
                                check=True, capture_output=True, timeout=30)
             for i in range(1, n + 1):
                 self.start(i)
@@ -90,15 +142,23 @@ class Cluster:
     def path(self, i: int, ext: str) -> str:
         return os.path.join(self.dir, "s%d.%s" % (i, ext))
 
+    def raft(self, i: int) -> str:
+        """Member i's Raft address."""
+        if self.pki is None:
+            return "unix:" + self.path(i, "raft")
+        return "ssl:127.0.0.1:%d" % self.ports[i - 1]
+
     def start(self, i: int) -> None:
+        remote = ("--remote=punix:" + self.path(i, "sock")
+                  if self.pki is None else
+                  "--remote=pssl:%d:127.0.0.1" % self.ports[self.n + i - 1])
         log = open(self.path(i, "out"), "ab")
         try:
             self.procs[i] = subprocess.Popen(
                 [self.server, "--no-chdir", "-vconsole:off",
                  "--log-file=" + self.path(i, "log"),
-                 "--unixctl=" + self.path(i, "ctl"),
-                 "--remote=punix:" + self.path(i, "sock"),
-                 self.path(i, "db")], stdout=log, stderr=log)
+                 "--unixctl=" + self.path(i, "ctl"), remote]
+                + self.ssl + [self.path(i, "db")], stdout=log, stderr=log)
         finally:
             log.close()
 
@@ -117,7 +177,9 @@ class Cluster:
         return 0
 
     def remote(self, i: int) -> str:
-        return "unix:" + self.path(i, "sock")
+        if self.pki is None:
+            return "unix:" + self.path(i, "sock")
+        return "ssl:127.0.0.1:%d" % self.ports[self.n + i - 1]
 
     def remotes(self) -> str:
         """Every member, as clients are told."""

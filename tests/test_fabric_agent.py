@@ -36,13 +36,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
+import ovs.stream
 import pytest
 
+from ovs_daqring.daqctl.openflow import parse_group
 from ovs_daqring.fabric.db import FabricDb
 from ovs_daqring.process import RunError
 from ovs_daqring.sandbox import Sandbox, tree_binaries
 
-from fabric_helpers import Cluster, _tool, wait_for
+from fabric_helpers import Cluster, Pki, _tool, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = ROOT / "utilities" / "ovs-daqfabric-agent"
@@ -58,6 +60,13 @@ PORTS = {"spine1": ["down1", "down2"], "spine2": ["down1", "down2"],
          "ros-leaf1": ["h1", "h2", "up1", "up2"],
          "hlt-leaf1": ["h1", "up1", "up2"]}
 UPLINK = {"spine1": "up1", "spine2": "up2"}
+# The example's links, both ways: (switch, port) -> (switch, port).
+CABLES = {}
+for _a, _b in ((("ros-leaf1", "up1"), ("spine1", "down1")),
+               (("ros-leaf1", "up2"), ("spine2", "down1")),
+               (("hlt-leaf1", "up1"), ("spine1", "down2")),
+               (("hlt-leaf1", "up2"), ("spine2", "down2"))):
+    CABLES[_a], CABLES[_b] = _b, _a
 
 
 def env() -> Dict[str, str]:
@@ -70,9 +79,13 @@ def daqctl(*args: str) -> "subprocess.CompletedProcess[str]":
                           env=env())
 
 
-def write_map(d: str, name: str, n_dcms: int) -> str:
-    """The example fabric with DCMs dcm0.. on hlt1 (port 10000 + k)."""
+def write_map(d: str, name: str, n_dcms: int, hold_down: int = 30,
+              bfd: str = "") -> str:
+    """The example fabric with DCMs dcm0.. on hlt1 (port 10000 + k), its
+    hold-down and, if given, its 'bfd'."""
     text = EXAMPLE.read_text().split("defaults:")[0]
+    text = text.replace("  hold-down: 30", "%s  hold-down: %d" % (
+        "  bfd: %s\n" % bfd if bfd else "", hold_down))
     text += "defaults:\n  rate: 190mbit\ndcms:\n"
     for k in range(n_dcms):
         text += ('  - {name: dcm%d, host: hlt1, tuples: ["*:*->10.1.0.1:%d"]}'
@@ -98,7 +111,11 @@ class Node:
         self.state = os.path.join(self.dir, "agent.json")
         self.log = os.path.join(self.dir, "agent.log")
 
-    def start_switch(self) -> None:
+    def start_switch(self, cables: Optional[str] = None) -> None:
+        """With 'cables' (a directory), each link port is cabled to its
+        peer's through a unix socket there (netdev-dummy's stream
+        options: the spine's end listens): packets, BFD's too, cross
+        it."""
         # The dummy datapath: several switches in one network namespace
         # (a netdev datapath's internal port is a tap device of the
         # namespace).
@@ -107,7 +124,19 @@ class Node:
                       "datapath_type=dummy", "fail_mode=secure")
         for p in PORTS[self.name]:
             self.sb.vsctl("add-port", "br0", p, "--", "set", "Interface", p,
-                          "type=dummy")
+                          "type=dummy", *self.cable(p, cables))
+
+    def cable(self, port: str, cables: Optional[str]) -> List[str]:
+        """The options that cable 'port' (nothing for a host port)."""
+        peer = CABLES.get((self.name, port))
+        if cables is None or peer is None:
+            return []
+        spine_end = (self.name, port) if self.name.startswith("spine") \
+            else peer
+        sock = os.path.join(cables, "%s.%s" % spine_end)
+        if self.name.startswith("spine"):
+            return ["options:pstream=punix:" + sock]
+        return ["options:stream=unix:" + sock]
 
     def restart_vswitchd(self) -> None:
         """kill -9 ovs-vswitchd and start it again on the same database:
@@ -135,7 +164,9 @@ class Node:
                  "--unixctl", self.ctl, "--log-file=" + self.log,
                  "--ofctl", str(OVS / "utilities" / "ovs-ofctl"),
                  "-vconsole:off", "--no-chdir"]
-                + (["--planner"] if planner else []),
+                + (["--planner"] if planner else [])
+                + (self.cluster.pki.options(self.name)
+                   if self.cluster.pki is not None else []),
                 stdout=out, stderr=out, env=env())
         finally:
             out.close()
@@ -183,7 +214,15 @@ class Node:
             return None
 
     def routes(self) -> Dict[int, str]:
-        """Our flows on the switch: destination port -> output port."""
+        """Our flows on the switch: destination port -> output port (of
+        a fast_failover group: its first bucket's, the primary)."""
+        groups = self.groups()
+        return {dst: groups[int(a[6:])][0] if a.startswith("group:") else a
+                for dst, a in self.route_actions().items()}
+
+    def route_actions(self) -> Dict[int, str]:
+        """Our flows on the switch: destination port -> "output:PORT" or
+        "group:ID"."""
         out = {}
         for line in self.sb.ofctl("--names", "--no-stats", "dump-flows",
                                   "br0").splitlines():
@@ -193,9 +232,49 @@ class Node:
             head, _, actions = line.partition(" actions=")
             fields = dict(f.split("=", 1) for f in head.replace(" ", "")
                           .split(",") if "=" in f)
-            assert actions.startswith("output:"), line
-            out[int(fields["tp_dst"])] = actions[len("output:"):]
+            assert actions.startswith(("output:", "group:")), line
+            out[int(fields["tp_dst"])] = (actions[len("output:"):]
+                                          if actions.startswith("output:")
+                                          else actions)
         return out
+
+    def groups(self) -> Dict[int, List[str]]:
+        """The switch's groups: id -> the ports of its buckets, in order
+        (each bucket of a fast_failover group watches the port it outputs
+        to: asserted here)."""
+        out = {}
+        for line in self.sb.ofctl("--names", "dump-groups",
+                                  "br0").splitlines():
+            g = parse_group(line)
+            if g is None:
+                continue
+            gid, (kind, buckets) = g
+            assert kind == "ff", line
+            assert all(a == "output:" + w for w, a in buckets), line
+            out[gid] = [w for w, _ in buckets]
+        return out
+
+    def traced_output(self, dst_port: int) -> str:
+        """The port a packet from ros1 to hlt1's 'dst_port' leaves
+        through, as ofproto/trace says (the data plane's choice now)."""
+        text = self.sb.appctl(
+            "ofproto/trace", "br0", "in_port=h1,tcp,nw_src=10.0.0.1,"
+            "nw_dst=10.1.0.1,tp_src=5000,tp_dst=%d" % dst_port)
+        outs = [ln.split("output:", 1)[1].split()[0].rstrip(",")
+                for ln in text.splitlines()
+                if ln.strip().startswith("output:")]
+        assert len(outs) == 1, text
+        ofports = {str(v): k for k, v in self.ofports().items()}
+        return ofports.get(outs[0], outs[0])
+
+    def ofports(self) -> Dict[str, int]:
+        return {name: int(row["ofport"]) for name, row
+                in self.sb.interfaces("name,ofport").items()}
+
+    def iface(self, port: str, column: str) -> Any:
+        """A column of the port's Interface row, decoded (a map is a
+        dict, an empty set a list)."""
+        return self.sb.interfaces("name," + column)[port][column]
 
     def stop(self) -> None:
         self.kill_agent()
@@ -203,16 +282,22 @@ class Node:
 
 
 class Fabric:
-    def __init__(self, names: List[str]) -> None:
+    def __init__(self, names: List[str], cabled: bool = False,
+                 ssl: bool = False) -> None:
+        """cabled: the switches' link ports are cabled to each other;
+        ssl: the fabric database is reached over SSL only."""
         self.base = tempfile.mkdtemp(prefix="dqa.", dir="/tmp")
         self.cluster: Optional[Cluster] = None
         self.nodes: Dict[str, Node] = {}
+        self.cables = os.path.join(self.base, "cables")
+        os.mkdir(self.cables)
         try:
-            self.cluster = Cluster(3)
+            self.pki = Pki(self.base) if ssl else None
+            self.cluster = Cluster(3, self.pki)
             for n in names:
                 node = Node(self.base, n, self.cluster)
                 self.nodes[n] = node
-                node.start_switch()
+                node.start_switch(self.cables if cabled else None)
         except BaseException:
             self.stop()
             raise
@@ -235,9 +320,24 @@ def fabric(request: Any) -> Iterator[Fabric]:
         f.stop()
 
 
+@pytest.fixture
+def cabled() -> Iterator[Fabric]:
+    """The whole example fabric, its switches cabled to each other."""
+    f = Fabric(["spine1", "spine2", "ros-leaf1", "hlt-leaf1"], cabled=True)
+    try:
+        yield f
+    finally:
+        f.stop()
+
+
 def fabric_db(cluster: Cluster) -> Dict[str, Any]:
     """What the fabric database says: the Fabric row, assignments, the
     Node rows."""
+    if cluster.pki is not None:
+        key, cert = cluster.pki.files("pytest")
+        ovs.stream.Stream.ssl_set_private_key_file(key)
+        ovs.stream.Stream.ssl_set_certificate_file(cert)
+        ovs.stream.Stream.ssl_set_ca_cert_file(cluster.pki.ca)
     db = FabricDb(cluster.remotes(), 30)
     try:
         fab = db.root()
@@ -249,6 +349,7 @@ def fabric_db(cluster: Cluster) -> Dict[str, Any]:
                             for a in db.assignments().values()},
             "nodes": {n.name: {"generation": int(n.generation),
                                "links": dict(n.links),
+                               "bfd": dict(n.bfd),
                                "error": n.error[0] if n.error else None,
                                "agent": n.agent}
                       for n in db.rows("Node")}}
@@ -506,3 +607,199 @@ def test_daemon_options_and_bad_arguments(tmp_path: Path) -> None:
             except (OSError, ValueError):
                 pass
         shutil.rmtree(d, ignore_errors=True)
+
+
+def trace_all(node: Node, dcms: List[str]) -> Dict[str, str]:
+    """The port each DCM's packets leave 'node' through now."""
+    return {d: node.traced_output(10000 + int(d[3:])) for d in dcms}
+
+
+def test_failover_groups_switch_without_the_control_plane(
+        fabric: Fabric, tmp_path: Path) -> None:
+    """The ROS leaf routes each DCM through a fast_failover group: its
+    spine's uplink, then the other spine's.  With every agent gone, a
+    link down makes the data plane take the backup at once, and the
+    primary again when it is back."""
+    for n in fabric.nodes.values():
+        n.start_agent()
+    m4 = write_map(str(tmp_path), "m4.yaml", 4)
+    p = daqctl("fabric", "apply", m4, "--wait", "--timeout", str(WAIT_S),
+               "--db", fabric.cluster.remotes())
+    assert p.returncode == 0, p.stdout + p.stderr
+    asg = fabric_db(fabric.cluster)["assignments"]
+    assert sorted(set(asg.values())) == ["spine1", "spine2"]
+    assert converged(fabric, list(fabric.nodes))
+    leaf = fabric.nodes["ros-leaf1"]
+    # One group per order of the uplinks, shared by the DCMs with it.
+    groups = leaf.groups()
+    assert sorted(groups.values()) == [["up1", "up2"], ["up2", "up1"]]
+    for dcm, spine in asg.items():
+        a = leaf.route_actions()[10000 + int(dcm[3:])]
+        assert a.startswith("group:"), a
+        assert groups[int(a[6:])] == [UPLINK[spine]] + [
+            p for p in ("up1", "up2") if p != UPLINK[spine]]
+    # A spine has one link to the HLT leaf: plain outputs, no groups.
+    for sp in ("spine1", "spine2"):
+        assert fabric.nodes[sp].groups() == {}
+        assert all(a == "down2" for a in
+                   fabric.nodes[sp].route_actions().values())
+    # Nothing of the control plane runs any more.
+    for n in fabric.nodes.values():
+        n.exit_agent()
+    flows = leaf.route_actions()
+    want = {d: UPLINK[s] for d, s in asg.items()}
+    assert trace_all(leaf, list(asg)) == want
+    # (ovs-vswitchd sees a port's new state in its next round.)
+    leaf.sb.appctl("netdev-dummy/set-admin-state", "up1", "down")
+    wait_for(lambda: trace_all(leaf, list(asg)) == {d: "up2" for d in asg},
+             "the groups to take up2", WAIT_S)
+    leaf.sb.appctl("netdev-dummy/set-admin-state", "up1", "up")
+    wait_for(lambda: trace_all(leaf, list(asg)) == want,
+             "the groups to take the primary again", WAIT_S)
+    # Both uplinks down: no bucket is live, nothing goes out.
+    for up in ("up1", "up2"):
+        leaf.sb.appctl("netdev-dummy/set-admin-state", up, "down")
+    wait_for(lambda: "Datapath actions: drop" in leaf.sb.appctl(
+        "ofproto/trace", "br0", "in_port=h1,tcp,nw_dst=10.1.0.1,"
+        "tp_dst=10000"), "no live bucket to drop", WAIT_S)
+    # The data plane did it all: the flows are those of before.
+    assert leaf.route_actions() == flows
+
+
+# Slow enough that a switch's main loop held up on this loaded machine
+# does not make a session flap (detection after 2.5 s).
+BFD = "{min-rx: 500, min-tx: 500, mult: 5}"
+LINK_PORTS = {"spine1": ["down1", "down2"], "spine2": ["down1", "down2"],
+              "ros-leaf1": ["up1", "up2"], "hlt-leaf1": ["up1", "up2"]}
+
+
+def bfd_up(f: Fabric) -> bool:
+    """The spines and the ROS leaf report a BFD session up on each of
+    their link ports (the HLT leaf, whose slice fails, reports no links:
+    its sessions are the spines' down2 ones)."""
+    nodes = fabric_db(f.cluster)["nodes"]
+    return all(nodes.get(n, {}).get("bfd") == {p: "up" for p in ports}
+               for n, ports in LINK_PORTS.items() if n != "hlt-leaf1")
+
+
+def test_bfd_detects_a_silent_link_failure(cabled: Fabric,
+                                           tmp_path: Path) -> None:
+    """The agents run BFD on the links of the map; a link that stops
+    passing packets while its carrier stays up (DPDK's af_packet never
+    reports a link down) is taken out by its fast_failover groups, and
+    the planner moves the DCMs that crossed it; they go home after the
+    hold-down once the link is back."""
+    f = cabled
+    # The HLT leaf's agent cannot make its daqrings (no DPDK here): it
+    # says so and still runs BFD on its links.
+    for name, n in f.nodes.items():
+        n.start_agent(planner=False)
+    m = write_map(str(tmp_path), "m4.yaml", 4, hold_down=1, bfd=BFD)
+    p = daqctl("fabric", "apply", m, "--db", f.cluster.remotes())
+    assert p.returncode == 0, p.stdout + p.stderr
+    wait_for(lambda: bfd_up(f), "BFD up on every link", WAIT_S)
+    want = {"enable": "true", "min_rx": "500", "min_tx": "500",
+            "mult": "5"}
+    for name, n in f.nodes.items():
+        for port in PORTS[name]:
+            bfd = n.iface(port, "bfd")
+            assert bfd == (want if port in LINK_PORTS[name] else {}), (
+                name, port, bfd)
+    wait_for(lambda: f.nodes["ros-leaf1"].agent_status()["bfd"]
+             == {"up1": "up", "up2": "up"}, "the agent's status", WAIT_S)
+    # A planner round with every link up: the DCMs over both spines.
+    p = daqctl("fabric", "plan", "--db", f.cluster.remotes())
+    assert p.returncode == 0, p.stdout + p.stderr
+    asg = fabric_db(f.cluster)["assignments"]
+    assert sorted(set(asg.values())) == ["spine1", "spine2"]
+    routed = ["spine1", "spine2", "ros-leaf1"]
+    wait_for(lambda: converged(f, routed), "the routes", WAIT_S)
+    # From now on a planner watches (the agent of spine2).
+    f.nodes["spine2"].exit_agent()
+    f.nodes["spine2"].start_agent(planner=True)
+    leaf = f.nodes["ros-leaf1"]
+    on1 = sorted(d for d, s in asg.items() if s == "spine1")
+    assert trace_all(leaf, on1) == {d: "up1" for d in on1}
+    # The cable of ros-leaf1:up1 goes silent; its carrier stays up.
+    leaf.sb.vsctl("remove", "Interface", "up1", "options", "stream")
+    wait_for(lambda: leaf.iface("up1", "bfd_status").get("forwarding")
+             == "false", "BFD to see up1 fail", WAIT_S)
+    assert leaf.iface("up1", "link_state") == "up"
+    # The data plane takes spine2's uplink (the planner moves the DCMs
+    # there too).
+    wait_for(lambda: trace_all(leaf, on1) == {d: "up2" for d in on1},
+             "the groups to take up2", WAIT_S)
+    wait_for(lambda: fabric_db(f.cluster)["nodes"]["ros-leaf1"]["links"]
+             .get("up1") == "down", "ros-leaf1 to report up1 down", WAIT_S)
+    wait_for(lambda: set(fabric_db(f.cluster)["assignments"].values())
+             == {"spine2"}, "the DCMs of spine1 to move", WAIT_S)
+    wait_for(lambda: converged(f, routed), "the switches to follow",
+             WAIT_S)
+    assert f.nodes["spine1"].routes() == {}
+    assert all(p == "up2" for p in leaf.routes().values())
+    # The cable is back: BFD up again, and after the hold-down (1 s) the
+    # DCMs go home.
+    leaf.sb.vsctl("set", "Interface", "up1", "options:stream=unix:"
+                  + os.path.join(f.cables, "spine1.down1"))
+    wait_for(lambda: bfd_up(f), "BFD up again", WAIT_S)
+    wait_for(lambda: fabric_db(f.cluster)["assignments"] == asg,
+             "the DCMs to go home", WAIT_S)
+    wait_for(lambda: converged(f, routed), "the switches to follow",
+             WAIT_S)
+    assert trace_all(leaf, on1) == {d: "up1" for d in on1}
+
+
+@pytest.fixture
+def ssl_fabric() -> Iterator[Fabric]:
+    f = Fabric(["spine1", "spine2", "ros-leaf1"], ssl=True)
+    try:
+        yield f
+    finally:
+        f.stop()
+
+
+def test_fabric_database_over_ssl(ssl_fabric: Fabric,
+                                  tmp_path: Path) -> None:
+    """The fabric database over ssl: only (Raft between its members too),
+    with certificates from ovs-pki: the agents and ovs-daqctl connect with
+    --private-key, --certificate and --ca-cert; without them, or with a
+    certificate of another CA, they do not."""
+    f = ssl_fabric
+    assert f.pki is not None and f.cluster is not None
+    remotes = f.cluster.remotes()
+    assert remotes.count("ssl:127.0.0.1:") == 3
+    for i in range(1, 4):
+        st = f.cluster.status(i)
+        assert "Address: ssl:127.0.0.1:" in st, st
+        assert st.count("ssl:127.0.0.1:") >= 3, st
+    for n in f.nodes.values():
+        n.start_agent()
+    m4 = write_map(str(tmp_path), "m4.yaml", 4)
+    # No SSL files: refused at once, with the reason.
+    p = daqctl("fabric", "apply", m4, "--db", remotes)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "ssl: remotes need --private-key, --certificate and --ca-cert" \
+        in p.stderr, p.stderr
+    p = daqctl("fabric", "apply", m4, "--wait", "--timeout", str(WAIT_S),
+               "-f", "json", "--db", remotes, *f.pki.options("admin"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = json.loads(p.stdout)["fabric"]
+    assert rep["generation"] == 1
+    assert sorted(rep["applied"]) == sorted(f.nodes)
+    assert converged(f, list(f.nodes))
+    p = daqctl("fabric", "status", "--json", "--db", remotes,
+               *f.pki.options("admin"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    st = json.loads(p.stdout)["fabric"]
+    assert st["generation"] == 1 and len(st["dcms"]) == 4
+    assert all(n["up"] for n in st["nodes"] if n["switch"] in f.nodes)
+    for n in f.nodes.values():
+        assert n.agent_status()["fabric"].startswith("connected to ssl:")
+    # A certificate that another CA signed: the servers refuse it.
+    other = Pki(str(tmp_path))
+    key, cert = other.files("intruder")
+    p = daqctl("fabric", "status", "--db", remotes, "--timeout", "5",
+               "--private-key", key, "--certificate", cert, "--ca-cert",
+               f.pki.ca)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "timed out" in p.stderr, p.stderr

@@ -26,10 +26,10 @@ from typing import Dict, List, Set, Tuple
 import pytest
 
 from ovs_daqring.daqctl.model import MapError
-from ovs_daqring.fabric.fabmap import FabricMapReader
+from ovs_daqring.fabric.fabmap import FabricMapReader, state_json
 from ovs_daqring.fabric.model import Assignment, FabricState
 from ovs_daqring.fabric.planner import changed, path_order, plan
-from ovs_daqring.fabric.slice import slices
+from ovs_daqring.fabric.slice import backup_spines, slices
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"
@@ -137,6 +137,18 @@ BAD_MAPS = [
         "ip: 10.1.0.1}", "ip: 10.1.0.1, rate: fast}"), "bad rate"),
     ("ring named like a port", fabric_yaml(planes=1, spines=1).replace(
         "ip: 10.1.0.1}", "ip: 10.1.0.1, ring: h0}"), "name of a cabled"),
+    ("bfd not a mapping", fabric_yaml().replace(
+        "  hold-down: 10\n", "  hold-down: 10\n  bfd: fast\n"),
+     "'bfd' must be true, false or a mapping of min-rx, min-tx, mult"),
+    ("bfd unknown key", fabric_yaml().replace(
+        "  hold-down: 10\n", "  hold-down: 10\n  bfd: {min-rxx: 50}\n"),
+     "unknown bfd key 'min_rxx'"),
+    ("bfd out of range", fabric_yaml().replace(
+        "  hold-down: 10\n", "  hold-down: 10\n  bfd: {mult: 0}\n"),
+     "bfd: mult 0 out of range 1..255"),
+    ("bfd not a number", fabric_yaml().replace(
+        "  hold-down: 10\n", "  hold-down: 10\n  bfd: {min-tx: 1ms}\n"),
+     "bfd: min-tx must be an integer"),
     ("not a fabric map", "dcms: []\n", "a fabric map is a mapping"),
     ("malformed YAML", "fabric: [\n", "malformed YAML"),
 ]
@@ -161,6 +173,26 @@ def test_bad_map_lists_every_problem_with_its_line() -> None:
         if "core" in p:
             n = int(p.split(":")[1])
             assert "role: core" in lines[n - 1]
+
+
+@pytest.mark.parametrize("bfd,want", [
+    (None, {}),
+    ("false", {}),
+    ("true", {"enable": "true", "min_rx": "100", "min_tx": "100",
+              "mult": "3"}),
+    ("{min-rx: 300, mult: 5}", {"enable": "true", "min_rx": "300",
+                                "min_tx": "100", "mult": "5"}),
+])
+def test_bfd_of_the_map(bfd: str, want: Dict[str, str]) -> None:
+    """'bfd' in the fabric section gives the Interface:bfd of every link
+    port (OVS's keys); it is part of the digest only when set."""
+    text = fabric_yaml()
+    if bfd is not None:
+        text = text.replace("  hold-down: 10\n",
+                            "  hold-down: 10\n  bfd: %s\n" % bfd)
+    st = parse(text)
+    assert st.bfd == want
+    assert ("bfd" in state_json(st)) == bool(want)
 
 
 # =================================================================== planner
@@ -339,3 +371,35 @@ def test_slices_put_rings_on_hlt_leaves_and_routes_elsewhere() -> None:
     for sw, s in sl.items():
         for r in s.routes:
             assert r.dcm in asg
+
+
+def test_routes_fall_back_on_the_other_spines_of_their_plane() -> None:
+    """A ROS leaf's route of a DCM: its assigned spine's uplink first,
+    then the uplinks to the plane's other spines (a fast_failover group);
+    the DCMs of one spine spread their first backup over the others.  A
+    spine's route has no backup (one link to the HLT leaf)."""
+    st = parse(fabric_yaml(planes=2, spines=4, hlt=2, dcms_per_host=12))
+    asg = assign(st, {})
+    sl = slices(st, asg)
+    first: Dict[str, Set[str]] = {}
+    for d in st.dcms:
+        a = asg[d.name]
+        up = next(r for r in sl["rl%d" % a.plane].routes
+                  if r.dcm == d.name)
+        spines = ["sp%d-%d" % (a.plane, k) for k in range(4)]
+        order = [a.spine] + backup_spines(spines, a.spine, d.name)
+        assert sorted(order) == spines
+        assert up.ports == tuple("u%s" % s[-1] for s in order)
+        first.setdefault(a.spine, set()).add(order[1])
+        dn = next(r for r in sl[a.spine].routes if r.dcm == d.name)
+        assert dn.backups == ()
+    # 48 DCMs on 8 spines: the DCMs of most spines fall back on more
+    # than one other spine.
+    assert sum(len(v) > 1 for v in first.values()) >= 6, first
+
+
+def test_one_spine_per_plane_means_no_backup() -> None:
+    st = parse(fabric_yaml(planes=2, spines=1, hlt=1, dcms_per_host=2))
+    sl = slices(st, assign(st, {}))
+    assert all(r.backups == () for s in sl.values() for r in s.routes)
+    assert backup_spines(["a"], "a", "d") == []

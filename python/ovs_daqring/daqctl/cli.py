@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shlex
-import shutil
 import signal
 import sys
 from typing import Any, Dict, List, NoReturn, Optional
@@ -50,8 +49,8 @@ from .model import (DaqctlError, Dcm, EXIT_BAD_INPUT, EXIT_DIFFERS,
                     grouped_notes,
                     parse_rate, shaping_for_rate)
 from .dcmmap import MapReader, _int_value, build_dcm, default_db, validate_dcms
-from .openflow import (ssl_args, OpenFlow, dcm_flows, flow_text, of_target,
-                       parse_flow)
+from .openflow import (ssl_args, OpenFlow, dcm_flows, find_ofctl,
+                       flow_text, of_target, parse_flow, set_ssl)
 from ..process import Interrupted
 
 
@@ -443,18 +442,6 @@ def cmd_rate(args: argparse.Namespace) -> int:
 
 
 # ===================================================================== main
-def find_ofctl() -> str:
-    env = os.environ.get("OVS_OFCTL")
-    if env:
-        return env
-    # Next to the running ovs-daqctl (an OVS build tree's utilities/).
-    here = os.path.join(os.path.dirname(os.path.realpath(sys.argv[0])),
-                        "ovs-ofctl")
-    if os.access(here, os.X_OK):
-        return here
-    return shutil.which("ovs-ofctl") or "/usr/bin/ovs-ofctl"
-
-
 class _Explicit(argparse.Action):
     """Stores the value and remembers that it was given."""
 
@@ -706,19 +693,6 @@ def interrupted(args: argparse.Namespace, signum: int) -> str:
         lines.append("to finish, run the command again (it changes only "
                      "what differs): %s" % args.cmdline)
     return "\n".join(lines)
-
-
-def set_ssl(args: argparse.Namespace) -> None:
-    """The SSL files of ssl: remotes, for OVS's Python library."""
-    if not (args.private_key or args.certificate or args.ca_cert):
-        return
-    import ovs.stream
-    if args.private_key:
-        ovs.stream.Stream.ssl_set_private_key_file(args.private_key)
-    if args.certificate:
-        ovs.stream.Stream.ssl_set_certificate_file(args.certificate)
-    if args.ca_cert:
-        ovs.stream.Stream.ssl_set_ca_cert_file(args.ca_cert)
 
 
 def _on_signal(signum: int, frame: Any) -> None:

@@ -18,10 +18,13 @@ ovs-ofctl."""
 import argparse
 import os
 import re
+import shutil
 import subprocess
+import sys
 import time
+import zlib
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from .model import (COOKIE_MASK, COOKIE_PREFIX, DaqctlError, Dcm,
                     EXIT_BAD_INPUT, OFPP_LOCAL, PRIO_FROM_RING, PRIO_TO_RING,
@@ -31,6 +34,15 @@ from .model import (COOKIE_MASK, COOKIE_PREFIX, DaqctlError, Dcm,
 # =================================================================== OpenFlow
 # A flow as compared: (priority, match fields, actions).
 Flow = Tuple[int, FrozenSet[str], str]
+
+# A group as compared: (type, ((watch port, actions) per bucket)).
+Group = Tuple[str, Tuple[Tuple[str, str], ...]]
+
+# Our groups (the fabric agent's fast_failover groups): OpenFlow groups
+# have no cookie, so ours are those whose id is 0xdac7 in the top 16 bits
+# (below OFPG_MAX, 0xffffff00).
+GROUP_PREFIX = 0xdac7 << 16
+GROUP_MASK = 0xffff << 16
 
 # What ovs-ofctl dump-flows prints before the match that is not the match:
 # statistics and a flow's properties ("key=value"), and its flags.
@@ -95,6 +107,63 @@ def parse_flow(line: str) -> Optional[DumpedFlow]:
     return flow
 
 
+def parse_group(line: str) -> Optional[Tuple[int, Group]]:
+    """One group of ovs-ofctl dump-groups (any OpenFlow version:
+    "group_id=N,type=ff,bucket=bucket_id:0,watch_port:2,actions=output:2,
+    bucket=..."), or None for a line that is no group."""
+    line = line.strip()
+    if not line.startswith("group_id="):
+        return None
+    head, *buckets = line.split(",bucket=")
+    fields = dict(f.split("=", 1) for f in head.split(",") if "=" in f)
+    try:
+        gid = int(fields["group_id"], 0)
+    except (KeyError, ValueError):
+        return None
+    out = []
+    for b in buckets:
+        params, _, actions = b.partition("actions=")
+        watch = ""
+        for f in params.split(","):
+            key, _, value = f.replace("=", ":", 1).partition(":")
+            if key == "watch_port":
+                watch = value
+        out.append((watch, actions.strip()))
+    return gid, (fields.get("type", ""), tuple(out))
+
+
+def is_our_group(gid: int) -> bool:
+    return gid & GROUP_MASK == GROUP_PREFIX
+
+
+def group_ids(lists: Iterable[Tuple[str, ...]]) -> Dict[Tuple[str, ...], int]:
+    """A group id of ours for each distinct list of ports: from a hash of
+    the list, so that it stays the same while the list exists (a
+    collision takes the next free id, lists in sorted order)."""
+    out: Dict[Tuple[str, ...], int] = {}
+    used: Set[int] = set()
+    for ports in sorted(set(lists)):
+        h = zlib.crc32(",".join(ports).encode()) & 0xffff
+        while GROUP_PREFIX | h in used:
+            h = (h + 1) & 0xffff
+        used.add(GROUP_PREFIX | h)
+        out[ports] = GROUP_PREFIX | h
+    return out
+
+
+def failover_group(ofports: List[str]) -> Group:
+    """A fast_failover group over 'ofports' (OpenFlow port numbers), in
+    order: each bucket watches its port and outputs to it."""
+    return ("ff", tuple((p, "output:%s" % p) for p in ofports))
+
+
+def group_text(gid: int, g: Group) -> str:
+    kind, buckets = g
+    return "group_id=%d,type=%s,%s" % (
+        gid, kind, ",".join("bucket=watch_port:%s,actions=%s" % b
+                            for b in buckets))
+
+
 class OpenFlow:
     """OpenFlow access through ovs-ofctl: a dump restricted to our cookies
     and one bundle per change."""
@@ -151,10 +220,27 @@ class OpenFlow:
                 out.setdefault(f.cookie, set()).add(f.compared())
         return out
 
+    def groups(self) -> Dict[int, Group]:
+        """Our groups on the switch, by id."""
+        out: Dict[int, Group] = {}
+        for line in self.run(["--no-names", "dump-groups",
+                              self.target]).splitlines():
+            g = parse_group(line)
+            if g is not None and is_our_group(g[0]):
+                out[g[0]] = g[1]
+        return out
+
     def bundle(self, lines: List[str]) -> None:
+        """Flow mods ("add ...", "delete ...") and group mods ("group add
+        ...") in one bundle, in order."""
         self.written = True
-        self.run(["--bundle", "add-flows", self.target, "-"],
-                 "\n".join(lines) + "\n")
+        if any(ln.startswith("group ") for ln in lines):
+            self.run(["bundle", self.target, "-"], "\n".join(
+                ln if ln.startswith("group ") else "flow " + ln
+                for ln in lines) + "\n")
+        else:
+            self.run(["--bundle", "add-flows", self.target, "-"],
+                     "\n".join(lines) + "\n")
 
     # OpenFlow 1.1 and later have no OFPPC_NO_FLOOD: ovs-ofctl would
     # silently drop "no-flood" from an OpenFlow 1.3 port-mod.
@@ -262,6 +348,34 @@ def of_target(args: argparse.Namespace, spec: SwitchSpec) -> str:
                       "OpenFlow target with --of (or 'of:' in the map), "
                       "e.g. tcp:IP:6653" % (spec.name, spec.db),
                       EXIT_BAD_INPUT)
+
+
+def find_ofctl() -> str:
+    """$OVS_OFCTL, else the ovs-ofctl next to the running program (an OVS
+    build tree's utilities/), else PATH's."""
+    env = os.environ.get("OVS_OFCTL")
+    if env:
+        return env
+    here = os.path.join(os.path.dirname(os.path.realpath(sys.argv[0])),
+                        "ovs-ofctl")
+    if os.access(here, os.X_OK):
+        return here
+    return shutil.which("ovs-ofctl") or "/usr/bin/ovs-ofctl"
+
+
+def set_ssl(args: argparse.Namespace) -> None:
+    """The SSL files of ssl: remotes (--private-key, --certificate,
+    --ca-cert), for OVS's Python library (imported only if one is given:
+    the commands that need no switch need no library)."""
+    if not (args.private_key or args.certificate or args.ca_cert):
+        return
+    import ovs.stream
+    if args.private_key:
+        ovs.stream.Stream.ssl_set_private_key_file(args.private_key)
+    if args.certificate:
+        ovs.stream.Stream.ssl_set_certificate_file(args.certificate)
+    if args.ca_cert:
+        ovs.stream.Stream.ssl_set_ca_cert_file(args.ca_cert)
 
 
 def ssl_args(args: argparse.Namespace) -> List[str]:

@@ -61,13 +61,16 @@ class Ring:
 class Ovsdb:
     """A connection to one switch's database through the OVS Python IDL."""
 
-    def __init__(self, remote: str, timeout: float) -> None:
+    def __init__(self, remote: str, timeout: float,
+                 columns: Optional[Dict[str, List[str]]] = None) -> None:
+        """columns: more columns to monitor than COLUMNS."""
         self.remote = remote
         self.timeout = timeout
         self.attempts = 0
         helper = ovs.db.idl.SchemaHelper(schema_json=self._schema())
         for table, cols in COLUMNS.items():
-            helper.register_columns(table, cols)
+            helper.register_columns(table, cols + (columns or {}).get(
+                table, []))
         self.idl = ovs.db.idl.Idl(remote, helper)
         self._run_until(lambda: (self.idl.state
                                  == self.idl.IDL_S_MONITORING
@@ -160,22 +163,8 @@ class Ovsdb:
                    tick: Optional[Callable[[], None]] = None) -> None:
         """Runs the IDL until done(); tick(), if given, at least every
         100 ms meanwhile."""
-        deadline = time.monotonic() + (timeout if timeout is not None
-                                       else self.timeout)
-        while True:
-            self.idl.run()
-            if done():
-                return
-            if tick is not None:
-                tick()
-            if time.monotonic() > deadline:
-                raise DaqctlError("%s: timed out (%g s) waiting to %s"
-                                  % (self.remote, timeout or self.timeout,
-                                     what))
-            poller = ovs.poller.Poller()
-            self.idl.wait(poller)
-            poller.timer_wait(100)
-            poller.block()
+        run_until(self.idl, done, self.remote, what,
+                  timeout if timeout is not None else self.timeout, tick)
 
     def close(self) -> None:
         self.idl.close()
@@ -241,21 +230,7 @@ class Ovsdb:
             except BaseException:
                 txn.abort()
                 raise
-            while True:
-                status = txn.commit()
-                if status != ovs.db.idl.Transaction.INCOMPLETE:
-                    break
-                if time.monotonic() > deadline:
-                    txn.abort()
-                    raise DaqctlError("%s: the transaction timed out; it "
-                                      "may or may not have been committed"
-                                      % self.remote)
-                self.idl.run()
-                poller = ovs.poller.Poller()
-                self.idl.wait(poller)
-                txn.wait(poller)
-                poller.timer_wait(100)
-                poller.block()
+            status = commit_block(self.idl, txn, deadline, self.remote)
             if status == ovs.db.idl.Transaction.SUCCESS:
                 return int(txn.get_increment_new_value())
             if status == ovs.db.idl.Transaction.UNCHANGED:
@@ -294,6 +269,48 @@ class Ovsdb:
                               "applied it yet, so the flows were not "
                               "changed: run the command again later, or "
                               "raise --timeout" % e)
+
+
+def run_until(idl: Any, done: Callable[[], Any], remote: str, what: str,
+              timeout: float, tick: Optional[Callable[[], None]] = None
+              ) -> None:
+    """Runs 'idl' until done(), calling tick(), if given, at least every
+    100 ms meanwhile; DaqctlError ("REMOTE: timed out (TIMEOUT s) waiting
+    to WHAT") after 'timeout' seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        idl.run()
+        if done():
+            return
+        if tick is not None:
+            tick()
+        if time.monotonic() > deadline:
+            raise DaqctlError("%s: timed out (%g s) waiting to %s"
+                              % (remote, timeout, what))
+        poller = ovs.poller.Poller()
+        idl.wait(poller)
+        poller.timer_wait(100)
+        poller.block()
+
+
+def commit_block(idl: Any, txn: Any, deadline: float, remote: str) -> str:
+    """Commits 'txn' and runs 'idl' until the server has answered: the
+    transaction's status.  After 'deadline' (time.monotonic()), aborts it
+    and raises DaqctlError: it may or may not have been committed."""
+    status = txn.commit()
+    while status == ovs.db.idl.Transaction.INCOMPLETE:
+        if time.monotonic() > deadline:
+            txn.abort()
+            raise DaqctlError("%s: the transaction timed out; it may or "
+                              "may not have been committed" % remote)
+        idl.run()
+        poller = ovs.poller.Poller()
+        idl.wait(poller)
+        txn.wait(poller)
+        poller.timer_wait(100)
+        poller.block()
+        status = txn.commit()
+    return status
 
 
 def dcm_from_row(port: Any, iface: Any) -> Dcm:

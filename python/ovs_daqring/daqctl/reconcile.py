@@ -25,8 +25,13 @@ from typing import (Any, Callable, Dict, FrozenSet, List, Optional, Sequence,
 from .model import (DaqctlError, Dcm, EXIT_ROLLBACK_FAILED, EXT_DCM, MapError,
                     Problem, STATES, SwitchSpec, grouped_notes as _grouped)
 from .ovsdb import Ovsdb, Ring, _opt
-from .openflow import (ssl_args, DumpedFlow, Flow, OpenFlow, dcm_flows,
-                       flow_text, is_ours, of_target, ofport_text)
+from .openflow import (ssl_args, DumpedFlow, Flow, Group, OpenFlow,
+                       dcm_flows, failover_group, flow_text, group_ids,
+                       group_text, is_ours, of_target, ofport_text)
+
+# Flows besides the DCMs' (the fabric agent's routes): cookie ->
+# [(priority, match, output ports, primary first)].
+Routes = Dict[int, List[Tuple[int, List[str], Tuple[str, ...]]]]
 
 
 # ================================================================ reconciler
@@ -95,7 +100,10 @@ class Reconciler:
     """Brings one switch to a list of DCMs."""
 
     def __init__(self, spec: SwitchSpec, args: argparse.Namespace,
-                 out: Any) -> None:
+                 out: Any, columns: Optional[Dict[str, List[str]]] = None
+                 ) -> None:
+        """columns: Open_vSwitch columns to monitor besides those
+        ovs-daqctl reads (the fabric agent's BFD columns)."""
         self.spec = spec
         self.args = args
         self.out = out
@@ -104,7 +112,7 @@ class Reconciler:
         self.result: Dict[str, Any] = {
             "switch": spec.name, "db": spec.db, "bridge": spec.bridge,
             "dry_run": False, "changed": False, "messages": []}
-        self.db = Ovsdb(spec.db, args.timeout)
+        self.db = Ovsdb(spec.db, args.timeout, columns)
         self.of = OpenFlow(of_target(args, spec), args.ofctl, args.timeout,
                            ssl_args(args))
         self.t_commit = 0.0
@@ -115,9 +123,14 @@ class Reconciler:
         self._next_progress = 0.0
         # Flows that are no DCM's ring steering, kept by sync() with the
         # DCMs' (the fabric agent's routes): cookie -> [(priority, match,
-        # output port name)].  A cookie whose ports are not on the bridge
-        # has no flows.
-        self.routes: Dict[int, List[Tuple[int, List[str], str]]] = {}
+        # output port names)].  One port: an output to it; more: to the
+        # first of them that is live, through a fast_failover group of
+        # ours (GROUP_PREFIX), shared by the routes with the same ports.
+        # A port that is not on the bridge is left out (the first one:
+        # the cookie has no flows).
+        self.routes: Routes = {}
+        # Whether sync() keeps our groups (those of 'routes', no others).
+        self.manage_groups = False
 
     def close(self) -> None:
         self.db.close()
@@ -487,6 +500,7 @@ class Reconciler:
         for _ in range(10):
             dumped = self.of.flows(ours=False)
             installed = self.of.installed(dumped)
+            groups = self.of.groups() if self.manage_groups else None
             cfg = self.db.catch_up()
             dcms = self.current()
             problems = self.conflicts(dcms, dumped)
@@ -498,7 +512,8 @@ class Reconciler:
             if flood:
                 self.of.set_no_flood_all(flood)
             fixed += [r for r in flood if r not in fixed]
-            lines, counts = self.flow_changes(dcms, False, installed)
+            lines, counts = self.flow_changes(dcms, False, installed,
+                                              groups)
             if lines:
                 t0 = time.monotonic()
                 self.of.bundle(lines)
@@ -547,11 +562,13 @@ class Reconciler:
         return problems
 
     def flow_changes(self, dcms: List[Dcm], dry_run: bool,
-                     installed: Optional[Dict[int, Set[Flow]]] = None
+                     installed: Optional[Dict[int, Set[Flow]]] = None,
+                     groups_installed: Optional[Dict[int, Group]] = None
                      ) -> Tuple[List[str], Tuple[int, int, int]]:
         """The bundle that gives 'dcms' their flows: for each DCM whose
         flows differ, "delete cookie=C/-1" and its adds; for each of our
-        cookies that no DCM has, its delete.  With 'dry_run', rings not
+        cookies that no DCM has, its delete; with 'manage_groups', the
+        group mods of the routes' groups.  With 'dry_run', rings not
         created yet count as adds."""
         br = self.db.bridge(self.spec.bridge)
         ofports: Dict[str, int] = {}
@@ -586,12 +603,14 @@ class Reconciler:
             for f in flows:
                 lines.append("add " + flow_text(c, f))
                 n_add += 1
+        groups, group_lines = self.route_groups(ofports, groups_installed)
         for c, route in sorted(self.routes.items()):
-            if c in wanted or any(p not in ofports for _, _, p in route):
+            if c in wanted or any(ports[0] not in ofports
+                                  for _, _, ports in route):
                 continue
             wanted.add(c)
-            flows = [(prio, match, "output:%s" % ofport_text(ofports[p]))
-                     for prio, match, p in route]
+            flows = [(prio, match, self.route_action(ports, ofports, groups))
+                     for prio, match, ports in route]
             want = {(p, frozenset(m), a) for p, m, a in flows}
             have = installed.get(c, set())
             if want != have:
@@ -606,7 +625,31 @@ class Reconciler:
                 lines.append("delete cookie=%#x/-1" % c)
                 n_del += len(have)
                 n_changed += 1
+        # Groups first (a flow's group must exist), stale groups last
+        # (deleting a group deletes the flows that use it).
+        lines = ([ln for ln in group_lines if not ln.startswith(
+            "group delete")] + lines
+            + [ln for ln in group_lines if ln.startswith("group delete")])
         return lines, (n_changed, n_del, n_add)
+
+    @staticmethod
+    def route_action(ports: Tuple[str, ...], ofports: Dict[str, int],
+                     groups: Dict[Tuple[str, ...], int]) -> str:
+        """A route's action: an output, or its group."""
+        live = tuple(p for p in ports if p in ofports)
+        if len(live) == 1:
+            return "output:%s" % ofport_text(ofports[live[0]])
+        return "group:%d" % groups[live]
+
+    def route_groups(self, ofports: Dict[str, int],
+                     installed: Optional[Dict[int, Group]]
+                     ) -> Tuple[Dict[Tuple[str, ...], int], List[str]]:
+        """The routes' groups and, with 'manage_groups', the group mods
+        that make our groups on the switch exactly those."""
+        if self.manage_groups and installed is None:
+            installed = self.of.groups()
+        return route_groups(self.routes, ofports,
+                            installed if self.manage_groups else None)
 
     # -------------------------------------------------------------- apply
     def apply(self, want: Callable[[List[Dcm]], List[Dcm]], comment: str,
@@ -739,6 +782,37 @@ class Reconciler:
         elif lines:
             self.say("%s: %s%d changes (-v lists them)"
                      % (self.spec.name, prefix, len(lines)))
+
+
+def route_groups(routes: Routes, ofports: Dict[str, int],
+                 installed: Optional[Dict[int, Group]]
+                 ) -> Tuple[Dict[Tuple[str, ...], int], List[str]]:
+    """The groups that 'routes' need (their ports on the bridge, in
+    order -> group id) and, unless 'installed' (our groups on the switch)
+    is None, the group mods that make those exactly the switch's groups
+    of ours: "group add", "group modify", "group delete" lines of an
+    ovs-ofctl bundle."""
+    lists = set()
+    for route in routes.values():
+        for _, _, ports in route:
+            live = tuple(p for p in ports if p in ofports)
+            if len(live) > 1 and ports[0] in ofports:
+                lists.add(live)
+    ids = group_ids(lists)
+    if installed is None:
+        return ids, []
+    lines = []
+    for ports, gid in sorted(ids.items(), key=lambda x: x[1]):
+        g = failover_group([ofport_text(ofports[p]) for p in ports])
+        have = installed.get(gid)
+        if have is None:
+            lines.append("group add " + group_text(gid, g))
+        elif have != g:
+            lines.append("group modify " + group_text(gid, g))
+    wanted = set(ids.values())
+    lines += ["group delete group_id=%d" % gid
+              for gid in sorted(installed) if gid not in wanted]
+    return ids, lines
 
 
 def describe_update(old: Optional[Dcm], new: Dcm) -> str:

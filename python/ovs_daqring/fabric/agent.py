@@ -32,7 +32,6 @@ and, while it holds it, is the fabric's planner."""
 import argparse
 import json
 import os
-import shutil
 import socket
 import sys
 import time
@@ -61,6 +60,7 @@ from .. import VERSION
 from ..daqctl.dcmmap import default_db, parse_tuple
 from ..daqctl.model import (DaqctlError, Dcm, PRIO_TO_RING, SwitchSpec,
                             dcm_cookie)
+from ..daqctl.openflow import find_ofctl, set_ssl
 from ..daqctl.reconcile import Reconciler
 from .cli import default_fabric_db
 from .db import FabricDb, Planner, Txn, now_ms
@@ -94,8 +94,15 @@ def dcm_of_json(j: Dict[str, Any]) -> Dcm:
 
 def slice_json(sl: Slice) -> Dict[str, Any]:
     return {"rings": [dcm_json(d) for d in sl.rings],
-            "routes": [{"dcm": r.dcm, "match": r.match, "port": r.port}
+            "routes": [{"dcm": r.dcm, "match": r.match, "port": r.port,
+                        "backups": list(r.backups)}
                        for r in sl.routes]}
+
+
+def route_ports(r: Dict[str, Any]) -> Tuple[str, ...]:
+    """A route's ports, primary first (a slice kept by an agent of
+    before the backups has none)."""
+    return (r["port"],) + tuple(r.get("backups", []))
 
 
 def route_matches(match: str) -> List[List[str]]:
@@ -105,16 +112,26 @@ def route_matches(match: str) -> List[List[str]]:
     return [parse_tuple(t).match() for t in match.split()]
 
 
-def route_table(routes: List[Dict[str, str]]
-                ) -> Dict[int, List[Tuple[int, List[str], str]]]:
+def route_table(routes: List[Dict[str, Any]]
+                ) -> Dict[int, List[Tuple[int, List[str], Tuple[str, ...]]]]:
     """Reconciler.routes for a slice's routes: one cookie per DCM routed
-    (not its ring's cookie), its matches out of the route's port."""
-    out: Dict[int, List[Tuple[int, List[str], str]]] = {}
+    (not its ring's cookie), its matches out of the route's port, or of
+    the first live one of its ports (a fast_failover group) if it has
+    backups."""
+    out: Dict[int, List[Tuple[int, List[str], Tuple[str, ...]]]] = {}
     for r in routes:
         c = dcm_cookie("route/" + r["dcm"])
-        out.setdefault(c, []).extend((PRIO_ROUTE, m, r["port"])
+        ports = route_ports(r)
+        out.setdefault(c, []).extend((PRIO_ROUTE, m, ports)
                                      for m in route_matches(r["match"]))
     return out
+
+
+def link_ports(state: Any, node: str) -> List[str]:
+    """The ports of switch 'node' cabled to another switch (where BFD
+    runs)."""
+    return sorted({p for p in (lk.port_of(node) for lk in state.links)
+                   if p is not None})
 
 
 def fabric_ports(state: Any, node: str) -> List[str]:
@@ -226,6 +243,11 @@ class Agent:
         self.plan_what = ""
         self.report_txn: Optional[Txn] = None
         self.reports = 0
+        self.last_report = 0.0
+        self.reported_links: Optional[Dict[str, str]] = None
+        # The BFD sessions of the link ports, as local_view() last read
+        # them: port -> Interface:bfd_status.
+        self.bfd: Dict[str, Dict[str, str]] = {}
         self.exiting = False
 
     def close(self) -> None:
@@ -272,6 +294,9 @@ class Agent:
                        "bridge": a.bridge or sw.bridge or "br0",
                        "of": a.of or sw_of},
             "ports": fabric_ports(state, self.node),
+            # Interface:bfd of the link ports ({}: BFD off).
+            "bfd": dict(state.bfd),
+            "bfd_ports": link_ports(state, self.node),
             "slice": slice_json(sl)}
         if want != self.want:
             self.want = want
@@ -293,8 +318,40 @@ class Agent:
             self.rec.close()
             self.rec = None
         if self.rec is None:
-            self.rec = Reconciler(spec, self.args, _Log())
+            self.rec = Reconciler(spec, self.args, _Log(),
+                                  {"Interface": ["bfd", "bfd_status"]})
+            self.rec.manage_groups = True
         return self.rec
+
+    def set_bfd(self, rec: Reconciler) -> None:
+        """Makes Interface:bfd of the switch's link ports the fabric's
+        (the agent owns it: {} when the fabric has BFD off), in a
+        transaction of its own when it differs."""
+        want = self.want.get("bfd", {})
+        names = self.want.get("bfd_ports", [])
+
+        def todo() -> List[Any]:
+            ports = rec.db.ports(rec.db.bridge(rec.spec.bridge))
+            out = []
+            for n in names:
+                p = ports.get(n)
+                ifaces = list(p.interfaces) if p is not None else []
+                if len(ifaces) == 1 and dict(ifaces[0].bfd) != want:
+                    out.append(ifaces[0])
+            return out
+
+        if not todo():
+            return
+
+        def build(txn: Any) -> None:
+            for iface in todo():
+                iface.verify("bfd")
+                iface.bfd = want
+        rec.db.transact(build, "%s: BFD %s on %s" % (
+            PROG, "on" if want else "off", ", ".join(names)))
+        vlog.info("switch %s: BFD %s on %s" % (
+            self.node, " ".join("%s=%s" % kv for kv in sorted(want.items()))
+            if want else "off", ", ".join(names)))
 
     def apply(self) -> None:
         """Brings the switch to self.want (usually a check that finds
@@ -306,8 +363,10 @@ class Agent:
             rec = self.reconciler()
             rec.result["messages"] = []
             rec.routes = route_table(want["slice"]["routes"])
+            self.set_bfd(rec)
             br = rec.db.bridge(rec.spec.bridge)
-            missing = sorted({r["port"] for r in want["slice"]["routes"]}
+            missing = sorted({p for r in want["slice"]["routes"]
+                              for p in route_ports(r)}
                              - set(rec.db.ports(br)))
             rec.apply(lambda _cur: rings, "%s: fabric generation %d"
                       % (PROG, want["generation"]), False, False)
@@ -320,9 +379,9 @@ class Agent:
                 self.rec = None
             return
         if missing:
-            self._failed("ports missing on bridge %s, routes through them "
-                         "not installed: %s" % (want["target"]["bridge"],
-                                                ", ".join(missing)))
+            self._failed("ports missing on bridge %s (routes through them "
+                         "not installed, or without them as backups): %s"
+                         % (want["target"]["bridge"], ", ".join(missing)))
             return
         if text != self.applied or want["generation"] != self.applied_gen:
             vlog.info("switch %s holds the slice of generation %d: %d "
@@ -353,9 +412,12 @@ class Agent:
     # ------------------------------------------------------------- report
     def local_view(self) -> Tuple[Dict[str, str], Dict[str, Dict[str, int]]]:
         """The fabric ports' link states and the rings' counters, as the
-        local database has them (nothing if it is not reachable)."""
+        local database has them (nothing if it is not reachable).  A port
+        with BFD on is up only while its BFD session forwards (what its
+        fast_failover buckets watch); self.bfd gets the sessions."""
         links: Dict[str, str] = {}
         rings: Dict[str, Dict[str, int]] = {}
+        self.bfd = {}
         if self.rec is None or self.want is None:
             return links, rings
         db = self.rec.db
@@ -370,9 +432,16 @@ class Agent:
             ifaces = list(p.interfaces) if p is not None else []
             if p is None or len(ifaces) != 1:
                 links[name] = "down"
-            elif ifaces[0].link_state:
-                state = ifaces[0].link_state[0]
+                continue
+            iface = ifaces[0]
+            if iface.link_state:
+                state = iface.link_state[0]
                 links[name] = state if state in ("up", "down") else "down"
+            if iface.bfd.get("enable") == "true":
+                st = dict(iface.bfd_status)
+                self.bfd[name] = st
+                if st.get("forwarding") != "true":
+                    links[name] = "down"
         for d in self.want["slice"]["rings"]:
             p = ports.get(d["ring"])
             if p is None or len(p.interfaces) != 1:
@@ -397,10 +466,20 @@ class Agent:
                 self.reports += 1
             self.report_txn = None
         now = time.monotonic()
-        if now < self.next_report or not self.fabric_up():
+        if not self.fabric_up():
             return
+        if now < self.next_report:
+            # A link that changes state (its carrier, its BFD session) is
+            # reported at once, not an interval later: the planner moves
+            # the DCMs that crossed it.
+            if (self.reported_links is None
+                    or now < self.last_report + INTERVAL_MIN
+                    or self.local_view()[0] == self.reported_links):
+                return
         self.next_report = now + self.interval
+        self.last_report = now
         links, rings = self.local_view()
+        self.reported_links = links
         db = self.fabric
         txn = Txn(db.idl)
         row = next((r for r in db.rows("Node") if r.name == self.node),
@@ -413,6 +492,7 @@ class Agent:
         row.updated = now_ms()
         row.report_interval = max(100, int(self.interval * 1000))
         row.links = links
+        row.bfd = {p: st.get("state", "down") for p, st in self.bfd.items()}
         row.ring_occupancy = {r: v["occupancy"] for r, v in rings.items()}
         row.ring_high_watermark = {r: v["high_watermark"]
                                    for r, v in rings.items()}
@@ -457,6 +537,9 @@ class Agent:
         """One round: the fabric's news, the switch, the report, the
         planner."""
         self.fabric.run()
+        if self.rec is not None:
+            # Waited on in wait(): it must run every round.
+            self.rec.db.idl.run()
         if (self.fabric.connected()
                 and self.fabric.idl.change_seqno != self.seqno):
             self.seqno = self.fabric.idl.change_seqno
@@ -469,6 +552,9 @@ class Agent:
 
     def wait(self, poller: Any) -> None:
         self.fabric.idl.wait(poller)
+        if self.rec is not None:
+            # The switch's link states (report() reads them).
+            self.rec.db.idl.wait(poller)
         if self.report_txn is not None:
             self.report_txn.wait(poller)
         deadlines = [self.next_report]
@@ -495,6 +581,7 @@ class Agent:
                        else "-"),
             "state_file": self.cache_path,
             "applies": self.n_applies,
+            "bfd": {p: bfd_text(st) for p, st in sorted(self.bfd.items())},
             "reports": self.reports,
             "error": self.error or self.fabric_note or "-"}
         if self.planner is not None:
@@ -504,20 +591,27 @@ class Agent:
         return out
 
 
+def _text(v: Any) -> str:
+    """A status value as 'status' prints it."""
+    if isinstance(v, dict):
+        return ", ".join("%s %s" % kv for kv in v.items()) or "-"
+    return str(v)
+
+
+def bfd_text(st: Dict[str, str]) -> str:
+    """A BFD session in a few words: "up", "down (Control Detection Time
+    Expired)", "init"... (the diagnostic, which OVS keeps after the
+    session is up again, only while it is not up)."""
+    text = st.get("state", "down")
+    if text != "up" and st.get("diagnostic") not in (None, "",
+                                                     "No Diagnostic"):
+        text += " (%s)" % st["diagnostic"]
+    if st.get("forwarding") != "true" and text.startswith("up"):
+        text += ", not forwarding"
+    return text
+
+
 # ====================================================================== main
-def find_ofctl() -> str:
-    """$OVS_OFCTL, else the ovs-ofctl next to this program, else PATH's
-    (where ovs-daqctl looks)."""
-    env = os.environ.get("OVS_OFCTL")
-    if env:
-        return env
-    here = os.path.join(os.path.dirname(os.path.realpath(sys.argv[0])),
-                        "ovs-ofctl")
-    if os.access(here, os.X_OK):
-        return here
-    return shutil.which("ovs-ofctl") or "/usr/bin/ovs-ofctl"
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="The fabric agent of one ovs-daqring "
@@ -612,12 +706,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     check_args(parser, args)
     ovs.vlog.handle_args(args)
     ovs.daemon.handle_args(args)
-    if args.private_key:
-        ovs.stream.Stream.ssl_set_private_key_file(args.private_key)
-    if args.certificate:
-        ovs.stream.Stream.ssl_set_certificate_file(args.certificate)
-    if args.ca_cert:
-        ovs.stream.Stream.ssl_set_ca_cert_file(args.ca_cert)
+    set_ssl(args)
 
     ovs.daemon.daemonize_start()
     error, server = ovs.unixctl.server.UnixctlServer.create(
@@ -638,7 +727,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         elif argv:
             conn.reply_error("usage: status [--json]")
         else:
-            conn.reply("".join("%s: %s\n" % (k, v)
+            conn.reply("".join("%s: %s\n" % (k, _text(v))
                                for k, v in st.items()))
 
     ovs.unixctl.command_register("exit", "", 0, 0, unixctl_exit, None)

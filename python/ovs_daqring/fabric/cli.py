@@ -46,7 +46,15 @@ def default_fabric_db() -> str:
 
 
 def _remote(args: argparse.Namespace) -> str:
-    return args.db or default_fabric_db()
+    """--db, and a clear error if it has ssl: members without the SSL
+    files (the library would only time out)."""
+    remote = args.db or default_fabric_db()
+    if any(r.startswith("ssl:") for r in remote.split(",")) and not (
+            args.private_key and args.certificate and args.ca_cert):
+        raise DaqctlError("--db %s: ssl: remotes need --private-key, "
+                          "--certificate and --ca-cert (see ovs-pki(8))"
+                          % remote, EXIT_BAD_INPUT)
+    return remote
 
 
 def _who() -> str:
@@ -95,8 +103,8 @@ def _dry_run(args: argparse.Namespace, db: FabricDb, state: Any) -> int:
         out[name] = {
             "rings": [{"dcm": d.name, "ring": d.ring, "egress": d.egress,
                        "match": d.match_text()} for d in s.rings],
-            "routes": [{"dcm": r.dcm, "match": r.match, "port": r.port}
-                       for r in s.routes]}
+            "routes": [{"dcm": r.dcm, "match": r.match, "port": r.port,
+                        "backups": list(r.backups)} for r in s.routes]}
         args.say("switch %s: %d daqrings, %d routes"
                  % (name, len(s.rings), len(s.routes)))
         if args.verbose or len(s.rings) + len(s.routes) <= 20:
@@ -104,8 +112,10 @@ def _dry_run(args: argparse.Namespace, db: FabricDb, state: Any) -> int:
                 args.say("  ring %s for DCM %s (%s) -> %s"
                          % (d.ring, d.name, d.match_summary(), d.egress))
             for r in s.routes:
-                args.say("  route DCM %s (%s) -> %s" % (r.dcm, r.match,
-                                                        r.port))
+                args.say("  route DCM %s (%s) -> %s%s"
+                         % (r.dcm, r.match, r.port,
+                            " (backups %s)" % ", ".join(r.backups)
+                            if r.backups else ""))
     args.report["fabric"]["switches"] = out
     args.report["fabric"]["assignments"] = {
         n: {"plane": a.plane, "spine": a.spine} for n, a in new.items()}
@@ -126,7 +136,7 @@ def node_view(db: FabricDb, now: int) -> List[Dict[str, Any]]:
             v.update(
                 up=age <= UP_INTERVALS * int(n.report_interval),
                 generation=int(n.generation), agent=n.agent,
-                age_ms=age, links=dict(n.links),
+                age_ms=age, links=dict(n.links), bfd=dict(n.bfd),
                 rings={r: {"occupancy": n.ring_occupancy.get(r),
                            "high_watermark": n.ring_high_watermark.get(r),
                            "drops": n.ring_drops.get(r)}
@@ -212,11 +222,15 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
     for n in nodes:
         links = n.get("links") or {}
         dn = sorted(p for p, s in links.items() if s == "down")
-        out.write("  %-6s %-16s plane %-2d %-8s generation %s%s%s\n"
+        bfd = n.get("bfd") or {}
+        out.write("  %-6s %-16s plane %-2d %-8s generation %s%s%s%s\n"
                   % (n["role"], n["switch"], n["plane"],
                      _liveness(n),
                      "-" if n["generation"] is None else n["generation"],
                      ", links down: " + ",".join(dn) if dn else "",
+                     ", BFD: " + ",".join("%s %s" % (p, bfd[p])
+                                          for p in sorted(bfd))
+                     if bfd else "",
                      ", %d rings" % len(n["rings"]) if n.get("rings")
                      else ""))
     unassigned = [d["name"] for d in info["dcms"] if d["plane"] is None]

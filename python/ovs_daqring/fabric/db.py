@@ -26,10 +26,10 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import ovs.db.idl
-import ovs.poller
 
 from ..daqctl.dcmmap import parse_tuple
 from ..daqctl.model import DaqctlError, Dcm
+from ..daqctl.ovsdb import commit_block, run_until
 from . import schema_path
 from .model import (Assignment, FabricDcm, FabricHost, FabricLink,
                     FabricState, FabricSwitch)
@@ -83,19 +83,8 @@ class FabricDb:
 
     def run_until(self, done: Callable[[], bool], what: str,
                   timeout: Optional[float] = None) -> None:
-        limit = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + limit
-        while True:
-            self.idl.run()
-            if done():
-                return
-            if time.monotonic() > deadline:
-                raise DaqctlError("%s: timed out (%g s) waiting to %s"
-                                  % (self.remote, limit, what))
-            poller = ovs.poller.Poller()
-            self.idl.wait(poller)
-            poller.timer_wait(100)
-            poller.block()
+        run_until(self.idl, done, self.remote, what,
+                  self.timeout if timeout is None else timeout)
 
     def run(self) -> None:
         self.idl.run()
@@ -118,6 +107,7 @@ class FabricDb:
         r = self.root()
         if r is not None:
             st.hold_down = int(r.hold_down)
+            st.bfd = dict(r.bfd)
         for s in self.rows("Switch"):
             st.switches.append(FabricSwitch(
                 name=s.name, role=s.role, plane=s.plane, pod=s.pod,
@@ -188,20 +178,7 @@ class FabricDb:
             if early is not None:
                 txn.abort()
                 return "done", early
-            status = txn.commit()
-            while status == Txn.INCOMPLETE:
-                if time.monotonic() > deadline:
-                    txn.abort()
-                    raise DaqctlError("%s: the transaction timed out; it "
-                                      "may or may not have been committed"
-                                      % self.remote)
-                self.idl.run()
-                poller = ovs.poller.Poller()
-                self.idl.wait(poller)
-                txn.wait(poller)
-                poller.timer_wait(100)
-                poller.block()
-                status = txn.commit()
+            status = commit_block(self.idl, txn, deadline, self.remote)
             if status in (Txn.SUCCESS, Txn.UNCHANGED):
                 return status, None
             if status == Txn.NOT_LOCKED or not retry:
@@ -250,6 +227,7 @@ class FabricDb:
             fab.map_digest = digest
             fab.applied_by = who
             fab.hold_down = state.hold_down
+            fab.bfd = state.bfd
             result["gen"] = gen + 1
             self._sync(txn, "Switch", "name", {
                 s.name: {"role": s.role, "plane": s.plane, "pod": s.pod,

@@ -31,12 +31,12 @@ from ..daqctl.dcmmap import (LineDict, _LineLoader, _int_value, _ipv4,
                              _port_name, build_dcm, validate_dcms)
 from ..daqctl.model import (DCM_KEYS, DEFAULT_KEYS, MapError, NAME_RE,
                             Problem)
-from .model import (FabricDcm, FabricHost, FabricLink, FabricState,
-                    FabricSwitch, HOLD_DOWN_DEFAULT, HOLD_DOWN_MAX,
-                    HOST_ROLES, PLANE_MAX, POD_MAX, ROLES)
+from .model import (BFD_KEYS, FabricDcm, FabricHost, FabricLink,
+                    FabricState, FabricSwitch, HOLD_DOWN_DEFAULT,
+                    HOLD_DOWN_MAX, HOST_ROLES, PLANE_MAX, POD_MAX, ROLES)
 
 TOP_KEYS = ("fabric", "defaults", "dcms")
-FABRIC_KEYS = ("hold_down", "switches", "links", "hosts")
+FABRIC_KEYS = ("hold_down", "bfd", "switches", "links", "hosts")
 SWITCH_KEYS = ("name", "role", "plane", "pod", "dpdk", "db", "bridge", "of")
 LINK_KEYS = ("a", "b")
 HOST_KEYS = ("name", "role", "ip", "pod", "ports")
@@ -114,6 +114,8 @@ class FabricMapReader:
                 self.bad(fab.key_lines["hold_down"], str(e))
         else:
             state.hold_down = HOLD_DOWN_DEFAULT
+        if "bfd" in fab:
+            state.bfd = self._bfd(fab)
         state.switches = self._switches(fab)
         state.links = self._links(fab, state)
         state.hosts = self._hosts(fab, state)
@@ -189,6 +191,34 @@ class FabricMapReader:
         return sw, port
 
     # --------------------------------------------------------- sections
+    def _bfd(self, fab: LineDict) -> Dict[str, str]:
+        """'bfd: true' (the defaults), 'false', or a mapping of BFD_KEYS
+        (in milliseconds, and the detection multiplier): OVS's
+        Interface:bfd for every link port."""
+        v = fab["bfd"]
+        line = fab.key_lines["bfd"]
+        if v is False:
+            return {}
+        if v is True:
+            v = LineDict()
+            v.line, v.key_lines = line, {}
+        if not isinstance(v, LineDict):
+            self.bad(line, "'bfd' must be true, false or a mapping of %s, "
+                     "not %r" % (", ".join(k.replace("_", "-")
+                                           for k in BFD_KEYS), v))
+            return {}
+        self._unknown(v, tuple(BFD_KEYS), "bfd")
+        out = {"enable": "true"}
+        for key, (ovs_key, lo, hi, default) in BFD_KEYS.items():
+            try:
+                n = (_int_value(v[key], "bfd: " + key.replace("_", "-"),
+                                lo, hi) if key in v else default)
+            except ValueError as e:
+                self.bad(v.key_lines[key], str(e))
+                continue
+            out[ovs_key] = str(n)
+        return out
+
     def _switches(self, fab: LineDict) -> List[FabricSwitch]:
         out: List[FabricSwitch] = []
         seen: Dict[str, str] = {}
@@ -446,7 +476,7 @@ def state_digest(state: FabricState) -> str:
 def state_json(state: FabricState) -> Dict[str, Any]:
     """The desired state as plain data (for --dry-run -f json and the
     digest)."""
-    return {
+    out: Dict[str, Any] = {
         "hold_down": state.hold_down,
         "switches": [{"name": s.name, "role": s.role, "plane": s.plane,
                       "pod": s.pod, "dpdk": s.dpdk, "db": s.db,
@@ -464,3 +494,6 @@ def state_json(state: FabricState) -> Dict[str, Any]:
                               if k != "egress"}}
                  for d in sorted(state.dcms, key=lambda d: d.name)],
     }
+    if state.bfd:
+        out["bfd"] = dict(state.bfd)
+    return out

@@ -27,6 +27,11 @@ PLANE_MAX = 63
 POD_MAX = 4095
 HOLD_DOWN_DEFAULT = 30          # seconds before a DCM moves back home
 HOLD_DOWN_MAX = 86400
+# BFD on the fabric's links (Interface:bfd of every link port, set by the
+# agents): the keys a map may give, their OVS names, range and default.
+BFD_KEYS = {"min_rx": ("min_rx", 1, 60000, 100),
+            "min_tx": ("min_tx", 1, 60000, 100),
+            "mult": ("mult", 1, 255, 3)}
 
 # A path through the fabric: (plane, spine switch name).
 Path = Tuple[int, str]
@@ -110,6 +115,8 @@ class FabricState:
     hosts: List[FabricHost] = field(default_factory=list)
     dcms: List[FabricDcm] = field(default_factory=list)
     hold_down: int = HOLD_DOWN_DEFAULT
+    # Interface:bfd of every link port ({} = BFD off), OVS's keys.
+    bfd: Dict[str, str] = field(default_factory=dict)
 
     def switch(self, name: str) -> Optional[FabricSwitch]:
         return next((s for s in self.switches if s.name == name), None)

@@ -18,8 +18,9 @@ ports that face HLT hosts, where the incast fans in) and the routes it
 forwards each DCM's packets on, from the desired state and the planner's
 assignments.  Pure functions."""
 
+import zlib
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional
+from typing import Dict, List, Tuple
 
 from ..daqctl.model import Dcm
 from .model import Assignment, FabricState
@@ -27,10 +28,18 @@ from .model import Assignment, FabricState
 
 @dataclass(frozen=True)
 class Route:
-    """Packets of a DCM leave this switch through 'port'."""
+    """Packets of a DCM leave this switch through 'port' or, while that
+    port is not live (its link or BFD session down), through the first
+    live one of 'backups': an OpenFlow fast_failover group, the thesis's
+    backup flows (§6.2.4).  No backups: a plain output."""
     dcm: str
     match: str
     port: str
+    backups: Tuple[str, ...] = ()
+
+    @property
+    def ports(self) -> Tuple[str, ...]:
+        return (self.port,) + self.backups
 
 
 @dataclass
@@ -40,11 +49,26 @@ class Slice:
     routes: List[Route] = field(default_factory=list)
 
 
-def _uplink(state: FabricState, leaf: str, spine: str) -> Optional[str]:
+def _links_between(state: FabricState) -> Dict[Tuple[str, str], List[str]]:
+    """(switch, other switch) -> the ports of 'switch' cabled to 'other',
+    in link name order."""
+    out: Dict[Tuple[str, str], List[str]] = {}
     for lk in sorted(state.links, key=lambda lk: lk.name):
-        if lk.joins(leaf, spine):
-            return lk.port_of(leaf)
-    return None
+        out.setdefault((lk.a_switch, lk.b_switch), []).append(lk.a_port)
+        out.setdefault((lk.b_switch, lk.a_switch), []).append(lk.b_port)
+    return out
+
+
+def backup_spines(spines: List[str], spine: str, dcm: str) -> List[str]:
+    """The spines of a plane that a DCM on 'spine' falls back on, in
+    order: the others, starting at one chosen by the DCM's name, so that
+    the DCMs of a failed spine spread over the rest until the planner
+    moves them (it moves them too, to the least loaded paths)."""
+    others = [s for s in spines if s != spine]
+    if not others:
+        return []
+    k = zlib.crc32(dcm.encode()) % len(others)
+    return others[k:] + others[:k]
 
 
 def slices(state: FabricState, assignments: Dict[str, Assignment]
@@ -53,6 +77,8 @@ def slices(state: FabricState, assignments: Dict[str, Assignment]
     ones)."""
     out = {s.name: Slice(s.name) for s in state.switches}
     ros = [h for h in state.hosts if h.role == "ros"]
+    cabled = _links_between(state)
+    spines = state.spines()
     for d in sorted(state.dcms, key=lambda d: d.name):
         a = assignments.get(d.name)
         host = state.host(d.host)
@@ -68,11 +94,17 @@ def slices(state: FabricState, assignments: Dict[str, Assignment]
         ros_leaves = sorted({r.leaf(a.plane)[0] for r in ros
                              if r.leaf(a.plane) is not None} - {leaf})
         if ros_leaves and a.spine in out:
-            down = _uplink(state, a.spine, leaf)
-            if down is not None:
-                out[a.spine].routes.append(Route(d.name, match, down))
+            down = cabled.get((a.spine, leaf))
+            if down:
+                out[a.spine].routes.append(Route(d.name, match, down[0],
+                                                 tuple(down[1:])))
+        order = [a.spine] + backup_spines(spines.get(a.plane, []), a.spine,
+                                          d.name)
         for rl in ros_leaves:
-            up = _uplink(state, rl, a.spine)
-            if up is not None and rl in out:
-                out[rl].routes.append(Route(d.name, match, up))
+            if rl not in out:
+                continue
+            ups = [p for sp in order for p in cabled.get((rl, sp), [])]
+            if ups and cabled.get((rl, a.spine)):
+                out[rl].routes.append(Route(d.name, match, ups[0],
+                                            tuple(ups[1:])))
     return out

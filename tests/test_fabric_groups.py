@@ -1,0 +1,125 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Unit tests of the fabric agent's fast_failover groups as the reconcile
+core makes them (daqctl/openflow.py, daqctl/reconcile.py): parsing
+ovs-ofctl dump-groups, our group ids, and the group mods of a set of
+routes.  Pure: no daemons.  The groups on real switches are tested in
+tests/test_fabric_agent.py.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_fabric_groups.py
+"""
+
+from typing import Dict, List, Tuple
+
+from ovs_daqring.daqctl.openflow import (GROUP_PREFIX, failover_group,
+                                         group_ids, group_text,
+                                         is_our_group, parse_group)
+from ovs_daqring.daqctl.reconcile import Reconciler, route_groups
+
+# ovs-ofctl dump-groups of the same group over OpenFlow 1.3 and 1.5.
+DUMP_13 = (" group_id=3670540289,type=ff,bucket=watch_port:2,"
+           "actions=output:2,bucket=watch_port:3,actions=output:3")
+DUMP_15 = (" group_id=3670540289,type=ff,bucket=bucket_id:0,watch_port:2,"
+           "actions=output:2,bucket=bucket_id:1,watch_port:3,"
+           "actions=output:3")
+
+
+def test_parse_group_any_version() -> None:
+    want = (3670540289, ("ff", (("2", "output:2"), ("3", "output:3"))))
+    assert parse_group(DUMP_13) == want
+    assert parse_group(DUMP_15) == want
+    assert parse_group("OFPST_GROUP_DESC reply (OF1.5) (xid=0x2):") is None
+    assert parse_group(" group_id=1,type=all,bucket=actions=drop") == (
+        1, ("all", (("", "drop"),)))
+
+
+def test_group_text_is_what_dump_groups_gives_back() -> None:
+    g = failover_group(["2", "3"])
+    text = group_text(3670540289, g)
+    assert text == ("group_id=3670540289,type=ff,bucket=watch_port:2,"
+                    "actions=output:2,bucket=watch_port:3,actions=output:3")
+    assert parse_group(text) == (3670540289, g)
+
+
+def test_group_ids_are_ours_stable_and_distinct() -> None:
+    lists = [("up%d" % i, "up%d" % j) for i in range(40) for j in range(40)
+             if i != j]
+    ids = group_ids(lists)
+    assert len(set(ids.values())) == len(lists)
+    assert all(is_our_group(g) for g in ids.values())
+    assert not is_our_group(1) and not is_our_group(0xffffff00)
+    # A list keeps its id whatever else there is (unless it collided).
+    alone = group_ids([("up1", "up2")])
+    assert alone[("up1", "up2")] == ids[("up1", "up2")]
+    assert alone[("up1", "up2")] & 0xffff0000 == GROUP_PREFIX
+
+
+Routes = Dict[int, List[Tuple[int, List[str], Tuple[str, ...]]]]
+
+
+def routes() -> Routes:
+    return {1: [(100, ["ip", "nw_dst=10.1.0.1"], ("up1", "up2"))],
+            2: [(100, ["ip", "nw_dst=10.1.0.2"], ("up2", "up1"))],
+            3: [(100, ["ip", "nw_dst=10.1.0.3"], ("up1", "up2"))],
+            4: [(100, ["ip", "nw_dst=10.1.0.4"], ("down2",))]}
+
+
+OFPORTS = {"up1": 3, "up2": 4, "down2": 5}
+
+
+def test_route_groups_one_group_per_port_list() -> None:
+    ids, lines = route_groups(routes(), OFPORTS, {})
+    assert sorted(ids) == [("up1", "up2"), ("up2", "up1")]
+    g12, g21 = ids[("up1", "up2")], ids[("up2", "up1")]
+    assert sorted(lines) == sorted([
+        "group add " + group_text(g12, failover_group(["3", "4"])),
+        "group add " + group_text(g21, failover_group(["4", "3"]))])
+    assert Reconciler.route_action(("up1", "up2"), OFPORTS, ids) == \
+        "group:%d" % g12
+    assert Reconciler.route_action(("down2",), OFPORTS, ids) == "output:5"
+
+
+def test_route_groups_modify_and_delete_only_what_differs() -> None:
+    ids, _ = route_groups(routes(), OFPORTS, {})
+    g12, g21 = ids[("up1", "up2")], ids[("up2", "up1")]
+    stale = GROUP_PREFIX | ((g12 + 1) & 0xffff)
+    if stale in (g12, g21):
+        stale = GROUP_PREFIX | ((g12 + 2) & 0xffff)
+    installed = {g12: failover_group(["3", "4"]),
+                 # Its port numbers changed (the port was added again).
+                 g21: failover_group(["4", "9"]),
+                 # A group no route needs any more.
+                 stale: failover_group(["3"])}
+    _, lines = route_groups(routes(), OFPORTS, installed)
+    assert lines == [
+        "group modify " + group_text(g21, failover_group(["4", "3"])),
+        "group delete group_id=%d" % stale]
+    _, lines = route_groups(routes(), OFPORTS, {
+        g12: failover_group(["3", "4"]), g21: failover_group(["4", "3"])})
+    assert lines == []
+
+
+def test_route_groups_leave_out_ports_not_on_the_bridge() -> None:
+    """A backup port that is not on the bridge is left out of the group
+    (a route left with one port is a plain output); a route whose first
+    port is missing has no flows, and so no group."""
+    ofports = {"up1": 3, "down2": 5}
+    ids, lines = route_groups(routes(), ofports, {})
+    assert ids == {} and lines == []
+    assert Reconciler.route_action(("up1", "up2"), ofports, ids) == \
+        "output:3"
+    # Not managed: the ids, no group mods.
+    ids, lines = route_groups(routes(), OFPORTS, None)
+    assert len(ids) == 2 and lines == []
