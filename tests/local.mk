@@ -63,7 +63,7 @@ check-ovs: all
 
 checkpatch: prepare
 	$(PYTHON3) $(OVS)/utilities/checkpatch.py -q -f \
-		$(wildcard lib/*.c lib/*.h)
+		$(wildcard lib/*.c lib/*.h tests/test-*.c)
 	@for p in $(PATCHES); do \
 	    grep -q '^--- ' $$p || continue; \
 	    echo "checkpatch: $$p"; \
