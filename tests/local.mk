@@ -41,7 +41,7 @@ PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
 PYTEST_ANY_BASE = tests/test_daqctl_fuzz.py tests/test_executables.py \
 	tests/test_fabric_groups.py tests/test_fabric_planner.py \
 	tests/test_hugepages.py tests/test_man.py tests/test_pins.py \
-	tests/test_rpm.py
+	tests/test_rpm.py tests/test_daq_peers.py
 PYTEST_SKIP ?=
 
 check: all
