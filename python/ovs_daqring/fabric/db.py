@@ -53,6 +53,41 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+# What the desired state is made of (FabricDb.state()).
+DESIRED_TABLES = ("Fabric", "Switch", "Link", "Host", "DCM")
+# Node columns that every report rewrites and that neither a slice nor a
+# plan depends on.
+REPORT_COLUMNS = frozenset(("agent", "generation", "updated",
+                            "report_interval", "ring_occupancy",
+                            "ring_high_watermark", "ring_drops", "error"))
+
+
+class _Idl(ovs.db.idl.Idl):
+    """An IDL that counts the changes of each table, and separately the
+    changes of Node rows beyond their reports: with dozens of agents
+    reporting every few seconds, an agent or a planner that recomputed
+    its slice or its plan whenever anything changed (change_seqno) would
+    spend its CPU on other nodes' reports."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.table_changes: Dict[str, int] = {}
+        self.node_changes = 0
+        # Per DCM row (uuid): how often it changed.
+        self.dcm_changes: Dict[Any, int] = {}
+
+    def notify(self, event: str, row: Any, updates: Any = None) -> None:
+        name = row._table.name
+        self.table_changes[name] = self.table_changes.get(name, 0) + 1
+        if name == "DCM":
+            self.dcm_changes[row.uuid] = self.dcm_changes.get(row.uuid,
+                                                              0) + 1
+        if name == "Node" and not (
+                event == ovs.db.idl.ROW_UPDATE and updates is not None
+                and set(updates._data) <= REPORT_COLUMNS):
+            self.node_changes += 1
+
+
 class FabricDb:
     """A connection to the fabric database."""
 
@@ -65,7 +100,12 @@ class FabricDb:
         self.timeout = timeout
         helper = ovs.db.idl.SchemaHelper(location=schema_path())
         helper.register_all()
-        self.idl = ovs.db.idl.Idl(remote, helper, leader_only=leader_only)
+        self.idl = _Idl(remote, helper, leader_only=leader_only)
+        # state() of the last changes() of DESIRED_TABLES.
+        self._state: Optional[Tuple[int, FabricState]] = None
+        # The DCMs of state(), by row: converted again only when their row
+        # (or a host) changed.
+        self._dcms: Dict[Any, Tuple[Tuple[int, int], FabricDcm]] = {}
         if lock:
             self.idl.set_lock(lock)
         if wait:
@@ -89,6 +129,26 @@ class FabricDb:
     def run(self) -> None:
         self.idl.run()
 
+    def changes(self, *tables: str) -> int:
+        """A number that changes when a row of 'tables' does (all tables
+        if none given: the same as the IDL's change_seqno would, less
+        often)."""
+        c = self.idl.table_changes
+        if not tables:
+            return sum(c.values())
+        return sum(c.get(t, 0) for t in tables)
+
+    def plan_key(self) -> Tuple[int, int, bool]:
+        """What a planner's plan depends on: every table but the nodes'
+        reports, and whether it holds the lock."""
+        return (self.changes(*DESIRED_TABLES, "Assignment"),
+                self.idl.node_changes, bool(self.idl.has_lock))
+
+    def away(self) -> bool:
+        """Whether a DCM is away from its home path (it moves back after
+        the hold-down: the planner must look again in time)."""
+        return any(a.home_plane for a in self.rows("Assignment"))
+
     # --------------------------------------------------------------- read
     def rows(self, table: str) -> List[Any]:
         return list(self.idl.tables[table].rows.values())
@@ -102,7 +162,16 @@ class FabricDb:
         return int(r.generation) if r is not None else 0
 
     def state(self) -> FabricState:
-        """The desired state as the database holds it."""
+        """The desired state as the database holds it (the same object
+        until it changes: callers must not modify it)."""
+        key = self.changes(*DESIRED_TABLES)
+        if self._state is not None and self._state[0] == key:
+            return self._state[1]
+        st = self._read_state()
+        self._state = (key, st)
+        return st
+
+    def _read_state(self) -> FabricState:
         st = FabricState()
         r = self.root()
         if r is not None:
@@ -126,11 +195,19 @@ class FabricDb:
                                        ip=_opt(h.ip), pod=h.pod,
                                        where="host %s" % h.name))
         hosts = {h.name: h for h in st.hosts}
+        n_hosts = self.changes("Host")
+        cache = {}
         for d in self.rows("DCM"):
-            host = hosts.get(d.host)
-            egress = host.attachments[0][2] if host else "unassigned"
-            st.dcms.append(FabricDcm(dcm=dcm_from_fabric_row(d, egress),
-                                     host=d.host))
+            key = (self.idl.dcm_changes.get(d.uuid, 0), n_hosts)
+            got = self._dcms.get(d.uuid)
+            if got is None or got[0] != key:
+                host = hosts.get(d.host)
+                egress = host.attachments[0][2] if host else "unassigned"
+                got = (key, FabricDcm(dcm=dcm_from_fabric_row(d, egress),
+                                      host=d.host))
+            cache[d.uuid] = got
+            st.dcms.append(got[1])
+        self._dcms = cache
         st.switches.sort(key=lambda s: s.name)
         st.links.sort(key=lambda lk: lk.name)
         st.hosts.sort(key=lambda h: h.name)
