@@ -63,7 +63,7 @@ from ..daqctl.model import (DaqctlError, Dcm, PRIO_TO_RING, SwitchSpec,
 from ..daqctl.openflow import find_ofctl, set_ssl
 from ..daqctl.reconcile import Reconciler
 from .cli import default_fabric_db
-from .db import FabricDb, Planner, Txn, now_ms
+from .db import DESIRED_TABLES, FabricDb, Planner, Txn, now_ms
 from .slice import Slice, slices
 
 PROG = "ovs-daqfabric-agent"
@@ -76,6 +76,8 @@ PRIO_ROUTE = PRIO_TO_RING
 CACHE_VERSION = 1
 INTERVAL_MIN = 0.1          # s: Node:report_interval is at least 100 ms
 PLAN_TICK = 1.0             # s: planner rounds without changes (hold-down)
+# The tables a node's slice is computed from.
+SLICE_TABLES = DESIRED_TABLES + ("Assignment",)
 
 
 # ================================================================ the slice
@@ -239,7 +241,8 @@ class Agent:
         self.next_check = 0.0
         self.next_report = 0.0
         self.next_plan = 0.0
-        self.plan_seqno = -1
+        self.plan_key: Any = None
+        self.plan_again = True
         self.plan_what = ""
         self.report_txn: Optional[Txn] = None
         self.reports = 0
@@ -299,8 +302,19 @@ class Agent:
             "bfd_ports": link_ports(state, self.node),
             "slice": slice_json(sl)}
         if want != self.want:
-            self.want = want
-            self.next_check = 0.0
+            old, self.want = self.want, want
+            if (old is not None and self.error is None
+                    and self.applied_gen == old["generation"]
+                    and dict(old, generation=0) == dict(want, generation=0)
+                    and self.applied == json.dumps(old["slice"],
+                                                   sort_keys=True)):
+                # A generation that leaves this switch's slice as it is
+                # (most of a fabric's switches, when one DCM changes):
+                # the switch holds it, as checked at the last interval,
+                # and goes on being checked every interval.
+                self.held(want, self.applied)
+            else:
+                self.next_check = 0.0
 
     def _note(self, note: Optional[str]) -> None:
         if note != self.fabric_note and note is not None:
@@ -383,12 +397,19 @@ class Agent:
                          "not installed, or without them as backups): %s"
                          % (want["target"]["bridge"], ", ".join(missing)))
             return
+        self.held(want, text)
+
+    def held(self, want: Dict[str, Any], text: str) -> None:
+        """The switch holds slice 'want' ('text': its slice as JSON)."""
         if text != self.applied or want["generation"] != self.applied_gen:
             vlog.info("switch %s holds the slice of generation %d: %d "
                       "rings, %d routes" % (self.node, want["generation"],
-                                            len(rings),
+                                            len(want["slice"]["rings"]),
                                             len(want["slice"]["routes"])))
             self.n_applies += 1
+            # Said at once, not an interval later ('fabric apply --wait'
+            # and the other nodes wait for it).
+            self.next_report = 0.0
             self.applied_at = time.time()
         if self.error is not None:
             vlog.info("switch %s: recovered" % self.node)
@@ -512,10 +533,13 @@ class Agent:
             return
         p.db.run()
         now = time.monotonic()
-        if not p.db.connected() or (p.db.idl.change_seqno == self.plan_seqno
-                                    and now < self.next_plan):
+        # A round when what the plan depends on changed (not the nodes'
+        # reports), and every PLAN_TICK while it has to look again (a DCM
+        # away from home, a round that did not get to plan).
+        due = self.plan_again and now >= self.next_plan
+        if not p.db.connected() or (p.db.plan_key() == self.plan_key
+                                    and not due):
             return
-        self.plan_seqno = p.db.idl.change_seqno
         self.next_plan = now + PLAN_TICK
         try:
             what = p.step()
@@ -530,7 +554,9 @@ class Agent:
             vlog.info("planner: planned generation %d (epoch %s)"
                       % (int(p.db.root().planned_generation), p.epoch))
         self.plan_what = what
-        self.plan_seqno = p.db.idl.change_seqno
+        self.plan_key = p.db.plan_key()
+        self.plan_again = (what not in ("planned", "unchanged")
+                           or p.db.away())
 
     # --------------------------------------------------------------- loop
     def run(self) -> None:
@@ -541,8 +567,9 @@ class Agent:
             # Waited on in wait(): it must run every round.
             self.rec.db.idl.run()
         if (self.fabric.connected()
-                and self.fabric.idl.change_seqno != self.seqno):
-            self.seqno = self.fabric.idl.change_seqno
+                and self.fabric.changes(*SLICE_TABLES) != self.seqno):
+            # Only what the slice depends on: not the nodes' reports.
+            self.seqno = self.fabric.changes(*SLICE_TABLES)
             self.read_fabric()
         if self.want is not None and time.monotonic() >= self.next_check:
             self.apply()
