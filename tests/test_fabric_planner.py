@@ -403,3 +403,19 @@ def test_one_spine_per_plane_means_no_backup() -> None:
     sl = slices(st, assign(st, {}))
     assert all(r.backups == () for s in sl.values() for r in s.routes)
     assert backup_spines(["a"], "a", "d") == []
+
+
+def test_one_switch_slice_is_its_part_of_all_slices() -> None:
+    """What an agent computes (slices(..., only=NODE)) is what the whole
+    fabric's slices give that node, before and after a failure."""
+    st = parse(fabric_yaml(planes=2, spines=2, hlt=2, dcms_per_host=3))
+    a1 = assign(st, {})
+    a2 = assign(st, a1, {("rl0", "u0")})
+    assert a2 != a1
+    for asg in (a1, a2):
+        full = slices(st, asg)
+        for name in full:
+            one = slices(st, asg, name)
+            assert one[name] == full[name], name
+            assert all(not (s.rings or s.routes) for n, s in one.items()
+                       if n != name)

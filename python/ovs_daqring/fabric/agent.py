@@ -284,7 +284,8 @@ class Agent:
             return
         self._note(None)
         state = db.state()
-        sl = slices(state, db.assignments()).get(self.node, Slice(self.node))
+        sl = slices(state, db.assignments(), self.node).get(
+            self.node, Slice(self.node))
         a = self.args
         sw_db = sw.db[0] if sw.db else None
         sw_of = sw.of[0] if sw.of else None

@@ -20,7 +20,7 @@ assignments.  Pure functions."""
 
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..daqctl.model import Dcm
 from .model import Assignment, FabricState
@@ -71,29 +71,36 @@ def backup_spines(spines: List[str], spine: str, dcm: str) -> List[str]:
     return others[k:] + others[:k]
 
 
-def slices(state: FabricState, assignments: Dict[str, Assignment]
-           ) -> Dict[str, Slice]:
+def slices(state: FabricState, assignments: Dict[str, Assignment],
+           only: Optional[str] = None) -> Dict[str, Slice]:
     """Every switch's slice (switches without anything have empty
-    ones)."""
+    ones).  With 'only', that switch's alone (the others are left empty):
+    what an agent needs, in a fraction of the time at thousands of DCMs."""
     out = {s.name: Slice(s.name) for s in state.switches}
+    hosts = {h.name: h for h in state.hosts}
     ros = [h for h in state.hosts if h.role == "ros"]
+    ros_leaves_of: Dict[int, Set[str]] = {}
     cabled = _links_between(state)
     spines = state.spines()
     for d in sorted(state.dcms, key=lambda d: d.name):
         a = assignments.get(d.name)
-        host = state.host(d.host)
+        host = hosts.get(d.host)
         if a is None or host is None:
             continue
         att = host.leaf(a.plane)
         if att is None:
             continue
         leaf, port = att
-        match = d.dcm.match_text()
-        if leaf in out:
+        if leaf in out and only in (None, leaf):
             out[leaf].rings.append(replace(d.dcm, egress=port))
-        ros_leaves = sorted({r.leaf(a.plane)[0] for r in ros
-                             if r.leaf(a.plane) is not None} - {leaf})
-        if ros_leaves and a.spine in out:
+        if a.plane not in ros_leaves_of:
+            ros_leaves_of[a.plane] = {r.leaf(a.plane)[0] for r in ros
+                                      if r.leaf(a.plane) is not None}
+        ros_leaves = sorted(ros_leaves_of[a.plane] - {leaf})
+        if only is not None and only != a.spine and only not in ros_leaves:
+            continue
+        match = d.dcm.match_text()
+        if ros_leaves and a.spine in out and only in (None, a.spine):
             down = cabled.get((a.spine, leaf))
             if down:
                 out[a.spine].routes.append(Route(d.name, match, down[0],
@@ -101,7 +108,7 @@ def slices(state: FabricState, assignments: Dict[str, Assignment]
         order = [a.spine] + backup_spines(spines.get(a.plane, []), a.spine,
                                           d.name)
         for rl in ros_leaves:
-            if rl not in out:
+            if rl not in out or only not in (None, rl):
                 continue
             ups = [p for sp in order for p in cabled.get((rl, sp), [])]
             if ups and cabled.get((rl, a.spine)):
