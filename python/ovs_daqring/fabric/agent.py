@@ -213,6 +213,10 @@ class Agent:
         self.cache_path: str = args.state_file
         self.fabric = FabricDb(args.db, args.timeout, leader_only=False,
                                wait=False)
+        # Of the nodes' reports, its own only: every node reports every
+        # interval, and N agents that each received every report would
+        # spend their CPU on N^2 rows (the planner gets them all).
+        self.fabric.idl.cond_change("Node", [["name", "==", self.node]])
         self.planner: Optional[Planner] = None
         if args.planner:
             self.planner = Planner(args.db, self.node, args.timeout,
