@@ -216,9 +216,13 @@ class Node:
     def routes(self) -> Dict[int, str]:
         """Our flows on the switch: destination port -> output port (of
         a fast_failover group: its first bucket's, the primary)."""
+        # The flows first: the agent's bundle adds a group before the
+        # flows that use it (a group that has gone since: "?").
+        actions = self.route_actions()
         groups = self.groups()
-        return {dst: groups[int(a[6:])][0] if a.startswith("group:") else a
-                for dst, a in self.route_actions().items()}
+        return {dst: (groups.get(int(a[6:])) or ["?"])[0]
+                if a.startswith("group:") else a
+                for dst, a in actions.items()}
 
     def route_actions(self) -> Dict[int, str]:
         """Our flows on the switch: destination port -> "output:PORT" or
