@@ -214,8 +214,9 @@ class Node:
             return None
 
     def routes(self) -> Dict[int, str]:
-        """Our flows on the switch: destination port -> output port (of
-        a fast_failover group: its first bucket's, the primary)."""
+        """Our routes towards the DCMs on the switch: destination port ->
+        output port (of a fast_failover group: its first bucket's, the
+        primary)."""
         # The flows first: the agent's bundle adds a group before the
         # flows that use it (a group that has gone since: "?").
         actions = self.route_actions()
@@ -225,9 +226,24 @@ class Node:
                 for dst, a in actions.items()}
 
     def route_actions(self) -> Dict[int, str]:
-        """Our flows on the switch: destination port -> "output:PORT" or
-        "group:ID"."""
-        out = {}
+        """Our routes towards the DCMs on the switch: destination port ->
+        "output:PORT" or "group:ID"."""
+        return {int(f["tp_dst"]): f["action"] for f in self.flows()
+                if "tp_dst" in f}
+
+    def ros_routes(self) -> Dict[str, str]:
+        """Our routes towards the ROS hosts: address -> output port (of a
+        group: the primary)."""
+        groups = self.groups()
+        return {f["nw_dst"]: groups[int(f["action"][6:])][0]
+                if f["action"].startswith("group:") else f["action"]
+                for f in self.flows()
+                if "tp_dst" not in f and "nw_src" not in f}
+
+    def flows(self) -> List[Dict[str, str]]:
+        """Our flows on the switch: their match fields, and "action":
+        the port they go out of, or "group:ID"."""
+        out = []
         for line in self.sb.ofctl("--names", "--no-stats", "dump-flows",
                                   "br0").splitlines():
             line = line.strip()
@@ -237,9 +253,10 @@ class Node:
             fields = dict(f.split("=", 1) for f in head.replace(" ", "")
                           .split(",") if "=" in f)
             assert actions.startswith(("output:", "group:")), line
-            out[int(fields["tp_dst"])] = (actions[len("output:"):]
-                                          if actions.startswith("output:")
-                                          else actions)
+            fields["action"] = (actions[len("output:"):]
+                                if actions.startswith("output:")
+                                else actions)
+            out.append(fields)
         return out
 
     def groups(self) -> Dict[int, List[str]]:
@@ -429,6 +446,14 @@ def test_agent_applies_its_slice_and_apply_wait_returns(
     routes = fabric.nodes["ros-leaf1"].routes()
     assert all(routes[10000 + int(d[3:])] == "up2" for d in on1)
     assert fabric.nodes["spine1"].routes() == {}
+    # Towards the ROS hosts (the DCMs' requests and ACKs): each spine
+    # down to the ROS leaf, the ROS leaf out of each host's port, moves
+    # or not.
+    for sp in ("spine1", "spine2"):
+        assert fabric.nodes[sp].ros_routes() == {"10.0.0.1": "down1",
+                                                 "10.0.0.2": "down1"}
+    assert fabric.nodes["ros-leaf1"].ros_routes() == {"10.0.0.1": "h1",
+                                                      "10.0.0.2": "h2"}
 
 
 def test_unknown_node_leaves_its_switch_alone(fabric: Fabric,

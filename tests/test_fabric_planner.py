@@ -29,7 +29,9 @@ from ovs_daqring.daqctl.model import MapError
 from ovs_daqring.fabric.fabmap import FabricMapReader, state_json
 from ovs_daqring.fabric.model import Assignment, FabricState
 from ovs_daqring.fabric.planner import changed, path_order, plan
-from ovs_daqring.fabric.slice import backup_spines, slices
+from ovs_daqring.fabric.agent import route_matches, route_table
+from ovs_daqring.fabric.slice import (PRIO_FROM_DCM, PRIO_ROUTE,
+                                      backup_spines, slices)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"
@@ -149,6 +151,23 @@ BAD_MAPS = [
     ("bfd not a number", fabric_yaml().replace(
         "  hold-down: 10\n", "  hold-down: 10\n  bfd: {min-tx: 1ms}\n"),
      "bfd: min-tx must be an integer"),
+    ("ROS prefix with host bits", fabric_yaml(planes=1, spines=1).replace(
+        "{name: ros0, role: ros,", "{name: ros0, role: ros, ip: 10.2.0.1/24,"),
+     "ip 10.2.0.1/24 is not a prefix"),
+    ("ROS prefix too wide", fabric_yaml(planes=1, spines=1).replace(
+        "{name: ros0, role: ros,", "{name: ros0, role: ros, ip: 10.0.0.0/7,"),
+     "at least /8"),
+    ("HLT host prefix", fabric_yaml(planes=1, spines=1).replace(
+        "{name: hlt0, role: hlt,", "{name: hlt0, role: hlt, ip: 10.3.0.0/24,"),
+     "only a ROS host's addresses may be a prefix"),
+    ("ROS prefixes overlap", fabric_yaml(planes=1, spines=1).replace(
+        "{name: ros0, role: ros,", "{name: ros0, role: ros, ip: 10.2.0.0/16,"
+    ).replace("{name: ros1, role: ros,",
+              "{name: ros1, role: ros, ip: 10.2.3.4,"),
+     "hosts ros0 and ros1: addresses 10.2.0.0/16 and 10.2.3.4 overlap"),
+    ("ROS prefix holds a DCM", fabric_yaml(planes=1, spines=1).replace(
+        "{name: ros0, role: ros,", "{name: ros0, role: ros, ip: 10.1.0.0/16,"),
+     "host ros0: its addresses 10.1.0.0/16 hold DCM d0-0's 10.1.0.1"),
     ("not a fabric map", "dcms: []\n", "a fabric map is a mapping"),
     ("malformed YAML", "fabric: [\n", "malformed YAML"),
 ]
@@ -419,3 +438,53 @@ def test_one_switch_slice_is_its_part_of_all_slices() -> None:
             assert one[name] == full[name], name
             assert all(not (s.rings or s.routes) for n, s in one.items()
                        if n != name)
+
+
+def test_routes_towards_the_ros_follow_each_dcm() -> None:
+    """The example (four-tuple DCMs on one HLT host, two ROS hosts with
+    addresses, two spines): the way back from each DCM leaves the HLT
+    leaf towards the DCM's spine, at a priority below its ring's flows;
+    each spine and the ROS leaf route each ROS host's /32; after a move
+    both directions follow the DCM."""
+    st = FabricMapReader(str(EXAMPLE)).read()
+    asg = assign(st, {})
+    up = {"spine1": "up1", "spine2": "up2"}
+    sl = slices(st, asg)
+    hl = sl["hlt-leaf1"].routes
+    assert sorted(r.dcm for r in hl) == ["dcm1", "dcm2", "dcm3", "dcm4"]
+    other = {"spine1": "up2", "spine2": "up1"}
+    for r in hl:
+        # Up to its spine, or while that uplink is not live the other's.
+        assert r.ports == (up[asg[r.dcm].spine], other[asg[r.dcm].spine])
+        assert r.priority == PRIO_FROM_DCM < PRIO_ROUTE
+    table = route_table([{"dcm": r.dcm, "match": r.match, "port": r.port,
+                          "backups": list(r.backups),
+                          "priority": r.priority, "host": r.host}
+                         for r in hl])
+    flows = sorted(table.values())
+    # What dcm1 (tcp *:* -> 10.1.0.1:9001) sends: from 10.1.0.1:9001.
+    sp = asg["dcm1"].spine
+    assert [(99, ["tcp", "nw_src=10.1.0.1", "tp_src=9001"],
+             (up[sp], other[sp]))] in flows
+    for sp in ("spine1", "spine2"):
+        hosts = [(r.host, r.match, r.port) for r in sl[sp].routes
+                 if not r.dcm]
+        assert hosts == [("ros1", "ip:10.0.0.1", "down1"),
+                         ("ros2", "ip:10.0.0.2", "down1")]
+    rl = [(r.host, r.port) for r in sl["ros-leaf1"].routes if not r.dcm]
+    assert rl == [("ros1", "h1"), ("ros2", "h2")]
+    assert route_matches("ip:10.0.2.0/24") == [["ip",
+                                                "nw_dst=10.0.2.0/24"]]
+    assert route_matches("from ip:10.1.0.7") == [["ip",
+                                                  "nw_src=10.1.0.7"]]
+    # spine1's link to the HLT leaf fails: its DCMs move to spine2, both
+    # ways.
+    moved = assign(st, asg, {("hlt-leaf1", "up1")})
+    sl2 = slices(st, moved)
+    assert all(r.port == "up2" for r in sl2["hlt-leaf1"].routes)
+    assert all(r.port == "up2" for r in sl2["ros-leaf1"].routes if r.dcm)
+    # A slice kept by an older agent (no priority, no host) still loads.
+    old = route_table([{"dcm": "dcm1", "match": "ip:10.1.0.1",
+                        "port": "up1"}])
+    assert list(old.values()) == [[(PRIO_ROUTE, ["ip", "nw_dst=10.1.0.1"],
+                                    ("up1",))]]

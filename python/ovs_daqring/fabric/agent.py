@@ -58,21 +58,16 @@ except ImportError as _e:               # pragma: no cover
 
 from .. import VERSION
 from ..daqctl.dcmmap import default_db, parse_tuple
-from ..daqctl.model import (DaqctlError, Dcm, PRIO_TO_RING, SwitchSpec,
-                            dcm_cookie)
+from ..daqctl.model import DaqctlError, Dcm, SwitchSpec, dcm_cookie
 from ..daqctl.openflow import find_ofctl, set_ssl
 from ..daqctl.reconcile import Reconciler
 from .cli import default_fabric_db
 from .db import DESIRED_TABLES, FabricDb, Planner, Txn, now_ms
-from .slice import Slice, slices
+from .slice import FROM, PRIO_ROUTE, Slice, slices
 
 PROG = "ovs-daqfabric-agent"
 vlog = ovs.vlog.Vlog(PROG)
 
-# A route's flows: those of the DCM's match, out of the route's port, at
-# the priority of the flows into a ring (a switch holds either the DCM's
-# ring or a route for it, never both).
-PRIO_ROUTE = PRIO_TO_RING
 CACHE_VERSION = 1
 INTERVAL_MIN = 0.1          # s: Node:report_interval is at least 100 ms
 PLAN_TICK = 1.0             # s: planner rounds without changes (hold-down)
@@ -97,7 +92,8 @@ def dcm_of_json(j: Dict[str, Any]) -> Dcm:
 def slice_json(sl: Slice) -> Dict[str, Any]:
     return {"rings": [dcm_json(d) for d in sl.rings],
             "routes": [{"dcm": r.dcm, "match": r.match, "port": r.port,
-                        "backups": list(r.backups)}
+                        "backups": list(r.backups),
+                        "priority": r.priority, "host": r.host}
                        for r in sl.routes]}
 
 
@@ -107,8 +103,26 @@ def route_ports(r: Dict[str, Any]) -> Tuple[str, ...]:
     return (r["port"],) + tuple(r.get("backups", []))
 
 
+def _reversed(m: List[str]) -> List[str]:
+    """A four-tuple's match the other way round (its replies)."""
+    swap = {"nw_src": "nw_dst", "nw_dst": "nw_src", "tp_src": "tp_dst",
+            "tp_dst": "tp_src"}
+    out = [m[0]]
+    for f in m[1:]:
+        k, _, v = f.partition("=")
+        out.append("%s=%s" % (swap.get(k, k), v))
+    return out
+
+
 def route_matches(match: str) -> List[List[str]]:
-    """The OpenFlow matches of a DCM's match text (Dcm.match_text())."""
+    """The OpenFlow matches of a route's match text: "ip:ADDR[/LEN]",
+    a DCM's (Dcm.match_text()), or FROM and a DCM's (what the DCM
+    sends)."""
+    if match.startswith(FROM):
+        inner = match[len(FROM):]
+        if inner.startswith("ip:"):
+            return [["ip", "nw_src=%s" % inner[3:]]]
+        return [_reversed(parse_tuple(t).match()) for t in inner.split()]
     if match.startswith("ip:"):
         return [["ip", "nw_dst=%s" % match[3:]]]
     return [parse_tuple(t).match() for t in match.split()]
@@ -117,14 +131,17 @@ def route_matches(match: str) -> List[List[str]]:
 def route_table(routes: List[Dict[str, Any]]
                 ) -> Dict[int, List[Tuple[int, List[str], Tuple[str, ...]]]]:
     """Reconciler.routes for a slice's routes: one cookie per DCM routed
-    (not its ring's cookie), its matches out of the route's port, or of
-    the first live one of its ports (a fast_failover group) if it has
-    backups."""
+    (not its ring's cookie) and one per ROS host, its matches at the
+    route's priority out of the route's port, or of the first live one of
+    its ports (a fast_failover group) if it has backups.  A slice kept by
+    an older agent has no priorities (PRIO_ROUTE) and no backups."""
     out: Dict[int, List[Tuple[int, List[str], Tuple[str, ...]]]] = {}
     for r in routes:
-        c = dcm_cookie("route/" + r["dcm"])
+        key = r["dcm"] or "host/" + r.get("host", "")
+        c = dcm_cookie("route/" + key)
+        prio = int(r.get("priority", PRIO_ROUTE))
         ports = route_ports(r)
-        out.setdefault(c, []).extend((PRIO_ROUTE, m, ports)
+        out.setdefault(c, []).extend((prio, m, ports)
                                      for m in route_matches(r["match"]))
     return out
 

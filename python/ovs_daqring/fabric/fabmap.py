@@ -21,6 +21,7 @@ instead of an egress port.  Every problem is reported with its line, and
 a map with any problem is refused whole."""
 
 import hashlib
+import ipaddress
 import json
 import sys
 from typing import Any, Dict, List, Optional, Set, Tuple
@@ -121,6 +122,7 @@ class FabricMapReader:
         state.hosts = self._hosts(fab, state)
         state.dcms = self._dcms(doc, state)
         self._check_paths(fab, state)
+        self._check_addresses(fab, state)
         if self.problems:
             raise self.fail()
         return state
@@ -324,7 +326,7 @@ class FabricMapReader:
             ip = None
             if "ip" in m:
                 try:
-                    ip = _ipv4(m["ip"], "ip")
+                    ip = _host_address(m["ip"], role)
                 except ValueError as e:
                     self.bad(m.key_lines["ip"], "%s: %s" % (label, e))
             pod = self._int(m, "pod", label, 0, POD_MAX, 0)
@@ -441,6 +443,27 @@ class FabricMapReader:
                          "port" % (d.name, d.dcm.ring))
         return out
 
+    def _check_addresses(self, fab: LineDict, state: FabricState) -> None:
+        """The fabric routes each ROS host's address (or prefix) towards
+        it at the priority of the DCMs' routes: it must hold no DCM's
+        address and no other ROS host's, or two routes would match the
+        same packets."""
+        ros = [(h, ipaddress.ip_network(h.ip)) for h in state.hosts
+               if h.role == "ros" and h.ip]
+        for i, (h, net) in enumerate(ros):
+            for h2, net2 in ros[i + 1:]:
+                if net.overlaps(net2):
+                    self.bad(fab.line, "hosts %s and %s: addresses %s and "
+                             "%s overlap (each ROS host is routed by its "
+                             "own)" % (h.name, h2.name, h.ip, h2.ip))
+            for d in state.dcms:
+                dsts = ([d.dcm.ip] if d.dcm.ip
+                        else [t.dst for t in d.dcm.tuples])
+                for a in dsts:
+                    if ipaddress.ip_address(a) in net:
+                        self.bad(fab.line, "host %s: its addresses %s hold "
+                                 "DCM %s's %s" % (h.name, h.ip, d.name, a))
+
     def _check_paths(self, fab: LineDict, state: FabricState) -> None:
         """Each plane that a host uses has a spine, and each of its leaves
         a link to every spine of the plane (a leaf-spine plane)."""
@@ -461,6 +484,27 @@ class FabricMapReader:
                              "its plane)" % (leaf, sp, plane))
         if not any(h.role == "ros" for h in state.hosts) and state.hosts:
             self.bad(fab.line, "the fabric has no ROS host")
+
+
+def _host_address(v: Any, role: Any) -> str:
+    """A host's 'ip': an address, or for a ROS host holding several
+    (aggregated ROS) the prefix that holds them, e.g. 10.0.2.0/24."""
+    if not isinstance(v, str) or "/" not in v:
+        return _ipv4(v, "ip")
+    if role != "ros":
+        raise ValueError("ip %s: only a ROS host's addresses may be a "
+                         "prefix" % v)
+    addr, _, length = v.strip().partition("/")
+    _ipv4(addr, "ip")
+    try:
+        net = ipaddress.ip_network(v.strip())
+    except ValueError:
+        raise ValueError("ip %s is not a prefix (ADDRESS/LENGTH with no "
+                         "bits set past LENGTH)" % v)
+    if net.prefixlen < 8:
+        raise ValueError("ip %s: a prefix of a host's addresses is at "
+                         "least /8" % v)
+    return str(net) if net.prefixlen < 32 else str(net.network_address)
 
 
 def read_fabric_map(path: str, tolerance: float = 0.01) -> FabricState:

@@ -15,31 +15,62 @@
 
 """A switch's slice of the fabric: the daqrings it holds (on the leaf
 ports that face HLT hosts, where the incast fans in) and the routes it
-forwards each DCM's packets on, from the desired state and the planner's
-assignments.  Pure functions."""
+forwards on, from the desired state and the planner's assignments.  Pure
+functions.
+
+Routes go both ways.  Towards a DCM (the fragments): each ROS leaf sends
+the DCM's match up to the DCM's spine, the spine down to the DCM's leaf,
+where its ring is.  Towards the ROS (the DCM's requests and its TCP
+ACKs): the DCM's leaf sends what comes from the DCM (its match reversed)
+up to the same spine, so that both directions of a DCM's connections take
+its path and move together on a failure; every spine and every ROS leaf
+routes each ROS host's address (a /32 or the prefix of its addresses,
+thesis section 6.2.3) down to the host's leaf and out of its port.  A ROS
+host without an address in the map gets no routes towards it."""
 
 import zlib
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Set, Tuple
 
-from ..daqctl.model import Dcm
-from .model import Assignment, FabricState
+from ..daqctl.model import PRIO_TO_RING, Dcm
+from .model import Assignment, FabricHost, FabricState
+
+# A route's flows are at the priority of the flows into a ring (a switch
+# holds either a DCM's ring or a route towards it, never both; a ROS
+# host's address is no DCM's).  The way back from a DCM is one below:
+# what a DCM sends to another DCM's ring or to a ROS host on its own leaf
+# takes those flows, the rest goes up to the DCM's spine.
+PRIO_ROUTE = PRIO_TO_RING
+PRIO_FROM_DCM = PRIO_ROUTE - 1
+# Route.match: "ip:ADDR[/LEN]" (towards an address or prefix), a DCM's
+# four-tuples (towards the DCM), or FROM + a DCM's match text (from it).
+FROM = "from "
 
 
 @dataclass(frozen=True)
 class Route:
-    """Packets of a DCM leave this switch through 'port' or, while that
-    port is not live (its link or BFD session down), through the first
-    live one of 'backups': an OpenFlow fast_failover group, the thesis's
-    backup flows (§6.2.4).  No backups: a plain output."""
+    """Packets of 'match' leave this switch through 'port' or, while
+    that port is not live (its link or BFD session down), through the
+    first live one of 'backups': an OpenFlow fast_failover group, the
+    thesis's backup flows (section 6.2.4).  No backups: a plain output.
+    'dcm': the DCM whose path the route is part of (either way), or ""
+    for a route towards a ROS host ('host')."""
     dcm: str
     match: str
     port: str
     backups: Tuple[str, ...] = ()
+    priority: int = PRIO_ROUTE
+    host: str = ""
 
     @property
     def ports(self) -> Tuple[str, ...]:
         return (self.port,) + self.backups
+
+    @property
+    def key(self) -> str:
+        """What the route's flows share a cookie with: its DCM's other
+        routes on this switch, or its host's."""
+        return self.dcm or "host/" + self.host
 
 
 @dataclass
@@ -71,6 +102,28 @@ def backup_spines(spines: List[str], spine: str, dcm: str) -> List[str]:
     return others[k:] + others[:k]
 
 
+def _host_routes(state: FabricState, out: Dict[str, Slice],
+                 ros: List[FabricHost],
+                 cabled: Dict[Tuple[str, str], List[str]],
+                 only: Optional[str] = None) -> None:
+    """Towards each ROS host with an address, in each plane it is cabled
+    to: its leaf out of its port, every spine of the plane linked to that
+    leaf down to it (over its other links to the leaf while that one is
+    not live).  With 'only', that switch's alone."""
+    for h in sorted(ros, key=lambda h: h.name):
+        if not h.ip:
+            continue
+        match = "ip:" + h.ip
+        for plane, leaf, port in h.attachments:
+            if leaf in out and only in (None, leaf):
+                out[leaf].routes.append(Route("", match, port, host=h.name))
+            for spine in state.spines().get(plane, []):
+                down = cabled.get((spine, leaf))
+                if down and spine in out and only in (None, spine):
+                    out[spine].routes.append(Route(
+                        "", match, down[0], tuple(down[1:]), host=h.name))
+
+
 def slices(state: FabricState, assignments: Dict[str, Assignment],
            only: Optional[str] = None) -> Dict[str, Slice]:
     """Every switch's slice (switches without anything have empty
@@ -82,6 +135,14 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
     ros_leaves_of: Dict[int, Set[str]] = {}
     cabled = _links_between(state)
     spines = state.spines()
+    _host_routes(state, out, ros, cabled, only)
+    # Per plane, the leaves of the ROS hosts the way back can be routed
+    # to (those with an address).
+    back_leaves: Dict[int, Set[str]] = {}
+    for r in ros:
+        for plane, rleaf, _ in r.attachments:
+            if r.ip:
+                back_leaves.setdefault(plane, set()).add(rleaf)
     for d in sorted(state.dcms, key=lambda d: d.name):
         a = assignments.get(d.name)
         host = hosts.get(d.host)
@@ -97,7 +158,8 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
             ros_leaves_of[a.plane] = {r.leaf(a.plane)[0] for r in ros
                                       if r.leaf(a.plane) is not None}
         ros_leaves = sorted(ros_leaves_of[a.plane] - {leaf})
-        if only is not None and only != a.spine and only not in ros_leaves:
+        if (only is not None and only not in (a.spine, leaf)
+                and only not in ros_leaves):
             continue
         match = d.dcm.match_text()
         if ros_leaves and a.spine in out and only in (None, a.spine):
@@ -114,4 +176,14 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
             if ups and cabled.get((rl, a.spine)):
                 out[rl].routes.append(Route(d.name, match, ups[0],
                                             tuple(ups[1:])))
+        # The way back, if some ROS host it can be routed to is on
+        # another leaf of the plane: up to the DCM's spine, or while that
+        # uplink is not live to the next spine's (as the ROS leaves).
+        back = back_leaves.get(a.plane, set()) - {leaf}
+        ups = [p for sp in order for p in cabled.get((leaf, sp), [])]
+        if (back and ups and cabled.get((leaf, a.spine)) and leaf in out
+                and only in (None, leaf)):
+            out[leaf].routes.append(Route(d.name, FROM + match, ups[0],
+                                          tuple(ups[1:]),
+                                          priority=PRIO_FROM_DCM))
     return out
