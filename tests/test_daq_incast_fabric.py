@@ -11,6 +11,7 @@ behind.
 Run: /usr/bin/python3 -m pytest -q tests/test_daq_incast_fabric.py
 """
 
+import ipaddress
 import json
 import os
 import subprocess
@@ -19,9 +20,10 @@ from typing import Any, List
 
 import pytest
 
+from ovs_daqring.fabric.agent import route_table
 from ovs_daqring.fabric.fabmap import FabricMapReader
 from ovs_daqring.fabric.planner import plan as fabric_plan
-from ovs_daqring.fabric.slice import slices
+from ovs_daqring.fabric.slice import PRIO_FROM_DCM, PRIO_ROUTE, slices
 from ovs_daqring.hosts import HostInfo
 from ovs_daqring.incast import config, fabric
 from ovs_daqring.incast.config import ConfigError
@@ -164,13 +166,35 @@ def test_ring_map_gives_rings_on_the_hlt_leaf_and_routes(mode: str) -> None:
         # Out of the port of the DCM's own HLT host.
         assert r.egress == d.veth
         assert r.match_text() == "ip:" + d.ips[0]
-    # One route per DCM on the spine and on each ROS leaf, none on the
-    # HLT leaf (it holds the rings).
+    # Towards the DCMs: one route per DCM on the spine and on each ROS
+    # leaf, none on the HLT leaf (it holds the rings).
+    names = sorted(p.dcm_name(d) for d in p.dcms)
     for name in ("spine0", "ros-leaf0", "ros-leaf1"):
-        assert sorted(x.dcm for x in sl[name].routes) == sorted(
-            p.dcm_name(d) for d in p.dcms)
+        assert sorted(x.dcm for x in sl[name].routes if x.dcm) == names
         assert not sl[name].rings
-    assert not sl["hlt-leaf"].routes
+    # Towards the ROS: the HLT leaf sends what each DCM sends up to its
+    # spine (the DCM's match reversed, below the rings' priority), the
+    # spine each ROS host's /24 down to its leaf, the leaf out of its
+    # port.
+    hl = sl["hlt-leaf"].routes
+    assert sorted(x.dcm for x in hl) == names
+    assert all(x.match == "from ip:" + d.ips[0] and x.port == "up0"
+               and x.priority == PRIO_FROM_DCM < PRIO_ROUTE
+               for d in p.dcms for x in hl if x.dcm == p.dcm_name(d))
+    hosts = {"ros%d" % h.index: h for h in p.ros_hosts}
+    assert len(hosts) == 8
+    spine = {x.host: x for x in sl["spine0"].routes if not x.dcm}
+    assert sorted(spine) == sorted(hosts)
+    for name, h in hosts.items():
+        leaf = p.ros_leaf_of[h.ns]
+        assert all(ipaddress.ip_address(a) in ipaddress.ip_network(
+            spine[name].match[3:]) for a in h.ips)
+        assert spine[name].port == "dn%d" % int(leaf[-1])
+        own = [x for x in sl[leaf].routes if x.host == name]
+        assert [(x.match, x.port) for x in own] == [(spine[name].match,
+                                                     h.veth)]
+        other = "ros-leaf%d" % (1 - int(leaf[-1]))
+        assert not [x for x in sl[other].routes if x.host == name]
     by_port = {}
     for r in rings:
         by_port.setdefault(r.egress, []).append(r)
@@ -201,10 +225,15 @@ def test_two_spines_share_the_dcms_and_flood_over_one() -> None:
     for j in (0, 1):
         mine = sorted(d for d, a in assign.items() if a.spine == "spine%d"
                       % j)
-        assert sorted(r.dcm for r in sl["spine%d" % j].routes) == mine
-        for leaf in ("ros-leaf0", "ros-leaf1"):
+        assert sorted(r.dcm for r in sl["spine%d" % j].routes
+                      if r.dcm) == mine
+        for leaf in ("ros-leaf0", "ros-leaf1", "hlt-leaf"):
             assert sorted(r.dcm for r in sl[leaf].routes
                           if r.port == "up%d" % j) == mine
+        # Every spine routes every ROS host (its leaf's uplinks to either
+        # spine carry the DCMs' requests and ACKs to it).
+        assert sorted(r.host for r in sl["spine%d" % j].routes
+                      if not r.dcm) == ["ros%d" % i for i in range(6)]
     # NORMAL's tree: the first spine; every port of or to the second is
     # no-flood, and no port of the first spine's is.
     nf = fabric.no_flood_ports(p)
@@ -215,13 +244,21 @@ def test_two_spines_share_the_dcms_and_flood_over_one() -> None:
         77, cfg("--ros", "6"))) == {}
 
 
-def test_stock_map_programs_nothing() -> None:
+def test_stock_map_routes_only_towards_the_ros() -> None:
     c = cfg("--ros", "4", "--dcms", "2")
     p = fabric.make_fabric_plan(77, c)
     state = _state(fabric.fabric_map(p, None))
     assert not state.dcms
     sl = slices(state, {})
-    assert all(not s.rings and not s.routes for s in sl.values())
+    # No rings and nothing of a DCM; the ROS hosts' routes all the same
+    # (the HLT leaf's way up is NORMAL's without DCMs).
+    assert all(not s.rings and not any(r.dcm for r in s.routes)
+               for s in sl.values())
+    assert not sl["hlt-leaf"].routes
+    assert sorted(r.host for r in sl["spine0"].routes) == [
+        "ros0", "ros1", "ros2", "ros3"]
+    assert sorted(r.host for r in sl["ros-leaf0"].routes) == [
+        "ros0", "ros1", "ros2", "ros3"]
     # The switches, links and hosts are in it all the same.
     assert len(state.switches) == 3 and len(state.links) == 2
     assert len(state.hosts) == 5
@@ -324,3 +361,73 @@ def test_fabric_run_without_dpdk(tmp_path: Any) -> None:
 
 if __name__ == "__main__":      # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def _dump(sl: Any, rings: bool = True) -> str:
+    """ovs-ofctl --names dump-flows of a slice as its agent installs it
+    (route_table), with the HLT leaf's ring flows."""
+    lines = ["cookie=0x0, duration=1s, table=0, n_packets=5, priority=0 "
+             "actions=NORMAL"]
+    for cookie, flows in route_table([
+            {"dcm": r.dcm, "match": r.match, "port": r.port,
+             "priority": r.priority, "host": r.host}
+            for r in sl.routes]).items():
+        for prio, match, port in flows:
+            lines.append("cookie=%#x, duration=1s, table=0, n_packets=0, "
+                         "priority=%d,%s actions=output:%s"
+                         % (cookie, prio, ",".join(match), port))
+    if rings:
+        for d in sl.rings:
+            lines.append('cookie=0xdac7000000000001, n_packets=0, '
+                         'priority=100,ip,nw_dst=%s actions=output:"%s"'
+                         % (d.ip, d.ring))
+    return "\n".join(" " + ln for ln in lines) + "\n"
+
+
+@pytest.mark.parametrize("mode", ["stock", "daqring"])
+def test_switches_hold_both_directions(mode: str) -> None:
+    """What the agents install from the slices (route_table) is what the
+    emulator expects from the cabling alone (expected_flows), both ways;
+    a route out of the wrong port, or one missing, is named."""
+    c = cfg("--ros", "6", "--dcms", "4", "--spines", "2",
+            "--ros-leaves", "2")
+    p = fabric.make_fabric_plan(77, c)
+    ring = mode == "daqring"
+    state = _state(fabric.fabric_map(
+        p, fabric.ring_params(c, mode) if ring else None))
+    assign, _ = fabric_plan(state, {}, set(), {}, 0)
+    asg = {n: "%d/%s" % (a.plane, a.spine) for n, a in assign.items()}
+    sl = slices(state, assign)
+    flows = {s.name: fabric.fabric_flows(s, _dump(sl[s.name]))
+             for s in p.switches}
+    assert fabric.check_routes(p, flows, asg) == []
+    want = fabric.expected_flows(p, asg)
+    # Both ways: every DCM from the HLT leaf, every ROS host to it.
+    hl = want["hlt-leaf"]
+    assert sorted(f[1] for f in hl if f[0] == "from") == (
+        sorted(d.ips[0] for d in p.dcms) if ring else [])
+    assert len(want["spine1"]) == 6 + (2 if ring else 0)
+    # A DCM's way back out of the other spine's uplink: named.
+    if ring:
+        bad = dict(flows)
+        bad["hlt-leaf"] = [["from", f[1], "up1" if f[2] == "up0" else "up0"]
+                           if f[0] == "from" else f for f in flows[
+                               "hlt-leaf"]]
+        msg = fabric.check_routes(p, bad, asg)
+        assert len(msg) == 1 and msg[0].startswith("hlt-leaf: missing")
+    less = dict(flows)
+    less["ros-leaf1"] = flows["ros-leaf1"][1:]
+    msg = fabric.check_routes(p, less, asg)
+    assert len(msg) == 1 and "ros-leaf1: missing ['to" in msg[0]
+
+
+def test_normal_packets_counts_only_normal() -> None:
+    dump = (" cookie=0x0, duration=2.1s, table=0, n_packets=7, n_bytes=9, "
+            "priority=0 actions=NORMAL\n"
+            " cookie=0xdac7000000000001, duration=1s, table=0, "
+            "n_packets=1000, n_bytes=9, priority=100,ip,nw_dst=10.77.0.1 "
+            "actions=output:3\n"
+            " cookie=0x0, duration=2s, table=0, n_packets=2, n_bytes=1, "
+            "priority=1,arp actions=NORMAL\n")
+    assert fabric.normal_packets(dump) == 9
+    assert fabric.normal_packets("") == 0

@@ -115,6 +115,7 @@ MAX_FABRIC_PLANES = 1
 MAX_ROS_LEAVES = 4
 MAX_HLT_HOSTS = 8
 MAX_FABRIC_DCMS = 32
+MAX_FABRIC_ROS_PER_HOST = 254
 FABRIC_DB_MEMBERS = (1, 3)
 RING_SHARING = ("static",)
 SWEEP_PARAMS = {
@@ -1161,12 +1162,9 @@ def check_fabric(ns: argparse.Namespace) -> None:
     if ns.planes > MAX_FABRIC_PLANES or ns.spines > MAX_FABRIC_SPINES:
         raise ConfigError(
             "--planes %d --spines %d: at most %d plane of %d spines so "
-            "far.  The fabric's slices route only the traffic towards "
-            "DCMs; the rest (requests, ACKs) takes the switches' NORMAL "
-            "forwarding over the first spine, and several planes need "
-            "hosts that choose theirs" % (ns.planes, ns.spines,
-                                          MAX_FABRIC_PLANES,
-                                          MAX_FABRIC_SPINES))
+            "far (several planes need hosts that choose theirs, and the "
+            "one PMD core holds one HLT leaf)"
+            % (ns.planes, ns.spines, MAX_FABRIC_PLANES, MAX_FABRIC_SPINES))
     if ns.dcms > MAX_FABRIC_DCMS:
         raise ConfigError("--dcms %d: at most %d in a fabric"
                           % (ns.dcms, MAX_FABRIC_DCMS))
@@ -1177,6 +1175,10 @@ def check_fabric(ns: argparse.Namespace) -> None:
     if ns.ros < ns.ros_leaves:
         raise ConfigError("--ros %d: fewer ROS than --ros-leaves %d"
                           % (ns.ros, ns.ros_leaves))
+    if ns.ros_per_host > MAX_FABRIC_ROS_PER_HOST:
+        raise ConfigError("--ros-per-host %d: at most %d in a fabric (a "
+                          "ROS host's addresses are one /24)"
+                          % (ns.ros_per_host, MAX_FABRIC_ROS_PER_HOST))
 
 
 def available_congestion_control(path: str = AVAILABLE_CC) -> List[str]:

@@ -41,7 +41,7 @@ from .runner import Runner
 from .stats import (busy_time, counter_delta, ideal_collection_time,
                     payload_efficiency)
 from .switch import (STATS_INTERVAL, ModeUnavailable, Switch, daqctl_path)
-from .topology import (ALLOWED_CC, NO_IPV6, Host, parse_snmp, ros_ip,
+from .topology import (ALLOWED_CC, NO_IPV6, Host, parse_snmp,
                        tbf_command)
 
 NET = "10.77"
@@ -90,6 +90,17 @@ for ip in sys.argv[2:]:
 
 
 # ===================================================================== plan
+def ros_host_ip(j: int, m: int) -> str:
+    """The address of the M-th ROS of ROS host J: each ROS host has a
+    /24 of its own (ros_host_prefix), which the fabric routes towards
+    it."""
+    return "%s.%d.%d" % (NET, 1 + j, 1 + m)
+
+
+def ros_host_prefix(j: int) -> str:
+    return "%s.%d.0/24" % (NET, 1 + j)
+
+
 @dataclass
 class FabricPort:
     """A switch port: the switch-side end of a veth (its name in the
@@ -211,7 +222,8 @@ def make_fabric_plan(pid: int, cfg: Config) -> FabricPlan:
         ros_hosts.append(Host(
             kind="ros", index=j, ns=ns, veth=port,
             mac="02:77:00:00:%02x:%02x" % (1 + j // 256, j % 256),
-            ips=[ros_ip(i) for i in ids], ofport=len(leaf.ports),
+            ips=[ros_host_ip(j, m) for m in range(len(ids))],
+            ofport=len(leaf.ports),
             ros_ids=ids))
         ros_leaf_of[ns] = leaf.name
     hlt: List[HltHost] = []
@@ -274,7 +286,8 @@ def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
                  "dpdk": s.dpdk, "bridge": BRIDGE} for s in plan.switches]
     links = [{"a": "%s:%s" % (lf, lp), "b": "%s:%s" % (sp, spp)}
              for lf, lp, sp, spp in plan.links]
-    hosts = [{"name": "ros%d" % h.index, "role": "ros", "ip": h.ips[0],
+    hosts = [{"name": "ros%d" % h.index, "role": "ros",
+              "ip": ros_host_prefix(h.index),
               "ports": {0: "%s:%s" % (plan.ros_leaf_of[h.ns], h.veth)}}
              for h in plan.ros_hosts]
     hosts += [{"name": h.name, "role": "hlt", "ip": h.ips[0],
@@ -511,6 +524,96 @@ def describe_fabric(cfg: Config, plan: FabricPlan) -> str:
            format_rate(lim["goodput_bps"])),
         "ring sharing: %s" % ring_params(cfg, "daqring")["sharing"],
     ])
+
+
+# =================================================================== routes
+def normal_packets(dump: str) -> int:
+    """Packets of the flows with action NORMAL in ovs-ofctl dump-flows
+    output DUMP (the switch's default forwarding, not the fabric's)."""
+    n = 0
+    for line in dump.splitlines():
+        if line.rstrip().endswith("actions=NORMAL"):
+            for f in line.replace(" ", "").split(","):
+                if f.startswith("n_packets="):
+                    n += int(f[len("n_packets="):])
+    return n
+
+
+def fabric_flows(fsw: FabricSwitch, dump: str) -> List[List[str]]:
+    """The fabric's flows (cookie 0xdac7...) in ovs-ofctl dump-flows
+    --names output DUMP of switch FSW, each as [direction, address,
+    port]: "to" ADDRESS (nw_dst) or "from" ADDRESS (nw_src), out of the
+    port named PORT (a fabric port, or a daqring)."""
+    names = {str(p.ofport): p.name for p in fsw.ports}
+    out = []
+    for line in dump.splitlines():
+        line = line.strip()
+        if not line.startswith("cookie=0xdac7"):
+            continue
+        head, _, actions = line.partition(" actions=")
+        fields = dict(f.split("=", 1) for f in head.replace(" ", "")
+                      .split(",") if "=" in f)
+        port = (actions[len("output:"):] if actions.startswith(
+            "output:") else actions).strip('"')
+        if "nw_src" in fields and "nw_dst" not in fields:
+            out.append(["from", fields["nw_src"], names.get(port, port)])
+        else:
+            out.append(["to", fields.get("nw_dst", "?"),
+                        names.get(port, port)])
+    return sorted(out)
+
+
+def expected_flows(plan: FabricPlan, assignments: Dict[str, str]
+                   ) -> Dict[str, List[List[str]]]:
+    """What the fabric's cabling says each switch of PLAN must hold, as
+    fabric_flows gives it, with the DCMs ASSIGNMENTS (DCM -> "0/spine";
+    none in the modes without rings).  Towards each ROS host: its leaf
+    out of its port, every spine down to its leaf.  Towards each DCM:
+    every ROS leaf up to the DCM's spine, that spine down to the HLT
+    leaf, there into its ring.  From each DCM: the HLT leaf up to the
+    DCM's spine."""
+    out: Dict[str, List[List[str]]] = {s.name: [] for s in plan.switches}
+    spines = [s.name for s in plan.switches if s.role == "spine"]
+
+    def port(a: str, b: str) -> str:
+        return next(lk[1] if lk[0] == a else lk[3] for lk in plan.links
+                    if (lk[0], lk[2]) in ((a, b), (b, a)))
+    for h in plan.ros_hosts:
+        leaf = plan.ros_leaf_of[h.ns]
+        pfx = ros_host_prefix(h.index)
+        out[leaf].append(["to", pfx, h.veth])
+        for sp in spines:
+            out[sp].append(["to", pfx, port(sp, leaf)])
+    leaves = sorted(set(plan.ros_leaf_of.values()))
+    for d in plan.dcms:
+        a = assignments.get(plan.dcm_name(d))
+        if a is None:
+            continue
+        sp = a.split("/", 1)[1]
+        ip = d.ips[0]
+        for leaf in leaves:
+            out[leaf].append(["to", ip, port(leaf, sp)])
+        out[sp].append(["to", ip, port(sp, HLT_LEAF)])
+        out[HLT_LEAF].append(["from", ip, port(HLT_LEAF, sp)])
+        out[HLT_LEAF].append(["to", ip, plan.ring_name(d)])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def check_routes(plan: FabricPlan, flows: Dict[str, List[List[str]]],
+                 assignments: Dict[str, str]) -> List[str]:
+    """Where FLOWS (per switch, fabric_flows) differ from expected_flows:
+    one message per switch, [] when they are the same."""
+    want = expected_flows(plan, assignments)
+    wrong = []
+    for sw in sorted(want):
+        have = flows.get(sw, [])
+        if have != want[sw]:
+            extra = [f for f in have if f not in want[sw]]
+            missing = [f for f in want[sw] if f not in have]
+            wrong.append("%s: missing %s, unexpected %s"
+                         % (sw, [" ".join(f) for f in missing],
+                            [" ".join(f) for f in extra]))
+    return wrong
 
 
 # ================================================================ machinery
@@ -853,18 +956,14 @@ class FabricRunner(Runner):
             raise ModeUnavailable("after fabric apply, %s holds rings %s, "
                                   "not %s" % (HLT_LEAF, got["rings"],
                                               sorted(want)))
-        # Every ROS leaf routes every DCM; each DCM has its route on the
-        # one spine the planner gave it.
-        n = len(want)
-        routes = got["routes"]
-        spines = [s.name for s in self.fplan.switches if s.role == "spine"]
-        if (any(c != n for sw, c in routes.items()
-                if sw != HLT_LEAF and sw not in spines)
-                or sum(routes[sp] for sp in spines) != n):
-            raise ModeUnavailable("after fabric apply, routes per switch "
-                                  "%s: not one per DCM on every ROS leaf "
-                                  "and on its spine (%d DCMs)" % (routes, n))
         got["assignments"] = self.assignments()
+        wrong = check_routes(self.fplan, got["flows"],
+                             got["assignments"] if ring_mode else {})
+        if wrong:
+            raise ModeUnavailable("after fabric apply, the switches' "
+                                  "routes are not the fabric's: %s"
+                                  % "; ".join(wrong))
+        got["routes"] = {sw: len(f) for sw, f in got["flows"].items()}
         self.generations.append({"mode": mode, "apply_s": applied_s,
                                  "outcome": got,
                                  "output": out.strip().splitlines()[-3:]})
@@ -881,15 +980,16 @@ class FabricRunner(Runner):
 
     def outcome(self) -> Dict[str, Any]:
         """The rings on the HLT leaf and the fabric's flows (cookie
-        0xdac7...) per switch, read from the switches themselves."""
-        routes = {}
+        0xdac7...) of every switch, read from the switches themselves:
+        per switch, [direction, address, output port name] (see
+        fabric_flows)."""
+        flows = {}
         for name, sw in self.switches.items():
-            flows = sw.ofctl("dump-flows", BRIDGE).splitlines()
-            routes[name] = sum(1 for f in flows
-                               if f.strip().startswith("cookie=0xdac7"))
+            flows[name] = fabric_flows(self.fplan.switch(name), sw.ofctl(
+                "--names", "dump-flows", BRIDGE))
         rings = sorted(n for n, row in self.switches[HLT_LEAF].interfaces(
             "name,type").items() if row.get("type") == "daqring")
-        return {"rings": rings, "routes": routes}
+        return {"rings": rings, "flows": flows}
 
     def announce(self) -> None:
         """A gratuitous ARP from every host (see GARP)."""
@@ -932,16 +1032,18 @@ class FabricRunner(Runner):
             self.progress.show("waiting %.1f s for switch counters" % wait)
             time.sleep(wait)
         ports = {}
+        normal = {}
         for name, sw in self.switches.items():
             for port, st in Switch.stats(sw).items():  # type: ignore
                 ports["%s:%s" % (name, port)] = st
+            normal[name] = normal_packets(sw.ofctl("dump-flows", BRIDGE))
         tcp = {}
         for ns in self.fplan.hosts_ns:
             tcp[ns] = parse_snmp(run(["ip", "netns", "exec", ns, "cat",
                                       "/proc/net/snmp",
                                       "/proc/net/netstat"]))
         return {"ports": ports, "qdisc": self._qdiscs(),
-                "tcp": tcp, "links": self._links()}
+                "tcp": tcp, "links": self._links(), "normal": normal}
 
     def _qdiscs(self) -> Dict[str, Dict[str, int]]:
         out = {}
@@ -1033,6 +1135,12 @@ class FabricRunner(Runner):
         lost = ros_tx - hlt_rx
         counted = total + ring_drops + kernel + (0 if leaf.dpdk else qdisc)
         return {"switch_total": total, "daqring": ring_drops,
+                # Packets the switches forwarded by NORMAL, not by the
+                # fabric's routes (0 in a mode with rings: both ways of
+                # every connection are routed).
+                "normal_packets": {
+                    sw: after["normal"][sw] - before["normal"].get(sw, 0)
+                    for sw in after["normal"]},
                 "qdisc": qdisc, "af_packet_rx": sum(socket.values()),
                 "kernel_links": kernel,
                 "ros_tx_frames": ros_tx, "hlt_rx_frames": hlt_rx,
