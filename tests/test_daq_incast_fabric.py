@@ -431,3 +431,78 @@ def test_normal_packets_counts_only_normal() -> None:
             "priority=1,arp actions=NORMAL\n")
     assert fabric.normal_packets(dump) == 9
     assert fabric.normal_packets("") == 0
+
+
+def _counters(p: Any, fwd: Any, back: int, lose: int = 0,
+              lost_late: int = 0, acks_lost: int = 0) -> Any:
+    """A mode's counter snapshot (after; before is all zero) for a plan
+    of one ROS host, one ROS leaf, two spines and one HLT host: the ROS
+    send FWD[0] frames up0 and FWD[1] up1; spine1 loses LOSE of them
+    (sends to a port that is down: no counter), the HLT host's e0 loses
+    LOST_LATE more with no counter; the HLT host sends BACK frames back
+    through spine0, and ACKS_LOST more into the failed link's dead veth
+    (the kernel counts none of them)."""
+    up0, up1 = fwd
+    ros, hlt = p.ros_hosts[0], p.hlt_hosts[0]
+    got = up0 + up1 - lose
+
+    def port(rx: int, tx: int, tx_dropped: int = 0) -> Any:
+        return {"rx_packets": rx, "tx_packets": tx, "rx_dropped": 0,
+                "tx_dropped": tx_dropped}
+    ports = {"ros-leaf0:h0": port(up0 + up1, back),
+             "ros-leaf0:up0": port(back, up0),
+             "ros-leaf0:up1": port(0, up1),
+             "spine0:dn0": port(up0, back), "spine0:dn1": port(back, up0),
+             "spine1:dn0": port(up1, 0), "spine1:dn1": port(0, up1 - lose),
+             "hlt-leaf:h0": port(back + acks_lost, got),
+             "hlt-leaf:up0": port(up0, back),
+             "hlt-leaf:up1": port(up1 - lose, acks_lost)}
+    links = {"%s:e0" % ros.ns: {
+                 "tx_packets": up0 + up1, "rx_packets": back,
+                 "rx_dropped": 0, "tx_dropped": 0},
+             "%s:e0" % hlt.ns: {
+                 "tx_packets": back + acks_lost,
+                 "rx_packets": got - lost_late,
+                 "rx_dropped": 0, "tx_dropped": 0},
+             "hlt-leaf:h0": {"rx_packets": back + acks_lost,
+                             "tx_packets": got,
+                             "rx_dropped": 0, "tx_dropped": 0},
+             "hlt-leaf:up0": {"rx_packets": up0, "tx_packets": back,
+                              "rx_dropped": 0, "tx_dropped": 0},
+             "hlt-leaf:up1": {"rx_packets": up1 - lose, "tx_packets": 0,
+                              "rx_dropped": 0, "tx_dropped": 0}}
+    ring = "hlt-leaf:%s" % p.ring_name(p.dcms[0])
+    ports[ring] = {"tx_packets": got, "rx_packets": got, "tx_dropped": 0}
+    return {"ports": ports, "links": links, "qdisc": {},
+            "normal": {s.name: 0 for s in p.switches}}
+
+
+def test_every_lost_frame_is_counted_with_where_and_why() -> None:
+    """The drops of a failover mode: frames that spine1 could not send
+    to the HLT leaf while its link was down show no counter of
+    ovs-vswitchd's; its ports' counters say how many, with the reason,
+    and nothing is unaccounted.  A loss no counter shows is."""
+    c = cfg("--ros", "1", "--dcms", "1", "--spines", "2", "--failover",
+            "1/3")
+    p = fabric.make_fabric_plan(77, c)
+    r = fabric.FabricRunner.__new__(fabric.FabricRunner)
+    r.fplan, r.cfg = p, c
+    zero = {"ports": {}, "links": {}, "qdisc": {}, "normal": {}}
+    d = r._drops(zero, _counters(p, (600, 400), 300, lose=25))
+    assert d["switch_inside"] == {"spine1": {
+        "frames": 25, "reason": "sent to spine1:dn1 while it was down "
+        "(--failover)"}}
+    assert d["unaccounted"] == 0 and d["kernel_links"] == 0
+    assert d["ros_tx_frames"] - d["hlt_rx_frames"] == 25
+    assert d["hlt_tx_frames"] == d["ros_rx_frames"] == 300
+    d2 = r._drops(zero, _counters(p, (600, 400), 300, lose=25,
+                                  lost_late=7))
+    assert d2["unaccounted"] == 7
+    d3 = r._drops(zero, _counters(p, (600, 400), 300))
+    assert d3["switch_inside"] == {} and d3["unaccounted"] == 0
+    assert d3["uplink_tx_path"] == 0
+    # The HLT host's ACKs the HLT leaf sent into the dead link.
+    d4 = r._drops(zero, _counters(p, (600, 400), 300, lose=25,
+                                  acks_lost=9))
+    assert d4["uplink_tx_path"] == 9 and d4["unaccounted"] == 0
+    assert d4["ports"]["hlt-leaf:up1"]["kernel_tx_path_drops"] == 9

@@ -41,7 +41,7 @@ from .runner import Runner
 from .stats import (busy_time, counter_delta, ideal_collection_time,
                     payload_efficiency)
 from .switch import (STATS_INTERVAL, ModeUnavailable, Switch, daqctl_path)
-from .topology import (ALLOWED_CC, NO_IPV6, Host, parse_snmp,
+from .topology import (ALLOWED_CC, NO_IPV6, Host, parse_snmp, rps_mask,
                        tbf_command)
 
 NET = "10.77"
@@ -61,6 +61,9 @@ HOLD_DOWN = 2
 # --failover: seconds between samples of the TCP counters and the routes,
 # and the width of the goodput timeline's bins.
 FAILOVER_SAMPLE = 0.1
+# --failover: seconds past the hold-down that a mode whose events ended
+# waits for the DCMs to be routed home again.
+FAILOVER_SETTLE = 15
 TIMELINE_BIN = 0.25
 # The socket receive buffer of a system port (ovs-vswitchd's netdev-linux
 # reads it through an AF_PACKET socket of net.core.rmem_default bytes,
@@ -396,6 +399,9 @@ class Failover(threading.Thread):
         self.routes: List[Tuple[float, int]] = []
         self.events: Dict[str, float] = {}
         self.error: Optional[str] = None
+        # The DCMs' flows through the failed spine before it failed.
+        self.before = 0
+        self.back = threading.Event()
         # One process per host namespace: /proc/PID/net/snmp is that
         # namespace's (no fork per sample).
         seen: Dict[str, int] = {}
@@ -416,13 +422,17 @@ class Failover(threading.Thread):
         return sum(self.last.values())
 
     def uplink_routes(self) -> int:
-        """Flows of the fabric on ros-leaf0 out of its uplink to spine1."""
-        sw = self.runner.switches["ros-leaf0"]
-        port = next(p for p in self.runner.fplan.switch("ros-leaf0").ports
-                    if p.name == "up1")
-        flows = sw.ofctl("dump-flows", BRIDGE).splitlines()
-        return sum(1 for f in flows if f.strip().startswith("cookie=0xdac7")
-                   and "output:%d" % port.ofport in f)
+        """The DCMs' flows through the failed spine: on ros-leaf0 out of
+        its uplink to spine1 (towards the DCMs), on the HLT leaf out of
+        its uplink to spine1 (from the DCMs)."""
+        n = 0
+        for name in ("ros-leaf0", HLT_LEAF):
+            flows = fabric_flows(self.runner.fplan.switch(name),
+                                 self.runner.switches[name].ofctl(
+                                     "--names", "dump-flows", BRIDGE))
+            n += sum(1 for way, addr, port in flows
+                     if port == "up1" and addr.startswith(NET + ".0."))
+        return n
 
     def set_link(self, up: bool) -> None:
         _, _, spine, port = self.link
@@ -448,6 +458,7 @@ class Failover(threading.Thread):
             t = time.monotonic() - self.t0
             self.samples.append((t, self.retrans()))
             if "down" not in self.events and t >= self.down_at:
+                self.before = self.uplink_routes()
                 self.set_link(False)
                 self.events["down"] = t
             elif ("down" in self.events and "up" not in self.events
@@ -462,9 +473,18 @@ class Failover(threading.Thread):
                 self.routes.append((t, n))
                 if n == 0 and "rerouted" not in self.events:
                     self.events["rerouted"] = t
-                elif n and "up" in self.events and "rerouted" in \
-                        self.events:
+                elif (n == self.before and "up" in self.events
+                      and "rerouted" in self.events):
                     self.events["back"] = t
+                    self.back.set()
+
+    def settle(self, timeout: float) -> None:
+        """After the events: until the routes are back through the
+        recovered link (the DCMs home after the hold-down), at most
+        TIMEOUT seconds, so that a run whose events end early still
+        sees the reprogramming."""
+        if "down" in self.events and "rerouted" in self.events:
+            self.back.wait(timeout)
 
     def result(self) -> Dict[str, Any]:
         ev = self.events
@@ -475,6 +495,7 @@ class Failover(threading.Thread):
                                  if "rerouted" in ev else None),
             "back_after_s": (ev["back"] - ev["up"]
                              if "back" in ev and "up" in ev else None),
+            "flows_via_failed_spine_before": self.before,
             "routes_via_failed_spine": [
                 {"t_s": t, "flows": n} for t, n in self.routes],
             "retrans_samples": [{"t_s": t, "retrans_segs": n}
@@ -825,6 +846,10 @@ class FabricRunner(Runner):
     def setup(self) -> None:
         cfg = self.cfg
         plan = self.fplan
+        # This process and every process it starts (tc, ovs-ofctl, the
+        # samplers of --failover) off the PMD's core: nothing of ours but
+        # the PMD thread runs there.
+        pin(os.getpid(), cfg.agent_cpus)
         # Short: unix socket paths hold 108 bytes.
         self.workdir = tempfile.mkdtemp(prefix="daq-incast.%s." % plan.tag,
                                         dir="/tmp")
@@ -1020,9 +1045,14 @@ class FabricRunner(Runner):
             self.failover = Failover(self)
             self.failover.start()
         elif self.failover is not None:
+            self.failover.settle(HOLD_DOWN + FAILOVER_SETTLE)
             self.failover.halt.set()
             self.failover.join(30)
-            self.failovers[label] = self.failover.result()
+            res = self.failover.result()
+            # Where the planner left the DCMs (home again, after the
+            # hold-down, if "back_after_s" is set).
+            res["assignments_after"] = self.assignments()
+            self.failovers[label] = res
             self.failover = None
 
     # ------------------------------------------------------------ counters
@@ -1044,6 +1074,13 @@ class FabricRunner(Runner):
                                       "/proc/net/netstat"]))
         return {"ports": ports, "qdisc": self._qdiscs(),
                 "tcp": tcp, "links": self._links(), "normal": normal}
+
+    def failover_port(self) -> Optional[Tuple[str, str]]:
+        """The switch port --failover sets down (spine, port), or None."""
+        if not self.cfg.failover[0]:
+            return None
+        _, _, spine, port = failover_link(self.fplan)
+        return spine, port
 
     def _qdiscs(self) -> Dict[str, Dict[str, int]]:
         out = {}
@@ -1083,11 +1120,15 @@ class FabricRunner(Runner):
                  for d in self.fplan.dcms}
         ports: Dict[str, Dict[str, int]] = {}
         total = ring_drops = 0
+        dpdk = {s.name for s in self.fplan.switches if s.dpdk}
         for name, st in after["ports"].items():
             delta = counter_delta(before["ports"].get(name, {}), st)
+            sw, port = name.split(":", 1)
             if name in rings:
                 ring_drops += delta.get("tx_dropped", 0)
-            elif name.split(":", 1)[1] != BRIDGE:
+            elif port != BRIDGE and sw in dpdk:
+                # A system port's counters are its veth's, counted below
+                # (kernel_links); a DPDK port's drops are DPDK's own.
                 total += sum(delta.get(k, 0) for k in
                              ("rx_dropped", "tx_dropped", "rx_missed_errors"))
             keep = {k: v for k, v in delta.items()
@@ -1101,8 +1142,10 @@ class FabricRunner(Runner):
                   for v, st in after["qdisc"].items()}
         links = {v: counter_delta(before["links"].get(v, {}), st)
                  for v, st in after["links"].items()}
-        kernel = sum(v.get("rx_dropped", 0) + v.get("tx_dropped", 0)
-                     for v in links.values())
+        # A veth that cannot hand a frame to its peer counts it at both
+        # ends (the sender's tx_dropped, the peer's rx_dropped): each
+        # once, at the sender.
+        kernel = sum(v.get("tx_dropped", 0) for v in links.values())
         # Frames a peer sent into a DPDK port's veth that the port never
         # read (its af_packet RX ring was full: no counter shows it).
         socket = {}
@@ -1118,13 +1161,61 @@ class FabricRunner(Runner):
                     socket[name] = sent - read
                     ports.setdefault(name, {})[
                         "af_packet_rx_ring_drops"] = sent - read
-        total += sum(socket.values())
+        # Frames a DPDK uplink handed to the kernel that its veth neither
+        # sent nor counted: while the link is down the kernel's
+        # placeholder qdisc takes them and counts nothing.  (Not the
+        # host ports: there the tbf refuses frames that DPDK retries.)
+        gone = {}
+        if leaf.dpdk:
+            for p in leaf.ports:
+                if p.peer_port == "e0":
+                    continue
+                name = "%s:%s" % (HLT_LEAF, p.name)
+                k = links.get(name, {})
+                sent = counter_delta(before["ports"].get(name, {}),
+                                     after["ports"].get(name, {})
+                                     ).get("tx_packets")
+                if sent is not None and k and sent > k.get(
+                        "tx_packets", 0) + k.get("tx_dropped", 0):
+                    gone[name] = sent - k["tx_packets"] - k["tx_dropped"]
+                    ports.setdefault(name, {})["kernel_tx_path_drops"] = \
+                        gone[name]
+        total += sum(socket.values()) + sum(gone.values())
+        # Frames a switch without DPDK received and did not send on:
+        # ovs-vswitchd counts none of them (a send to a port that is down
+        # fails, ENETDOWN, and is only logged; a full socket drops at
+        # the socket), but its ports' counters show how many.
+        inside = {}
+        failed = self.failover_port()
+        for s in self.fplan.switches:
+            if s.dpdk:
+                continue
+            d = {p.name: counter_delta(
+                before["ports"].get("%s:%s" % (s.name, p.name), {}),
+                after["ports"].get("%s:%s" % (s.name, p.name), {}))
+                for p in s.ports}
+            # (What its sends lost in the veth is in kernel_links.)
+            n = sum(v.get("rx_packets", 0) - v.get("tx_packets", 0)
+                    - v.get("tx_dropped", 0) for v in d.values())
+            if n > 0:
+                inside[s.name] = {
+                    "frames": n,
+                    "reason": ("sent to %s:%s while it was down (--failover)"
+                               % failed if failed and failed[0] == s.name
+                               else "received, not sent on (socket buffer "
+                               "or ovs-vswitchd)")}
+        total += sum(v["frames"] for v in inside.values())
         # End to end: what the ROS hosts sent against what the HLT hosts
-        # received (both include the gratuitous ARPs and any flooding).
-        ros_tx = sum(links.get("%s:e0" % h.ns, {}).get("tx_packets", 0)
-                     for h in self.fplan.ros_hosts)
-        hlt_rx = sum(links.get("%s:e0" % h.ns, {}).get("rx_packets", 0)
-                     for h in self.fplan.hlt_hosts)
+        # received, and the way back (the hosts send nothing else while
+        # the counters run).
+
+        def host(hosts: Sequence[Any], key: str) -> int:
+            return sum(links.get("%s:e0" % h.ns, {}).get(key, 0)
+                       for h in hosts)
+        ros_tx = host(self.fplan.ros_hosts, "tx_packets")
+        hlt_rx = host(self.fplan.hlt_hosts, "rx_packets")
+        hlt_tx = host(self.fplan.hlt_hosts, "tx_packets")
+        ros_rx = host(self.fplan.ros_hosts, "rx_packets")
         qdisc = sum(q.get("drops", 0) for q in qdiscs.values())
         # What went missing on the way and no counter above explains: 0
         # when every loss is counted.  (Without DPDK, the HLT leaf's
@@ -1132,7 +1223,7 @@ class FabricRunner(Runner):
         # counting it: ovs-vswitchd's netdev-linux send.)
         # The tbf's drops are losses on system ports; a DPDK af_packet
         # port retries what the tbf refuses (see the single switch).
-        lost = ros_tx - hlt_rx
+        lost = ros_tx - hlt_rx + hlt_tx - ros_rx
         counted = total + ring_drops + kernel + (0 if leaf.dpdk else qdisc)
         return {"switch_total": total, "daqring": ring_drops,
                 # Packets the switches forwarded by NORMAL, not by the
@@ -1142,8 +1233,10 @@ class FabricRunner(Runner):
                     sw: after["normal"][sw] - before["normal"].get(sw, 0)
                     for sw in after["normal"]},
                 "qdisc": qdisc, "af_packet_rx": sum(socket.values()),
-                "kernel_links": kernel,
+                "uplink_tx_path": sum(gone.values()),
+                "kernel_links": kernel, "switch_inside": inside,
                 "ros_tx_frames": ros_tx, "hlt_rx_frames": hlt_rx,
+                "hlt_tx_frames": hlt_tx, "ros_rx_frames": ros_rx,
                 "unaccounted": max(0, lost - counted),
                 "ports": ports, "qdiscs": qdiscs, "hosts": links}
 
@@ -1270,13 +1363,20 @@ def create_topology(cfg: Config, plan: FabricPlan, cleanup: Cleanup) -> None:
             ALLOWED_CC, " ".join(allowed + [cfg.congestion_control]))])
     dcm_ips = [(ip, h.mac) for h in plan.hlt_hosts for ip in h.ips]
     ros_ips = [(ip, h.mac) for h in plan.ros_hosts for ip in h.ips]
-    for ns, mac, ips, peers in (
-            [(h.ns, h.mac, h.ips, dcm_ips) for h in plan.ros_hosts]
-            + [(h.ns, h.mac, h.ips, ros_ips) for h in plan.hlt_hosts]):
+    rps = rps_mask(cfg.rps_cpus)
+    for ns, mac, ips, peers, kind in (
+            [(h.ns, h.mac, h.ips, dcm_ips, "ros") for h in plan.ros_hosts]
+            + [(h.ns, h.mac, h.ips, ros_ips, "dcm")
+               for h in plan.hlt_hosts]):
         script = [NO_IPV6 + "ip link set lo up",
                   "ip link set e0 address %s" % mac,
                   "sysctl -q -w net.ipv4.tcp_congestion_control=%s"
                   % cfg.congestion_control]
+        if rps and kind in cfg.rps_kinds:
+            # --host-rps: the host's receive off the PMD's core (an HLT
+            # host's is run by the PMD's sends; see daq-incast.rst).
+            script.append("echo %s > /sys/class/net/e0/queues/rx-0/"
+                          "rps_cpus" % rps)
         script += ["ip addr add %s/16 dev e0" % ip for ip in ips]
         script += ["ethtool -K e0 tx off >/dev/null", "ip link set e0 up"]
         run(["ip", "netns", "exec", ns, "sh", "-c", "\n".join(script)])
