@@ -506,3 +506,19 @@ def test_every_lost_frame_is_counted_with_where_and_why() -> None:
                                   acks_lost=9))
     assert d4["uplink_tx_path"] == 9 and d4["unaccounted"] == 0
     assert d4["ports"]["hlt-leaf:up1"]["kernel_tx_path_drops"] == 9
+
+
+def test_recovery_is_judged_on_the_events() -> None:
+    # 1 MB events every 0.1 s (80 Mbit/s), none from 2.0 to 3.0 s.
+    ends = [i / 10 for i in range(1, 61) if not 20 <= i < 30]
+    spans = [(z - 0.1, z) for z in ends]
+    nbytes = [1000000] * len(spans)
+    # From 2.0 s: back to 76 Mbit/s (95% of 80) once a full second of
+    # events follows, i.e. from just before 3.0 s.
+    got = fabric.recovery(spans, nbytes, 2.0, 0.95 * 80e6)
+    assert got is not None and 0.9 <= got <= 1.0
+    # Before the gap: at once.
+    assert fabric.recovery(spans, nbytes, 0.0, 0.95 * 80e6) == 0
+    # A target the events never reach, and no events.
+    assert fabric.recovery(spans, nbytes, 0.0, 200e6) is None
+    assert fabric.recovery([], [], 0.0, 1.0) is None

@@ -64,6 +64,10 @@ FAILOVER_SAMPLE = 0.1
 # --failover: seconds past the hold-down that a mode whose events ended
 # waits for the DCMs to be routed home again.
 FAILOVER_SETTLE = 15
+# --failover: the issue's recovery targets are judged on the goodput over
+# RECOVERY_WINDOW seconds reaching RECOVERY_FRACTION of the limit.
+RECOVERY_WINDOW = 1.0
+RECOVERY_FRACTION = 0.95
 TIMELINE_BIN = 0.25
 # The socket receive buffer of a system port (ovs-vswitchd's netdev-linux
 # reads it through an AF_PACKET socket of net.core.rmem_default bytes,
@@ -379,6 +383,25 @@ def timeline(spans: Sequence[Tuple[float, float]], nbytes: Sequence[int],
         last = v
     return [{"t_s": i * width, "goodput_bps": got[i] * 8 / width,
              "retrans_segs": re_[i]} for i in range(n)]
+
+
+def recovery(spans: Sequence[Tuple[float, float]], nbytes: Sequence[int],
+             since: float, target_bps: float,
+             window: float = RECOVERY_WINDOW) -> Optional[float]:
+    """Seconds from SINCE to the first moment T from which the events
+    completed in [T, T + WINDOW] carried at least TARGET_BPS (0 if at
+    once); None if no such window ends before the last event does."""
+    ends = sorted((z, b) for (_, z), b in zip(spans, nbytes))
+    if not ends:
+        return None
+    step = 0.05
+    t = since
+    while t + window <= ends[-1][0] + 1e-9:
+        got = sum(b for z, b in ends if t < z <= t + window)
+        if got * 8 / window >= target_bps:
+            return t - since
+        t += step
+    return None
 
 
 class Failover(threading.Thread):
@@ -1272,6 +1295,19 @@ class FabricRunner(Runner):
                                     spines=self.cfg.spines - 1)
             fo["limit_goodput_bps"] = self.limit["goodput_bps"]
             fo["degraded_limit_goodput_bps"] = degraded["goodput_bps"]
+            # The issue's failover targets, from the events themselves:
+            # how long after the loss the goodput was back to 95% of the
+            # degraded limit, and after the recovery to 95% of the full
+            # one (over RECOVERY_WINDOW seconds; None: never, before the
+            # events ended).
+            for key, at, lim in (
+                    ("recovered_after_s", fo["down_at_s"],
+                     degraded["goodput_bps"]),
+                    ("restored_after_s", fo["up_at_s"],
+                     self.limit["goodput_bps"])):
+                fo[key] = (None if at is None else recovery(
+                    spans or [], r["event_bytes"], at,
+                    RECOVERY_FRACTION * lim))
             r["failover"] = fo
             if fo.get("error"):
                 r.update(status="error", error="failover: %s"
