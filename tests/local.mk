@@ -39,9 +39,9 @@ PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
 # which are the same whatever the base, and flake8 likewise: they run on
 # the default base only ("make check-base-BASE" passes PYTEST_ANY_BASE).
 PYTEST_ANY_BASE = tests/test_daqctl_fuzz.py tests/test_executables.py \
-	tests/test_fabric_groups.py tests/test_fabric_planner.py \
-	tests/test_hugepages.py tests/test_man.py tests/test_pins.py \
-	tests/test_rpm.py tests/test_daq_peers.py
+	tests/test_daq_bench_fabric.py tests/test_fabric_groups.py \
+	tests/test_fabric_planner.py tests/test_hugepages.py tests/test_man.py \
+	tests/test_pins.py tests/test_rpm.py tests/test_daq_peers.py
 PYTEST_SKIP ?=
 
 check: all

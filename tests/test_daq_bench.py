@@ -757,7 +757,10 @@ def test_signal_handlers_are_the_shared_ones() -> None:
 
 def test_parse_args_defaults() -> None:
     ns = db.parse_args([])
-    assert ns.parts == db.PARTS
+    assert ns.parts == db.DEFAULT_PARTS
+    assert db.PARTS == db.DEFAULT_PARTS + ["fabric-incast"]
+    assert db.parse_args(["--parts", "fabric-incast"]).parts == [
+        "fabric-incast"]
     assert ns.sizes == [64, 1518]
     assert ns.scale_counts == [2048, 256, 8]
     assert ns.shaping_intervals == [10, 100, 1000, 10000]

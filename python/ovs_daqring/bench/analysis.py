@@ -13,6 +13,8 @@ from typing import (Any, Callable, Dict, List, Optional, Sequence,
 
 from .. import TOP
 from . import peers
+from .fabric_incast import (FABRIC_TARGETS, fabric_markdown,
+                            fabric_verdicts)
 from .parse import profile_text
 
 
@@ -20,8 +22,12 @@ SCHEMA = "daq-bench/1"
 DEFAULT_OVS_BUILD = os.path.join(TOP, "ovs")
 STOCK_VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 STOCK_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+
 PARTS = ["hop", "scale", "waiting", "shaping", "fairness", "builds",
-         "incast", "peers"]
+         "incast", "peers", "fabric-incast"]
+# What --parts runs unless told: fabric-incast (two daq-incast runs of an
+# emulated leaf-spine per repeat, about 15 minutes) only when asked.
+DEFAULT_PARTS = [p for p in PARTS if p != "fabric-incast"]
 LOW_SHARE = 0.90                 # PMD core shares below this are flagged
 LOG_KEEP = 2 << 20               # bytes of each switch log kept
 
@@ -55,6 +61,7 @@ TARGETS = {
                          "deeper collapse",
 }
 TARGETS.update(peers.TARGETS)
+TARGETS.update(FABRIC_TARGETS)
 
 
 # ================================================================ maths
@@ -363,6 +370,14 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
                   "incast_timeouts", "incast_ratio", "incast_ratio_deep"):
             add(k, note, None)
     peers.peer_verdicts(res.get("peers"), add)
+
+    fab = res.get("fabric-incast")
+    if fab and not fab.get("error"):
+        fabric_verdicts(fab, add)
+    else:
+        for k in FABRIC_TARGETS:
+            add(k, "not run" if not fab else "FAILED: " + fab["error"],
+                None if not fab else False)
     return rows
 
 
@@ -817,6 +832,12 @@ def markdown(res: Dict[str, Any]) -> str:
         L.append("")
     if res.get("peers", {}).get("points"):
         L.extend(peers.markdown(res["peers"]))
+
+    fab = res.get("fabric-incast")
+    if fab:
+        L.extend(fabric_markdown(fab) if not fab.get("error") else [
+            "## Fabric incast (daq-incast --topology fabric)", "",
+            "Not completed: %s" % fab["error"], ""])
 
     if res.get("notes"):
         L.append("## Notes")

@@ -30,11 +30,12 @@ from ..process import (STALE_BENCH_RE, Cleanup, Interrupted, RunError,
                        die_with_parent, install_signal_handlers, run,
                        signals_held, stale_namespaces, stop_process)
 from . import fabric
-from .analysis import (DEFAULT_OVS_BUILD, LOG_KEEP, PARTS, SCHEMA,
-                       STOCK_SCHEMA, STOCK_VSWITCHD, fwd_metrics, markdown,
-                       reanalyse, summarize, verdicts)
+from .analysis import (DEFAULT_OVS_BUILD, DEFAULT_PARTS, LOG_KEEP, PARTS,
+                       SCHEMA, STOCK_SCHEMA, STOCK_VSWITCHD, fwd_metrics,
+                       markdown, reanalyse, summarize, verdicts)
 from .parse import (parse_perf_report, parse_pmd_perf, parse_pmd_stats,
                     pmd_totals)
+from .fabric_incast import FAILOVER_ARGS, STEADY_ARGS
 from .parts import Parts
 from .peers import GRID, QUICK_POINTS, parse_points
 from .source import source_state
@@ -380,7 +381,7 @@ class Bench(Parts):
                 self.res_machine.setdefault(
                     "other_vswitchd_by_part", {})[part] = others
                 try:
-                    getattr(self, "part_" + part)()
+                    getattr(self, "part_" + part.replace("-", "_"))()
                 except RunError as e:
                     failed = True
                     self.note("%s failed: %s" % (part, e))
@@ -434,6 +435,9 @@ ovsdb-server, ovs-vswitchd in a network namespace of its own):
   peers     daq-incast's daqring against its deep-buffer peer (a Linux
             bridge with deep FIFOs) over a bounded grid, DCMs sharing a
             link, a 10x hog
+  fabric-incast  (only when named) daq-incast --topology fabric: every
+            mode through an emulated leaf-spine, and a leaf-spine link
+            failing under load; valid runs only (PMD >= 90% of its core)
 
 and writes OUT/bench.json and OUT/summary.md, with the PMD thread's share
 of its core (schedstat) next to every number.""",
@@ -444,8 +448,9 @@ of its core (schedstat) next to every number.""",
       --sink-devargs 0000:81:00.1 --dpdk-extra '' --parts hop,builds
 """)
     g = p.add_argument_group("what to run")
-    g.add_argument("--parts", default=",".join(PARTS),
-                   help="comma-separated parts (default: %(default)s)")
+    g.add_argument("--parts", default=",".join(DEFAULT_PARTS),
+                   help="comma-separated parts of %s (default: "
+                   "%%(default)s)" % ",".join(PARTS))
     g.add_argument("--quick", action="store_true",
                    help="short version: 2 repeats, 1 s windows, 1 incast "
                    "run of 15 events")
@@ -501,6 +506,10 @@ of its core (schedstat) next to every number.""",
                    help="incast: one more run at a deeper collapse of stock "
                    "forwarding, full runs only, '' to skip (default: "
                    "%(default)s)")
+    g.add_argument("--fabric-incast-args", metavar="ARGS", default="",
+                   help="fabric-incast: more daq-incast arguments for "
+                   "both of its runs (they come after the defaults, '%s' "
+                   "and '%s')" % (STEADY_ARGS, FAILOVER_ARGS))
     g.add_argument("--skip-incast", action="store_true",
                    help="leave out the incast part")
     g.add_argument("--peers-points", metavar="NAMES",

@@ -1,0 +1,293 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""daq-bench --parts fabric-incast: the incast through the emulated
+leaf-spine fabric (daq-incast --topology fabric), the fabric data-plane
+issue's targets.  Each run is two daq-incast runs: every mode without a
+failure (goodput against the fabric's limit, drops, RTOs), and the
+daqring mode with a leaf-spine link down and up again (recovery, every
+event complete, every frame delivered or counted).
+
+Only valid runs count: a mode whose PMD had less than 90% of its core is
+listed as invalid with its share and kept out of every figure; a run that
+failed (daq-incast exited non-zero, a mode ended in error) makes its
+targets FAILED.  Pure functions of daq-incast's JSON, tested without
+root."""
+
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+FABRIC_TARGETS = {
+    "fabric_limit": "fabric incast: daqring goodput >= 95% of the emulated "
+                    "fabric's limit",
+    "fabric_drops": "fabric incast: daqring 0 drops anywhere, 0 frames "
+                    "unaccounted",
+    "fabric_rtos": "fabric incast: daqring 0 TCP RTOs",
+    "failover_recovered": "fabric failover: goodput >= 95% of the degraded "
+                          "limit within 2 s of a leaf-spine link loss",
+    "failover_restored": "fabric failover: goodput >= 95% of the limit "
+                         "within 2 s of the link's recovery",
+    "failover_complete": "fabric failover: every event completes, every "
+                         "frame delivered or counted",
+}
+FABRIC_LIMIT = 0.95
+RECOVERY_S = 2.0
+# The steady run's and the failover run's daq-incast arguments (--topology
+# fabric and the common ones are added; --fabric-incast-args adds more).
+STEADY_ARGS = ("--ros 12 --dcms 4 --spines 2 --events 100 "
+               "--modes stock,credits,daqring,daqring-unshaped")
+FAILOVER_ARGS = "--ros 12 --dcms 4 --spines 2 --events 150 " \
+                "--modes daqring --failover 2/5"
+
+
+def _lost(m: Dict[str, Any]) -> int:
+    """Frames a mode lost anywhere (counted drops and unaccounted)."""
+    d = m.get("drops") or {}
+    # (switch_total has the DPDK ports', the af_packet rings' and the
+    # switches' without DPDK; a tbf's refusals are retried by DPDK.)
+    return int(sum(d.get(k, 0) or 0 for k in (
+        "switch_total", "daqring", "kernel_links", "unaccounted")))
+
+
+def _stat(xs: Sequence[float]) -> Dict[str, Any]:
+    xs = [float(x) for x in xs if x is not None]
+    if not xs:
+        return {"n": 0, "min": None, "median": None, "max": None}
+    s = sorted(xs)
+    n = len(s)
+    med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    return {"n": n, "min": s[0], "median": med, "max": s[-1]}
+
+
+def fabric_summary(steady: Sequence[Optional[Dict[str, Any]]],
+                   failover: Sequence[Optional[Dict[str, Any]]]
+                   ) -> Dict[str, Any]:
+    """Per mode, over the valid modes of the steady runs: the goodput as
+    a share of the limit, lost frames, RTOs, p50/p99, and every run's PMD
+    share; the invalid and failed ones listed.  The failover runs' daqring
+    mode likewise.  None in a list: a run without results (failed)."""
+    out: Dict[str, Any] = {"asked": len(steady), "modes": {},
+                           "invalid": [], "failed": [], "runs": []}
+    for i, doc in enumerate(steady):
+        if doc is None:
+            out["failed"].append("run %d: no results" % (i + 1))
+            continue
+        out["runs"].append({"limit": doc.get("fabric", {}).get("limit"),
+                            "congestion_control": doc.get("config", {}).get(
+                                "congestion_control")})
+        for m in doc.get("modes", []):
+            name = m.get("mode", "?")
+            if m.get("status") != "ok":
+                out["failed"].append("run %d %s: %s" % (
+                    i + 1, name, m.get("error") or m.get("status")))
+                continue
+            share = m.get("pmd_cpu_share")
+            x = out["modes"].setdefault(name, {
+                "limit_ratio": [], "lost": [], "rtos": [], "p50_s": [],
+                "p99_s": [], "shares": [], "valid_runs": []})
+            x["shares"].append(share)
+            if not m.get("valid"):
+                out["invalid"].append("run %d %s: %s" % (
+                    i + 1, name, m.get("invalid_reason", "invalid")))
+                continue
+            x["valid_runs"].append(i + 1)
+            x["limit_ratio"].append(m.get("limit_ratio",
+                                          m.get("ideal_ratio")))
+            x["lost"].append(_lost(m))
+            x["rtos"].append(m.get("tcp", {}).get("rto_timeouts"))
+            ct = m.get("collection_time_s", {})
+            x["p50_s"].append(ct.get("p50"))
+            x["p99_s"].append(ct.get("p99"))
+    for x in out["modes"].values():
+        for k in ("limit_ratio", "lost", "rtos", "p50_s", "p99_s"):
+            x[k] = _stat(x[k])
+    fo: Dict[str, Any] = {"asked": len(failover), "runs": [],
+                          "invalid": [], "failed": []}
+    for i, doc in enumerate(failover):
+        if doc is None:
+            fo["failed"].append("run %d: no results" % (i + 1))
+            continue
+        m = next((m for m in doc.get("modes", [])
+                  if m.get("mode") == "daqring"), None)
+        if m is None or m.get("status") != "ok" or not m.get("failover"):
+            fo["failed"].append("run %d: %s" % (
+                i + 1, "no daqring mode" if m is None
+                else m.get("error") or "no failover result"))
+            continue
+        f = m["failover"]
+        row = {"run": i + 1, "share": m.get("pmd_cpu_share"),
+               "recovered_after_s": f.get("recovered_after_s"),
+               "restored_after_s": f.get("restored_after_s"),
+               "rerouted_after_s": f.get("rerouted_after_s"),
+               "back_after_s": f.get("back_after_s"),
+               "events": m.get("events"),
+               "events_wanted": (doc.get("config", {}).get("dcms", 0)
+                                 * doc.get("config", {}).get("events", 0)),
+               "unaccounted": (m.get("drops") or {}).get("unaccounted"),
+               "lost_counted": _lost(m)}
+        if not m.get("valid"):
+            fo["invalid"].append("run %d: %s" % (
+                i + 1, m.get("invalid_reason", "invalid")))
+            row["valid"] = False
+        else:
+            row["valid"] = True
+        fo["runs"].append(row)
+    out["failover"] = fo
+    return out
+
+
+def _pct(st: Dict[str, Any]) -> str:
+    if not st.get("n"):
+        return "-"
+    if st["min"] == st["max"]:
+        return "%.1f%%" % (100 * st["median"])
+    return "%.1f%% [%.1f-%.1f]" % (100 * st["median"], 100 * st["min"],
+                                   100 * st["max"])
+
+
+def _num(st: Dict[str, Any], fmt: str = "%.0f") -> str:
+    if not st.get("n"):
+        return "-"
+    if st["min"] == st["max"]:
+        return fmt % st["median"]
+    return "%s [%s-%s]" % (fmt % st["median"], fmt % st["min"],
+                           fmt % st["max"])
+
+
+def fabric_verdicts(fab: Dict[str, Any],
+                    add: Callable[..., None]) -> None:
+    """The fabric rows of daq-bench's verdicts.  A target is judged on
+    valid runs only, and only if every asked run finished: a failed run
+    makes it FAILED; with no valid run it is not judged (None), saying
+    why."""
+    asked = fab.get("asked", 0)
+    dq = fab.get("modes", {}).get("daqring")
+    failed = [f for f in fab.get("failed", [])
+              if " daqring:" in f or "no results" in f]
+    shares = dq["shares"] if dq else []
+
+    def judge(key: str, value: str, ok: Optional[bool]) -> None:
+        if failed:
+            add(key, "FAILED: %s; valid runs: %s" % (
+                "; ".join(failed[:3]), value), False, shares)
+        elif not dq or not dq["limit_ratio"]["n"]:
+            add(key, "not judged: no valid run of %d (%s)" % (
+                asked, "; ".join(fab.get("invalid", [])[:3]) or
+                "no daqring mode"), None, shares)
+        else:
+            n = dq["limit_ratio"]["n"]
+            add(key, "%s (valid runs %d of %d)" % (value, n, asked), ok,
+                shares)
+
+    if dq:
+        judge("fabric_limit", "%s of the limit" % _pct(dq["limit_ratio"]),
+              dq["limit_ratio"]["n"] > 0
+              and dq["limit_ratio"]["min"] >= FABRIC_LIMIT)
+        judge("fabric_drops", "%s frames lost per run"
+              % _num(dq["lost"]), dq["lost"]["n"] > 0
+              and dq["lost"]["max"] == 0)
+        judge("fabric_rtos", "%s RTOs per run" % _num(dq["rtos"]),
+              dq["rtos"]["n"] > 0 and dq["rtos"]["max"] == 0)
+    else:
+        for k in ("fabric_limit", "fabric_drops", "fabric_rtos"):
+            judge(k, "no daqring mode", False)
+    fo = fab.get("failover", {})
+    valid = [r for r in fo.get("runs", []) if r["valid"]]
+    fshares = [r["share"] for r in fo.get("runs", [])]
+
+    def fjudge(key: str, value: str, ok: bool) -> None:
+        if fo.get("failed"):
+            add(key, "FAILED: %s; valid runs: %s" % (
+                "; ".join(fo["failed"][:3]), value), False, fshares)
+        elif not valid:
+            add(key, "not judged: no valid run of %d (%s)" % (
+                fo.get("asked", 0), "; ".join(fo.get("invalid", [])[:3])
+                or "not run"), None, fshares)
+        else:
+            add(key, "%s (valid runs %d of %d)" % (
+                value, len(valid), fo.get("asked", 0)), ok, fshares)
+
+    def secs(k: str) -> str:
+        return ", ".join("never" if r[k] is None else "%.2f s" % r[k]
+                         for r in valid)
+    fjudge("failover_recovered", secs("recovered_after_s"),
+           all(r["recovered_after_s"] is not None
+               and r["recovered_after_s"] <= RECOVERY_S for r in valid))
+    fjudge("failover_restored", secs("restored_after_s"),
+           all(r["restored_after_s"] is not None
+               and r["restored_after_s"] <= RECOVERY_S for r in valid))
+    fjudge("failover_complete", ", ".join(
+        "%s/%s events, %s unaccounted" % (r["events"], r["events_wanted"],
+                                          r["unaccounted"])
+        for r in valid),
+        all(r["events"] == r["events_wanted"] and r["unaccounted"] == 0
+            for r in valid))
+
+
+def fabric_markdown(fab: Dict[str, Any]) -> List[str]:
+    """The fabric section of summary.md."""
+    L = ["## Fabric incast (daq-incast --topology fabric)", ""]
+    L.append("`%s` and, for the failover, `%s`; %d run(s) each; JSON in "
+             "`%s`.  Figures from valid runs only (the PMD had at least "
+             "90%% of its core); the PMD share of every run is listed."
+             % (fab.get("command", "?"), fab.get("failover_command", "?"),
+                fab.get("asked", 0), fab.get("dir", "?")))
+    L.append("")
+    lim = next((r["limit"] for r in fab.get("runs", []) if r.get("limit")),
+               None)
+    if lim:
+        i = lim.get("inputs", {})
+        L.append("Limit (thesis 6.2.2): %s; N_P %s, N_S %s, N_H %s, N_R %s,"
+                 " b_H %s bit/s: goodput limit %.1f Mbit/s (bound by %s)."
+                 % (lim.get("formula"), i.get("N_P"), i.get("N_S"),
+                    i.get("N_H"), i.get("N_R"), i.get("b_H_bps"),
+                    lim.get("goodput_bps", 0) / 1e6, lim.get("bound_by")))
+        L.append("")
+    L.append("| mode | of the limit | lost frames | RTOs | p50 / p99 ms | "
+             "PMD share per run |")
+    L.append("|---|---|---|---|---|---|")
+    for name, x in sorted(fab.get("modes", {}).items()):
+        L.append("| %s | %s | %s | %s | %s / %s | %s |" % (
+            name, _pct(x["limit_ratio"]), _num(x["lost"]), _num(x["rtos"]),
+            _num(_ms(x["p50_s"])), _num(_ms(x["p99_s"])),
+            ", ".join("-" if s is None else "%.0f%%" % (100 * s)
+                      for s in x["shares"])))
+    L.append("")
+    for what in ("invalid", "failed"):
+        if fab.get(what):
+            L.append("%s: %s." % (what.capitalize(), "; ".join(fab[what])))
+            L.append("")
+    fo = fab.get("failover", {})
+    if fo.get("runs") or fo.get("failed"):
+        L.append("Failover (daqring mode): " + "; ".join(
+            "run %d%s: recovered %s, restored %s, rerouted %s, back %s "
+            "after the recovery, %s/%s events, %s unaccounted, PMD %s" % (
+                r["run"], "" if r["valid"] else " (INVALID)",
+                _s(r["recovered_after_s"]), _s(r["restored_after_s"]),
+                _s(r["rerouted_after_s"]), _s(r["back_after_s"]),
+                r["events"], r["events_wanted"], r["unaccounted"],
+                "-" if r["share"] is None else "%.0f%%" % (100 * r["share"]))
+            for r in fo.get("runs", [])) + ".")
+        if fo.get("failed"):
+            L.append("Failed: %s." % "; ".join(fo["failed"]))
+        L.append("")
+    return L
+
+
+def _s(v: Optional[float]) -> str:
+    return "never" if v is None else "%.2f s" % v
+
+
+def _ms(st: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: (v * 1000 if isinstance(v, float) and k != "n" else v)
+            for k, v in st.items()}

@@ -1,0 +1,150 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""daq-bench --parts fabric-incast: its summary and verdicts from
+daq-incast --topology fabric results (python/ovs_daqring/bench/
+fabric_incast.py).  Only valid runs give figures, an invalid run is
+listed with its PMD share, a failed run makes its targets FAILED.  No
+root, no daemons.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_daq_bench_fabric.py
+"""
+
+from typing import Any, Dict, List, Optional
+
+from ovs_daqring.bench import analysis
+from ovs_daqring.bench.fabric_incast import (FABRIC_TARGETS,
+                                             fabric_markdown,
+                                             fabric_summary)
+
+
+def mode(name: str, ratio: float, share: float, lost: int = 0,
+         rtos: int = 0, status: str = "ok") -> Dict[str, Any]:
+    return {"mode": name, "status": status,
+            "error": None if status == "ok" else "boom",
+            "limit_ratio": ratio, "ideal_ratio": ratio,
+            "pmd_cpu_share": share, "valid": share >= 0.9,
+            "invalid_reason": "the PMD had %.0f%% of its core"
+            % (100 * share),
+            "tcp": {"rto_timeouts": rtos},
+            "collection_time_s": {"p50": 0.05, "p99": 0.1},
+            "drops": {"switch_total": lost, "daqring": 0,
+                      "kernel_links": 0, "unaccounted": 0, "qdisc": 5}}
+
+
+def steady(share: float, ratio: float = 0.96, lost: int = 0
+           ) -> Dict[str, Any]:
+    return {"config": {"congestion_control": "cubic", "dcms": 4,
+                       "events": 150},
+            "fabric": {"limit": {"formula": "B = ...", "inputs": {
+                "N_P": 1, "N_S": 2, "N_H": 1, "N_R": 12,
+                "b_H_bps": 2e8}, "goodput_bps": 1.88e8,
+                "bound_by": "hlt_link"}},
+            "modes": [mode("stock", 0.44, share, lost=900, rtos=30),
+                      mode("daqring", ratio, share, lost=lost)]}
+
+
+def failover(share: float, rec: Optional[float] = 0.8,
+             res: Optional[float] = 0.3, events: int = 600
+             ) -> Dict[str, Any]:
+    m = mode("daqring", 0.9, share)
+    m["events"] = events
+    m["failover"] = {"recovered_after_s": rec, "restored_after_s": res,
+                     "rerouted_after_s": 0.2, "back_after_s": 2.4}
+    return {"config": {"dcms": 4, "events": 150}, "modes": [m]}
+
+
+def rows(fab: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
+
+    def add(key: str, value: str, met: Optional[bool],
+            shares: Any = (), note: str = "") -> None:
+        out.append({"key": key, "value": value, "met": met})
+    from ovs_daqring.bench.fabric_incast import fabric_verdicts
+    fabric_verdicts(fab, add)
+    got = {r["key"]: r for r in out}
+    assert set(got) == set(FABRIC_TARGETS)
+    return got
+
+
+def test_valid_runs_meet_the_targets() -> None:
+    fab = fabric_summary([steady(0.97), steady(0.95, 0.955),
+                          steady(0.99)],
+                         [failover(0.96), failover(0.97, 1.9),
+                          failover(0.93)])
+    r = rows(fab)
+    assert all(v["met"] is True for v in r.values()), r
+    assert fab["modes"]["daqring"]["limit_ratio"]["min"] == 0.955
+    assert "valid runs 3 of 3" in r["fabric_limit"]["value"]
+    assert fab["modes"]["stock"]["lost"]["median"] == 900
+    text = "\n".join(fabric_markdown(fab))
+    assert "97%, 95%, 99%" in text and "hlt_link" in text
+
+
+def test_invalid_runs_give_no_figures() -> None:
+    # Run 2's PMD had 60% of its core: its 50% is no result.
+    fab = fabric_summary([steady(0.97), steady(0.6, 0.5), steady(0.99)],
+                         [failover(0.96), failover(0.5, None),
+                          failover(0.93)])
+    r = rows(fab)
+    assert r["fabric_limit"]["met"] is True
+    assert "valid runs 2 of 3" in r["fabric_limit"]["value"]
+    assert fab["invalid"] == ["run 2 stock: the PMD had 60% of its core",
+                              "run 2 daqring: the PMD had 60% of its core"]
+    assert r["failover_recovered"]["met"] is True
+    text = "\n".join(fabric_markdown(fab))
+    assert "60%" in text and "INVALID" in text
+    # Nothing valid: not judged, and said why.
+    none = fabric_summary([steady(0.5)], [failover(0.4)])
+    r = rows(none)
+    assert all(v["met"] is None for v in r.values()), r
+    assert "no valid run of 1" in r["fabric_limit"]["value"]
+
+
+def test_failed_or_missing_runs_are_failed() -> None:
+    bad = steady(0.97)
+    bad["modes"][1] = mode("daqring", 0, 0.97, status="error")
+    r = rows(fabric_summary([steady(0.97), bad, None],
+                            [failover(0.96), None, failover(0.95)]))
+    for k in ("fabric_limit", "fabric_drops", "fabric_rtos"):
+        assert r[k]["met"] is False and r[k]["value"].startswith(
+            "FAILED: run 2 daqring: boom; run 3: no results"), r[k]
+    for k in ("failover_recovered", "failover_restored",
+              "failover_complete"):
+        assert r[k]["met"] is False and "run 2: no results" in r[k][
+            "value"]
+
+
+def test_targets_missed() -> None:
+    r = rows(fabric_summary([steady(0.97, 0.93, lost=4)],
+                            [failover(0.97, 2.6, None, events=590)]))
+    assert r["fabric_limit"]["met"] is False
+    assert r["fabric_drops"]["met"] is False
+    assert r["fabric_rtos"]["met"] is True
+    assert r["failover_recovered"]["met"] is False
+    assert r["failover_restored"]["met"] is False
+    assert "never" in r["failover_restored"]["value"]
+    assert r["failover_complete"]["met"] is False
+
+
+def test_daq_bench_verdicts_have_the_fabric_rows() -> None:
+    got = {v["key"]: v for v in analysis.verdicts({})}
+    for k in FABRIC_TARGETS:
+        assert got[k]["met"] is None and got[k]["value"] == "not run"
+    res = {"fabric-incast": dict(fabric_summary([steady(0.97)],
+                                                [failover(0.97)]),
+                                 command="c", failover_command="f",
+                                 dir="d")}
+    got = {v["key"]: v for v in analysis.verdicts(res)}
+    assert got["fabric_limit"]["met"] is True
