@@ -773,7 +773,7 @@ class Parts:
         base = [sys.executable, tool_path("daq-incast") or "daq-incast",
                 "--ovs-build", os.path.abspath(self.args.ovs_build),
                 "--pmd-cpu-mask", self.args.pmd_cpu_mask, "-q",
-                "--topology", "fabric"]
+                "--hugepages", self.args.hugepages, "--topology", "fabric"]
         steady = base + shlex.split(STEADY_ARGS) + extra
         fail = base + shlex.split(FAILOVER_ARGS) + extra
 
