@@ -63,6 +63,8 @@ def cfg(*argv: str) -> config.Config:
     (["--failover", "2/5"], "needs --spines 2"),
     (["--spines", "2", "--failover", "5/2"], "0 < DOWN < UP"),
     (["--spines", "2", "--failover", "soon"], "DOWN/UP in seconds"),
+    (["--ros", "300", "--ros-per-host", "255"],
+     "--ros-per-host 255: at most 254 in a fabric"),
 ])
 def test_bad_fabric_options_are_refused(argv: List[str], words: str) -> None:
     with pytest.raises(ConfigError) as e:
