@@ -351,7 +351,14 @@ def test_fabric_run_without_dpdk(tmp_path: Any) -> None:
     assert [g["mode"] for g in prog] == ["stock", "credits"]
     for g in prog:
         assert g["outcome"]["rings"] == []
-        assert set(g["outcome"]["routes"].values()) == {0}
+        # Nothing of a DCM; the routes towards the 4 ROS hosts (on the
+        # spine and the ROS leaf).
+        flows = g["outcome"]["flows"]
+        assert flows["hlt-leaf"] == []
+        for sw in ("spine0", "ros-leaf0"):
+            assert sorted(f[1] for f in flows[sw]) == [
+                "10.77.%d.0/24" % (j + 1) for j in range(4)]
+            assert all(f[0] == "to" for f in flows[sw])
     assert doc["topology"]["kind"] == "fabric"
     assert set(doc["topology"]["congestion_control"]["hosts"].values()) \
         == {"cubic"}
@@ -383,6 +390,9 @@ def _dump(sl: Any, rings: bool = True) -> str:
             lines.append('cookie=0xdac7000000000001, n_packets=0, '
                          'priority=100,ip,nw_dst=%s actions=output:"%s"'
                          % (d.ip, d.ring))
+            lines.append('cookie=0xdac7000000000001, n_packets=0, '
+                         'priority=101,in_port="%s" actions=output:%s'
+                         % (d.ring, d.egress))
     return "\n".join(" " + ln for ln in lines) + "\n"
 
 

@@ -587,7 +587,8 @@ def fabric_flows(fsw: FabricSwitch, dump: str) -> List[List[str]]:
     """The fabric's flows (cookie 0xdac7...) in ovs-ofctl dump-flows
     --names output DUMP of switch FSW, each as [direction, address,
     port]: "to" ADDRESS (nw_dst) or "from" ADDRESS (nw_src), out of the
-    port named PORT (a fabric port, or a daqring)."""
+    port named PORT (a fabric port, or a daqring), or "ring" RING for
+    the flow that drains a ring into its egress."""
     names = {str(p.ofport): p.name for p in fsw.ports}
     out = []
     for line in dump.splitlines():
@@ -599,7 +600,11 @@ def fabric_flows(fsw: FabricSwitch, dump: str) -> List[List[str]]:
                       .split(",") if "=" in f)
         port = (actions[len("output:"):] if actions.startswith(
             "output:") else actions).strip('"')
-        if "nw_src" in fields and "nw_dst" not in fields:
+        if "in_port" in fields:
+            # A ring's drain (two-rule mode): out of its host's port.
+            out.append(["ring", fields["in_port"].strip('"'),
+                        names.get(port, port)])
+        elif "nw_src" in fields and "nw_dst" not in fields:
             out.append(["from", fields["nw_src"], names.get(port, port)])
         else:
             out.append(["to", fields.get("nw_dst", "?"),
@@ -614,8 +619,8 @@ def expected_flows(plan: FabricPlan, assignments: Dict[str, str]
     none in the modes without rings).  Towards each ROS host: its leaf
     out of its port, every spine down to its leaf.  Towards each DCM:
     every ROS leaf up to the DCM's spine, that spine down to the HLT
-    leaf, there into its ring.  From each DCM: the HLT leaf up to the
-    DCM's spine."""
+    leaf, there into its ring and from the ring out of its host's port.
+    From each DCM: the HLT leaf up to the DCM's spine."""
     out: Dict[str, List[List[str]]] = {s.name: [] for s in plan.switches}
     spines = [s.name for s in plan.switches if s.role == "spine"]
 
@@ -640,6 +645,7 @@ def expected_flows(plan: FabricPlan, assignments: Dict[str, str]
         out[sp].append(["to", ip, port(sp, HLT_LEAF)])
         out[HLT_LEAF].append(["from", ip, port(HLT_LEAF, sp)])
         out[HLT_LEAF].append(["to", ip, plan.ring_name(d)])
+        out[HLT_LEAF].append(["ring", plan.ring_name(d), d.veth])
     return {k: sorted(v) for k, v in out.items()}
 
 
