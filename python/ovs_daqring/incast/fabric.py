@@ -1046,13 +1046,17 @@ class FabricRunner(Runner):
         return {"rings": rings, "flows": flows}
 
     def announce(self) -> None:
-        """A gratuitous ARP from every host (see GARP)."""
+        """A gratuitous ARP from every host (see GARP).  The counters read
+        next wait for ovs-vswitchd to have written its statistics after
+        them (the kernel's count them at once): otherwise a DPDK port's
+        ARPs would seem sent and never seen by its veth."""
         for h in self.fplan.ros_hosts:
             run(["ip", "netns", "exec", h.ns, sys.executable, "-c", GARP,
                  h.mac] + h.ips)
         for hh in self.fplan.hlt_hosts:
             run(["ip", "netns", "exec", hh.ns, sys.executable, "-c", GARP,
                  hh.mac] + hh.ips)
+        self.last_traffic = time.monotonic()
 
     def unprogram(self, mode: str) -> None:
         """The next mode's apply replaces this one's rings and routes."""
