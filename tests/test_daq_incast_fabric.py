@@ -16,7 +16,7 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any, List
+from typing import Any, Dict, List
 
 import pytest
 
@@ -372,19 +372,27 @@ if __name__ == "__main__":      # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
 
 
-def _dump(sl: Any, rings: bool = True) -> str:
-    """ovs-ofctl --names dump-flows of a slice as its agent installs it
-    (route_table), with the HLT leaf's ring flows."""
+def _dump(sl: Any, rings: bool = True) -> Any:
+    """ovs-ofctl --names dump-flows and dump-groups of a slice as its
+    agent installs it (route_table: a route with backups outputs to a
+    fast_failover group), with the HLT leaf's ring flows."""
     lines = ["cookie=0x0, duration=1s, table=0, n_packets=5, priority=0 "
              "actions=NORMAL"]
+    groups: Dict[Any, int] = {}
     for cookie, flows in route_table([
             {"dcm": r.dcm, "match": r.match, "port": r.port,
-             "priority": r.priority, "host": r.host}
+             "backups": list(r.backups), "priority": r.priority,
+             "host": r.host}
             for r in sl.routes]).items():
-        for prio, match, port in flows:
+        for prio, match, ports in flows:
+            if len(ports) > 1:
+                gid = groups.setdefault(ports, 0xdac70000 + len(groups))
+                action = "group:%d" % gid
+            else:
+                action = "output:%s" % ports[0]
             lines.append("cookie=%#x, duration=1s, table=0, n_packets=0, "
-                         "priority=%d,%s actions=output:%s"
-                         % (cookie, prio, ",".join(match), port))
+                         "priority=%d,%s actions=%s"
+                         % (cookie, prio, ",".join(match), action))
     if rings:
         for d in sl.rings:
             lines.append('cookie=0xdac7000000000001, n_packets=0, '
@@ -393,7 +401,12 @@ def _dump(sl: Any, rings: bool = True) -> str:
             lines.append('cookie=0xdac7000000000001, n_packets=0, '
                          'priority=101,in_port="%s" actions=output:%s'
                          % (d.ring, d.egress))
-    return "\n".join(" " + ln for ln in lines) + "\n"
+    gdump = "".join(
+        " group_id=%d,type=ff,%s\n" % (gid, ",".join(
+            "bucket=bucket_id:%d,watch_port:%s,actions=output:%s"
+            % (i, p, p) for i, p in enumerate(ports)))
+        for ports, gid in groups.items())
+    return "\n".join(" " + ln for ln in lines) + "\n", gdump
 
 
 @pytest.mark.parametrize("mode", ["stock", "daqring"])
@@ -410,8 +423,13 @@ def test_switches_hold_both_directions(mode: str) -> None:
     assign, _ = fabric_plan(state, {}, set(), {}, 0)
     asg = {n: "%d/%s" % (a.plane, a.spine) for n, a in assign.items()}
     sl = slices(state, assign)
-    flows = {s.name: fabric.fabric_flows(s, _dump(sl[s.name]))
+    flows = {s.name: fabric.fabric_flows(s, *_dump(sl[s.name]))
              for s in p.switches}
+    # With two spines the DCMs' routes on the ROS leaves and the HLT
+    # leaf fall back on the other spine (groups); the check sees the
+    # primary.
+    assert ("group_id=" in _dump(sl["ros-leaf0"])[1]) == ring
+    assert ("group_id=" in _dump(sl["hlt-leaf"])[1]) == ring
     assert fabric.check_routes(p, flows, asg) == []
     want = fabric.expected_flows(p, asg)
     # Both ways: every DCM from the HLT leaf, every ROS host to it.

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import tool_path
+from ..daqctl.openflow import parse_group
 from ..fabric import SCHEMA_NAME, schema_path
 from ..process import Cleanup, RunError, die_with_parent, read_text, run
 from ..process import stop_process
@@ -450,9 +451,10 @@ class Failover(threading.Thread):
         its uplink to spine1 (from the DCMs)."""
         n = 0
         for name in ("ros-leaf0", HLT_LEAF):
+            sw = self.runner.switches[name]
             flows = fabric_flows(self.runner.fplan.switch(name),
-                                 self.runner.switches[name].ofctl(
-                                     "--names", "dump-flows", BRIDGE))
+                                 sw.ofctl("--names", "dump-flows", BRIDGE),
+                                 sw.ofctl("--names", "dump-groups", BRIDGE))
             n += sum(1 for way, addr, port in flows
                      if port == "up1" and addr.startswith(NET + ".0."))
         return n
@@ -583,13 +585,21 @@ def normal_packets(dump: str) -> int:
     return n
 
 
-def fabric_flows(fsw: FabricSwitch, dump: str) -> List[List[str]]:
+def fabric_flows(fsw: FabricSwitch, dump: str,
+                 groups: str = "") -> List[List[str]]:
     """The fabric's flows (cookie 0xdac7...) in ovs-ofctl dump-flows
     --names output DUMP of switch FSW, each as [direction, address,
     port]: "to" ADDRESS (nw_dst) or "from" ADDRESS (nw_src), out of the
-    port named PORT (a fabric port, or a daqring), or "ring" RING for
-    the flow that drains a ring into its egress."""
+    port named PORT (a fabric port, or a daqring; for a fast_failover
+    group of GROUPS, dump-groups --names output, its first bucket's
+    port: the primary, its backups aside), or "ring" RING for the flow
+    that drains a ring into its egress."""
     names = {str(p.ofport): p.name for p in fsw.ports}
+    primary = {}
+    for line in groups.splitlines():
+        g = parse_group(line)
+        if g is not None and g[1][1]:
+            primary["group:%d" % g[0]] = g[1][1][0][0]
     out = []
     for line in dump.splitlines():
         line = line.strip()
@@ -598,8 +608,9 @@ def fabric_flows(fsw: FabricSwitch, dump: str) -> List[List[str]]:
         head, _, actions = line.partition(" actions=")
         fields = dict(f.split("=", 1) for f in head.replace(" ", "")
                       .split(",") if "=" in f)
-        port = (actions[len("output:"):] if actions.startswith(
-            "output:") else actions).strip('"')
+        port = primary.get(actions, actions)
+        port = (port[len("output:"):] if port.startswith("output:")
+                else port).strip('"')
         if "in_port" in fields:
             # A ring's drain (two-rule mode): out of its host's port.
             out.append(["ring", fields["in_port"].strip('"'),
@@ -1039,8 +1050,10 @@ class FabricRunner(Runner):
         fabric_flows)."""
         flows = {}
         for name, sw in self.switches.items():
-            flows[name] = fabric_flows(self.fplan.switch(name), sw.ofctl(
-                "--names", "dump-flows", BRIDGE))
+            flows[name] = fabric_flows(
+                self.fplan.switch(name),
+                sw.ofctl("--names", "dump-flows", BRIDGE),
+                sw.ofctl("--names", "dump-groups", BRIDGE))
         rings = sorted(n for n, row in self.switches[HLT_LEAF].interfaces(
             "name,type").items() if row.get("type") == "daqring")
         return {"rings": rings, "flows": flows}
