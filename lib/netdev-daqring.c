@@ -1911,13 +1911,18 @@ netdev_daqring_reenter(const struct netdev_daqring *dev,
  * this thread ring it again when the daqring may send (its next interval,
  * or when its bucket holds tokens again), so that the thread does not poll
  * a waiting daqring on every iteration.  A sender that enqueues meanwhile
- * rings the doorbell earlier, which costs one more poll and deferral. */
+ * rings the doorbell earlier, which costs one more poll and deferral (the
+ * thread keeps the earlier deadline).  The packets are no backlog for the
+ * thread, which wakes up for the deadline even if it sleeps (pmd-maxsleep),
+ * unless the daqring has no doorbell and must be polled on every
+ * iteration. */
 static void
-netdev_daqring_rxq_defer(const struct netdev_rxq_daqring *rx,
+netdev_daqring_rxq_defer(struct netdev_rxq_daqring *rx,
                          const struct daqring_shaper *s, uint64_t now)
 {
     netdev_rxq_doorbell_defer(rx->dev->doorbell,
                               daqring_shaper_deadline(&rx->shaping, s, now));
+    rx->up.backlog = rx->dev->doorbell < 0;
 }
 
 /* Receives up to 'max-burst' packets.  Called by the one PMD thread that
@@ -1983,7 +1988,6 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         if (!daqring_shaper_admit(&rx->shaping, s, now, &burst, &budget)) {
             /* A poll of a shaped daqring that has packets but must wait. */
             COVERAGE_INC(daqring_wait_poll);
-            rxq->backlog = true;
             netdev_daqring_rxq_defer(rx, s, now);
             return EAGAIN;
         }
@@ -2078,6 +2082,13 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         *qfill = occupancy - n;
     }
     rxq->backlog = occupancy > n;
+    if (rxq->backlog && shaped
+        && (s->interval ? !rx->shaping.burst_left
+                        : rx->shaping.tokens <= 0)) {
+        /* The rest waits for the shaper: defer now rather than at the
+         * next poll, which would find nothing to do. */
+        netdev_daqring_rxq_defer(rx, s, now);
+    }
 
     return 0;
 }
