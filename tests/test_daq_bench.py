@@ -187,6 +187,51 @@ def test_parse_pmd_perf() -> None:
     assert pmd["passes_per_pkt"] == pytest.approx(1.0)
     assert pmd["emc_hits"] == 0
     assert pmd["megaflow_hits"] == 0
+    assert pmd["sleep_iterations"] == 0
+    slept = PMD_PERF_SHOW.replace(
+        "sleep iterations:            0  (  0.0 %",
+        "sleep iterations:          977  ( 99.6 %")
+    assert slept != PMD_PERF_SHOW
+    assert db.parse_pmd_perf(slept)["pmds"]["pmd 0/1"][
+        "sleep_iterations"] == 977
+
+
+def test_parse_task_stat() -> None:
+    """utime + stime, fields 14 and 15, counted after the name, which may
+    hold spaces and parentheses."""
+    stat = ("4242 (pmd-c01/id:9 (x)) R 1 4200 4200 0 -1 4194368 12 0 0 0 "
+            "1234 56 0 0 20 0 40 0 7000 1000000 300 18446744073709551615")
+    assert db.parse_task_stat(stat) == 1234 + 56
+    with pytest.raises((ValueError, IndexError)):
+        db.parse_task_stat("4242 (pmd) R 1")
+
+
+def test_sleep_verdict() -> None:
+    """The PMD thread's CPU share with 2048 waiting rings: met at <= 10% in
+    every window, and only if every ring held its packet throughout (else
+    the condition was not the one asked for)."""
+    def row(shares: Sequence[float], held: int) -> Dict[str, Any]:
+        sl = {"rings": 2048, "max_sleep_us": 10000, "window_s": 2.0,
+              "windows": [{"share": x, "wall_s": 2.0, "cpu_s": 2 * x}
+                          for x in shares],
+              "share": db.summarize(shares), "held_before": 2048,
+              "held_after": held, "sleep_iterations": 500,
+              "iterations": 510}
+        return {v["key"]: v for v in db.verdicts({"sleep": sl})}[
+            "sleep_2048"]
+    r = row([0.02, 0.031, 0.025], 2048)
+    assert r["met"] is True
+    assert r["value"].startswith("2.5 [2.0-3.1]% of its core (3 windows")
+    assert "every ring held its packet" in r["value"]
+    assert row([0.02, 0.12, 0.03], 2048)["met"] is False
+    r = row([0.02, 0.03, 0.03], 2000)
+    assert r["met"] is False
+    assert "FAILED: only 2000 of 2048 rings held" in r["value"]
+    failed = {v["key"]: v for v in db.verdicts(
+        {"sleep": {"error": "sleep: the rings did not fill"}})}
+    assert failed["sleep_2048"]["met"] is None
+    assert failed["sleep_2048"]["value"] == (
+        "failed: sleep: the rings did not fill")
 
 
 def test_parse_pmd_perf_no_packets() -> None:
@@ -526,6 +571,12 @@ def results() -> Dict[str, Any]:
                                   "2048": {"cycles": db.summarize([390])}},
                        "ratio": db.summarize([3.0, 2.9]),
                        "shares": [0.99, 0.99]},
+           "sleep": {"rings": 2048, "max_sleep_us": 10000, "window_s": 2.0,
+                     "windows": [{"share": 0.04, "wall_s": 2.0,
+                                  "cpu_s": 0.08}],
+                     "share": db.summarize([0.04]), "held_before": 2048,
+                     "held_after": 2048, "sleep_iterations": 600,
+                     "iterations": 601},
            "shaping": shaping, "fairness": fairness, "builds": builds,
            "incast": incast}
     res["binaries"] = {"patched": "ovs (CFLAGS '-g -O2')"}
@@ -543,6 +594,7 @@ def test_verdicts_and_markdown() -> None:
     assert rows["shaping"]["met"] is True
     assert rows["shaping_bytes"]["met"] is True
     assert rows["waiting_2048"]["met"] is False
+    assert rows["sleep_2048"]["met"] is True
     assert "with 2040 shaped backlogged" in rows["waiting_2048"]["value"]
     assert "polled 2500000/s" in rows["waiting_2048"]["value"]
     assert rows["shaping_bytes"]["value"] == (
@@ -599,7 +651,9 @@ def test_verdicts_and_markdown() -> None:
                  "**no**", "**yes**", "LOW", "AMD EPYC",
                  "dp_netdev_pmd_flush_output_packets",
                  "2116653 rx-queue assignment lines", "a note",
-                 "TCP congestion control: cubic."):
+                 "TCP congestion control: cubic.",
+                 "## A sleeping PMD thread and waiting rings",
+                 "per window of 2 s: 4.0%.  Sleep iterations: 600 of 601"):
         assert text in md, text
     # Every table row has as many cells as its header.
     for block in md.split("\n\n"):

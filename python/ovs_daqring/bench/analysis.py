@@ -23,8 +23,8 @@ DEFAULT_OVS_BUILD = os.path.join(TOP, "ovs")
 STOCK_VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 STOCK_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 
-PARTS = ["hop", "scale", "waiting", "shaping", "fairness", "builds",
-         "incast", "peers", "fabric-incast"]
+PARTS = ["hop", "scale", "waiting", "sleep", "shaping", "fairness",
+         "builds", "incast", "peers", "fabric-incast"]
 # What --parts runs unless told: fabric-incast (two daq-incast runs of an
 # emulated leaf-spine per repeat, about 15 minutes) only when asked.
 DEFAULT_PARTS = [p for p in PARTS if p != "fabric-incast"]
@@ -44,6 +44,9 @@ TARGETS = {
     "create_2048": "create 2048 daqrings in one transaction <= 10 s",
     "waiting_2048": "8 active daqrings among 2048 shaped backlogged ones: "
                     "cycles per packet <= 1.1 x 8 alone",
+    "sleep_2048": "2048 shaped daqrings each holding a packet for a later "
+                  "deadline, PMD max sleep 10 ms: PMD thread CPU <= 10% "
+                  "of its core",
     "shaping": "achieved / configured dequeue rate within 2% at every "
                "grid point",
     "shaping_bytes": "max-rate: achieved / configured wire rate within 1% "
@@ -268,6 +271,21 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
     else:
         add("waiting_2048", "not run" if not wt else
             "failed: %s" % wt.get("error"), None)
+    sl = res.get("sleep")
+    if sl and sl.get("share") and sl["share"]["n"]:
+        r = sl["share"]
+        held = sl.get("held_after") == sl["rings"]
+        add("sleep_2048", "%s%% of its core (%d windows; %d rings, max "
+            "sleep %d us; %s)"
+            % (fmt_stat(summarize([100 * x for x in r["values"]])),
+               r["n"], sl["rings"], sl["max_sleep_us"],
+               "every ring held its packet" if held else
+               "FAILED: only %s of %d rings held their packet"
+               % (sl.get("held_after"), sl["rings"])),
+            r["max"] <= 0.10 and held)
+    else:
+        add("sleep_2048", "not run" if not sl else
+            "failed: %s" % sl.get("error"), None)
     if sc and sc.get("create"):
         c = sc["create"]
         txt = ("%.1f s until all polled, %d daqrings (ovs-vsctl returned "
@@ -679,6 +697,26 @@ def markdown(res: Dict[str, Any]) -> str:
         if sc.get("analysis"):
             L.append(sc["analysis"])
             L.append("")
+
+    sl = res.get("sleep")
+    if sl and sl.get("windows"):
+        L.append("## A sleeping PMD thread and waiting rings")
+        L.append("")
+        L.append("%d daqrings, each holding one 1514-byte packet that its "
+                 "byte shaper (1000 bit/s, frame-overhead 255) lets leave "
+                 "only about 14 s later, and nothing else to do; the PMD "
+                 "thread's maximum sleep (pmd-maxsleep / pmd-sleep-max) "
+                 "%d us.  CPU time of the PMD thread (utime + stime, "
+                 "/proc/PID/task/TID/stat) per window of %.0f s: %s.  "
+                 "Sleep iterations: %s of %s.  Packets held: %s before "
+                 "the windows, %s after."
+                 % (sl["rings"], sl["max_sleep_us"], sl["window_s"],
+                    ", ".join("%.1f%%" % (100 * w["share"])
+                              for w in sl["windows"]),
+                    sl.get("sleep_iterations", "?"),
+                    sl.get("iterations", "?"), sl.get("held_before", "?"),
+                    sl.get("held_after", "?")))
+        L.append("")
 
     sh = res.get("shaping")
     if sh and sh.get("points"):

@@ -425,6 +425,8 @@ ovsdb-server, ovs-vswitchd in a network namespace of its own):
             configured; time and memory to create 2048 in one transaction
   waiting   cycles/packet with 8 active daqrings alone and among 2040
             shaped, backlogged ones waiting for their interval
+  sleep     CPU time of the PMD thread with max sleep 10 ms and 2048
+            shaped daqrings each holding a packet for a later deadline
   shaping   achieved/configured dequeue rate over a poll-interval x
             max-burst grid, and achieved/configured wire rate of
             max-rate from 10 Mbit/s to 10 Gbit/s (64 and 1514 B frames)

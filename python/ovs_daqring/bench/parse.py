@@ -55,8 +55,8 @@ def pmd_totals(stats: Dict[str, Dict[str, float]]) -> Dict[str, float]:
 def parse_pmd_perf(text: str) -> Dict[str, Any]:
     """`ovs-appctl dpif-netdev/pmd-perf-show` -> {duration_s, pmds: {name:
     {iterations, us_per_it, used_cycles, used_pct, idle_iterations,
-    busy_iterations, rx, kpps, cycles_per_pkt, passes_per_pkt, emc_hits,
-    megaflow_hits, upcalls}}}."""
+    busy_iterations, sleep_iterations, rx, kpps, cycles_per_pkt,
+    passes_per_pkt, emc_hits, megaflow_hits, upcalls}}}."""
     out: Dict[str, Any] = {"duration_s": None, "pmds": {}}
     cur: Optional[Dict[str, Any]] = None
     pats = [
@@ -66,6 +66,7 @@ def parse_pmd_perf(text: str) -> Dict[str, Any]:
          ("used_cycles", "used_pct")),
         ("idle", r"- idle iterations:\s+(\d+)", ("idle_iterations",)),
         ("busy", r"- busy iterations:\s+(\d+)", ("busy_iterations",)),
+        ("sleep", r"- sleep iterations:\s+(\d+)", ("sleep_iterations",)),
         ("rx", r"Rx packets:\s+(\d+)(?:\s+\(([\d.]+) Kpps, ([\d.]+) "
          r"cycles/pkt\))?", ("rx", "kpps", "cycles_per_pkt")),
         ("passes", r"Datapath passes:\s+(\d+)\s+\(([\d.]+) passes/pkt\)",
@@ -156,6 +157,15 @@ def profile_text(top: Optional[List[List[Any]]], n: int = 5) -> str:
     if not top:
         return "n/a"
     return ", ".join("%s %.0f%%" % (sym, pct) for pct, sym in top[:n])
+
+
+def parse_task_stat(text: str) -> int:
+    """/proc/PID/task/TID/stat -> the thread's CPU time (utime + stime),
+    in clock ticks (os.sysconf("SC_CLK_TCK") per second).  The name in
+    parentheses may hold spaces: the fields are counted after its ")"."""
+    fields = text[text.rindex(")") + 1:].split()
+    # Fields 14 and 15 of proc(5); fields[0] is field 3 (state).
+    return int(fields[11]) + int(fields[12])
 
 
 def parse_malloc_stats(text: str) -> int:

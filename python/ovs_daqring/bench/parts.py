@@ -24,7 +24,7 @@ from .analysis import (delta, fmt_bps, hop_analysis, incast_analysis,
                        regression_verdict, scale_analysis, summarize,
                        window_share)
 from .fabric_incast import FAILOVER_ARGS, STEADY_ARGS, fabric_summary
-from .parse import parse_configure_cflags
+from .parse import parse_configure_cflags, parse_pmd_perf, parse_task_stat
 from .source import rel, rel_top
 from .switch import Build, Switch, opt_level
 
@@ -361,6 +361,115 @@ class Parts:
                  "per packet; waiting rings polled %.0f times per second"
                  % (n_max, n_act, out["ratio"]["median"],
                     out["wait_polls_per_s"]))
+
+    # ---------------------------------------------------------- sleep
+    SLEEP_MAX_US = 10000             # pmd-maxsleep's (pmd-sleep-max's) max
+
+    def ring_table(self, sw: Switch) -> Dict[str, Dict[str, int]]:
+        """netdev-daqring/show of every daqring: {port: {column: value}}
+        (size, occup, ...)."""
+        rows: Dict[str, Dict[str, int]] = {}
+        lines = sw.appctl("netdev-daqring/show").splitlines()
+        if not lines:
+            return rows
+        head = lines[0].split()
+        for line in lines[1:]:
+            f = line.split()
+            if len(f) >= 3 and f[1].isdigit() and f[2].isdigit():
+                rows[f[0]] = {k: int(v) for k, v in zip(head[1:], f[1:])
+                              if v.isdigit()}
+        return rows
+
+    def pmd_cpu_ticks(self, sw: Switch) -> int:
+        """CPU time of the switch's PMD thread(s) so far, in clock ticks
+        (/proc/PID/task/TID/stat: utime + stime)."""
+        assert sw.vswitchd is not None
+        return sum(parse_task_stat(read_text("/proc/%d/task/%d/stat"
+                                             % (sw.vswitchd.pid, tid)))
+                   for tid in sw.pmd_tids())
+
+    def part_sleep(self) -> None:
+        """n_max daqrings (2048), shaped so that each holds one packet for
+        a deadline about 14 s away, and nothing else to do, with the PMD's
+        maximum sleep (base 3.1's pmd-maxsleep, 3.5's pmd-sleep-max) at
+        its 10 ms maximum: the PMD thread's CPU time over windows, from
+        /proc/PID/task/TID/stat, as a share of its core.  Each ring has
+        ring-size 1, max-burst 1 and max-rate 1000 bit/s with 255 bytes of
+        frame overhead: a source of 1514-byte frames that outputs to all of
+        them lets two leave each at once and fills it with a third, whose
+        tokens take 14 s, and is removed before the windows."""
+        n = self.args.scale_counts[0]
+        reps = 2 if self.quick else 3
+        # The rings hold their packets for about 14 s: the windows fit.
+        window = min(self.window, 2.0)
+        out: Dict[str, Any] = {"rings": n, "max_sleep_us": self.SLEEP_MAX_US,
+                               "window_s": window, "windows": []}
+        self.res["sleep"] = out
+        hz = os.sysconf("SC_CLK_TCK")
+        sw = self.switch(self.patched)
+        try:
+            # Both names: base 3.1 knows only pmd-maxsleep; base 3.5 takes
+            # pmd-sleep-max, which overrides the deprecated name.
+            sw.vsctl("set", "Open_vSwitch", ".",
+                     "other_config:pmd-maxsleep=%d" % self.SLEEP_MAX_US,
+                     "other_config:pmd-sleep-max=%d" % self.SLEEP_MAX_US)
+            sw.add_null("sink", self.SINK, 99, sink=True,
+                        devargs=self.args.sink_devargs)
+            names = ["r%04d" % i for i in range(n)]
+            shaped = ["type=daqring", "options:ring-size=1",
+                      "options:max-burst=1", "options:max-rate=1000",
+                      "options:frame-overhead=255"]
+            sw.add_ports([(nm, 1000 + i, shaped)
+                          for i, nm in enumerate(names)],
+                         timeout=self.args.vsctl_timeout)
+            self.wait_polled(sw, names, self.args.vsctl_timeout)
+            sw.flows(*["priority=10,in_port=%d,actions=output:%d"
+                       % (1000 + i, self.SINK) for i in range(n)])
+            sw.add_null("fill", 900, 30, size=1514)
+            sw.flows("priority=10,in_port=900,actions=" + ",".join(
+                "output:%d" % (1000 + i) for i in range(n)))
+            deadline = time.monotonic() + 60
+            while True:
+                rows = self.ring_table(sw)
+                if all(rows.get(nm, {}).get("occup") == 1 for nm in names):
+                    break
+                if time.monotonic() > deadline:
+                    raise RunError("sleep: the rings did not fill")
+                time.sleep(0.2)
+            sw.del_ports(["fill"])
+            sw.ofctl("del-flows", sw.mgmt, "in_port=900")
+            self.settle(1.0)
+            before = self.ring_table(sw)
+            sw.appctl("dpif-netdev/pmd-stats-clear")
+            for _ in range(reps):
+                t0, c0 = time.monotonic(), self.pmd_cpu_ticks(sw)
+                time.sleep(window)
+                t1, c1 = time.monotonic(), self.pmd_cpu_ticks(sw)
+                share = (c1 - c0) / hz / (t1 - t0)
+                out["windows"].append({"wall_s": t1 - t0,
+                                       "cpu_s": (c1 - c0) / hz,
+                                       "share": share})
+                self.say("sleep: %d shaped rings each holding a packet, "
+                         "max sleep %d us: PMD thread CPU %.1f%% of its "
+                         "core" % (n, self.SLEEP_MAX_US, 100 * share))
+            pmds = parse_pmd_perf(sw.appctl("dpif-netdev/pmd-perf-show"))
+            after = self.ring_table(sw)
+        finally:
+            sw.stop(fast=True)
+        out["sleep_iterations"] = sum(p.get("sleep_iterations", 0)
+                                      for p in pmds.get("pmds", {}).values())
+        out["iterations"] = sum(p.get("iterations", 0)
+                                for p in pmds.get("pmds", {}).values())
+        # The condition measured: every ring held its packet throughout.
+        out["held_before"] = sum(before.get(nm, {}).get("occup", 0)
+                                 for nm in names)
+        out["held_after"] = sum(after.get(nm, {}).get("occup", 0)
+                                for nm in names)
+        out["share"] = summarize([w["share"] for w in out["windows"]])
+        if out["held_after"] != n:
+            self.note("sleep: %d of %d rings still held their packet after "
+                      "the windows (a deadline passed)"
+                      % (out["held_after"], n))
 
     # ---------------------------------------------------------- shaping
     def part_shaping(self) -> None:
