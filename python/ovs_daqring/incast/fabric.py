@@ -42,8 +42,8 @@ from .runner import Runner
 from .stats import (busy_time, counter_delta, ideal_collection_time,
                     payload_efficiency)
 from .switch import (STATS_INTERVAL, ModeUnavailable, Switch, daqctl_path)
-from .topology import (ALLOWED_CC, NO_IPV6, Host, parse_snmp, rps_mask,
-                       tbf_command)
+from .topology import (NO_IPV6, Host, allow_congestion_control, cc_lock,
+                       parse_snmp, rps_mask, tbf_command)
 
 NET = "10.77"
 HLT_LEAF = "hlt-leaf"
@@ -1375,6 +1375,33 @@ class FabricRunner(Runner):
 
 
 # ================================================================ topology
+def _setup_hosts(cfg: Config, plan: FabricPlan) -> None:
+    """Addresses, MAC, congestion control, RPS and static ARP of every
+    host (its congestion control allowed: see create_topology())."""
+    dcm_ips = [(ip, h.mac) for h in plan.hlt_hosts for ip in h.ips]
+    ros_ips = [(ip, h.mac) for h in plan.ros_hosts for ip in h.ips]
+    rps = rps_mask(cfg.rps_cpus)
+    for ns, mac, ips, peers, kind in (
+            [(h.ns, h.mac, h.ips, dcm_ips, "ros") for h in plan.ros_hosts]
+            + [(h.ns, h.mac, h.ips, ros_ips, "dcm")
+               for h in plan.hlt_hosts]):
+        script = [NO_IPV6 + "ip link set lo up",
+                  "ip link set e0 address %s" % mac,
+                  "sysctl -q -w net.ipv4.tcp_congestion_control=%s"
+                  % cfg.congestion_control]
+        if rps and kind in cfg.rps_kinds:
+            # --host-rps: the host's receive off the PMD's core (an HLT
+            # host's is run by the PMD's sends; see daq-incast.rst).
+            script.append("echo %s > /sys/class/net/e0/queues/rx-0/"
+                          "rps_cpus" % rps)
+        script += ["ip addr add %s/16 dev e0" % ip for ip in ips]
+        script += ["ethtool -K e0 tx off >/dev/null", "ip link set e0 up"]
+        run(["ip", "netns", "exec", ns, "sh", "-c", "\n".join(script)])
+        run(["ip", "-n", ns, "-batch", "-"], input="".join(
+            "neigh replace %s lladdr %s dev e0 nud permanent\n" % pm
+            for pm in peers))
+
+
 def create_topology(cfg: Config, plan: FabricPlan, cleanup: Cleanup) -> None:
     """The namespaces, veths, host addresses and the HLT links' tbf;
     their removal is registered before anything is created."""
@@ -1413,35 +1440,15 @@ def create_topology(cfg: Config, plan: FabricPlan, cleanup: Cleanup) -> None:
         for p in s.ports:
             run(["ip", "netns", "exec", s.ns, "ethtool", "-K", p.name, "tx",
                  "off"], check=False)
-    allowed = run(["sysctl", "-n", ALLOWED_CC]).split()
-    if cfg.congestion_control not in allowed:
-        cleanup.push("restore " + ALLOWED_CC, lambda: run(
-            ["sysctl", "-q", "-w", "%s=%s" % (ALLOWED_CC,
-                                              " ".join(allowed))]))
-        run(["sysctl", "-q", "-w", "%s=%s" % (
-            ALLOWED_CC, " ".join(allowed + [cfg.congestion_control]))])
-    dcm_ips = [(ip, h.mac) for h in plan.hlt_hosts for ip in h.ips]
-    ros_ips = [(ip, h.mac) for h in plan.ros_hosts for ip in h.ips]
-    rps = rps_mask(cfg.rps_cpus)
-    for ns, mac, ips, peers, kind in (
-            [(h.ns, h.mac, h.ips, dcm_ips, "ros") for h in plan.ros_hosts]
-            + [(h.ns, h.mac, h.ips, ros_ips, "dcm")
-               for h in plan.hlt_hosts]):
-        script = [NO_IPV6 + "ip link set lo up",
-                  "ip link set e0 address %s" % mac,
-                  "sysctl -q -w net.ipv4.tcp_congestion_control=%s"
-                  % cfg.congestion_control]
-        if rps and kind in cfg.rps_kinds:
-            # --host-rps: the host's receive off the PMD's core (an HLT
-            # host's is run by the PMD's sends; see daq-incast.rst).
-            script.append("echo %s > /sys/class/net/e0/queues/rx-0/"
-                          "rps_cpus" % rps)
-        script += ["ip addr add %s/16 dev e0" % ip for ip in ips]
-        script += ["ethtool -K e0 tx off >/dev/null", "ip link set e0 up"]
-        run(["ip", "netns", "exec", ns, "sh", "-c", "\n".join(script)])
-        run(["ip", "-n", ns, "-batch", "-"], input="".join(
-            "neigh replace %s lladdr %s dev e0 nud permanent\n" % pm
-            for pm in peers))
+    # The allowed congestion controls are the whole machine's: widened
+    # only while the hosts are set up, under the lock the single-switch
+    # runs take too (topology.cc_lock()).
+    with cc_lock():
+        restore = allow_congestion_control(cfg.congestion_control, cleanup)
+        try:
+            _setup_hosts(cfg, plan)
+        finally:
+            restore()
     wrong = {}
     for ns in plan.hosts_ns:
         cc = run(["ip", "netns", "exec", ns, "sysctl", "-n",

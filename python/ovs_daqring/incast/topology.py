@@ -1,11 +1,12 @@
 """Hosts as network namespaces: the address plan (pure) and the commands
 that build, measure and remove it (root)."""
 
+import contextlib
 import fcntl
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, Iterator, List, Sequence
 
 from ..process import Cleanup, RunError, run
 
@@ -227,6 +228,42 @@ def qdisc_row(data: List[Dict[str, object]]) -> Dict[str, int]:
             ("packets", "bytes", "drops", "overlimits", "requeues")}
 
 
+def allow_congestion_control(cc: str,
+                             cleanup: Cleanup) -> Callable[[], None]:
+    """A namespace other than the machine's may make its default only a
+    congestion control of net.ipv4.tcp_allowed_congestion_control (else
+    EPERM), a list of the whole machine (those unprivileged sockets may
+    choose) that holds the machine's default and reno.  Adds `cc` to it
+    while the hosts are set up; returns what puts the list back (at once,
+    or by `cleanup` if the run dies first).  Call it holding CC_LOCK (see
+    cc_lock()), so that runs do not put the list back under each other's
+    feet."""
+    allowed = run(["sysctl", "-n", ALLOWED_CC]).split()
+    if cc in allowed:
+        return lambda: None
+    done = []
+
+    def restore() -> None:
+        if not done:
+            done.append(True)
+            run(["sysctl", "-q", "-w", "%s=%s"
+                 % (ALLOWED_CC, " ".join(allowed))])
+    cleanup.push("restore " + ALLOWED_CC, restore)
+    run(["sysctl", "-q", "-w", "%s=%s"
+         % (ALLOWED_CC, " ".join(allowed + [cc]))])
+    return restore
+
+
+@contextlib.contextmanager
+def cc_lock() -> Iterator[None]:
+    """Held while a run changes ALLOWED_CC and sets up its hosts: the
+    allowed list is the whole machine's, and runs of the single switch
+    and of the fabric may overlap."""
+    with open(CC_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 class Topology:
     """Creates the plan's namespaces, veths and qdiscs; registers their
     removal with the Cleanup before creating anything."""
@@ -277,8 +314,7 @@ class Topology:
         # up their hosts one at a time (CC_LOCK), and a run of an older
         # version that puts the list back under our feet is answered by
         # allowing again, once per host.
-        with open(CC_LOCK, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with cc_lock():
             restore = self._allow(congestion_control)
             try:
                 for h in self.plan.hosts:
@@ -347,26 +383,8 @@ class Topology:
             self.shallow_links()
 
     def _allow(self, cc: str) -> Callable[[], None]:
-        """A namespace other than the machine's may make its default only
-        a congestion control of net.ipv4.tcp_allowed_congestion_control
-        (else EPERM), a list of the whole machine (those unprivileged
-        sockets may choose) that holds the machine's default and reno.
-        Adds `cc` to it while the hosts are set up; returns what puts the
-        list back (at once, or by the Cleanup if the run dies first)."""
-        allowed = run(["sysctl", "-n", ALLOWED_CC]).split()
-        if cc in allowed:
-            return lambda: None
-        done = []
-
-        def restore() -> None:
-            if not done:
-                done.append(True)
-                run(["sysctl", "-q", "-w", "%s=%s"
-                     % (ALLOWED_CC, " ".join(allowed))])
-        self.cleanup.push("restore " + ALLOWED_CC, restore)
-        run(["sysctl", "-q", "-w", "%s=%s"
-             % (ALLOWED_CC, " ".join(allowed + [cc]))])
-        return restore
+        """See allow_congestion_control()."""
+        return allow_congestion_control(cc, self.cleanup)
 
     def _setup_inside(self, h: Host, rps: str = "",
                       congestion_control: str = "cubic") -> None:
