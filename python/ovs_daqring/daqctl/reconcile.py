@@ -494,9 +494,12 @@ class Reconciler:
         and if the database changed while this ran, it runs again, so that
         the last of several concurrent ovs-daqctl leaves the flows of all
         their DCMs.  Returns (DCMs whose flows changed, flows deleted,
-        flows added, rings set no-flood)."""
+        flows added, rings set no-flood).  self.t_bundle: the time its
+        bundles took (this call's, not a running total: an agent keeps its
+        reconciler from one apply to the next)."""
         n = n_del = n_add = 0
         fixed: List[str] = []
+        self.t_bundle = 0.0
         for _ in range(10):
             dumped = self.of.flows(ours=False)
             installed = self.of.installed(dumped)
