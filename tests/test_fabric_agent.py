@@ -554,6 +554,9 @@ def test_vswitchd_restart_while_cluster_down(
     # from the slice kept on the node.
     node.exit_agent()
     node.restart_vswitchd()
+    # (Its bridge's management socket opens after its unixctl socket.)
+    wait_for(lambda: node.routes_once_up() is not None,
+             "the restarted switch's bridge", WAIT_S)
     assert node.routes() == {}
     node.start_agent()
     wait_for(lambda: node.routes_once_up() == want, "the routes to be back",
