@@ -29,6 +29,13 @@ PARTS = ["hop", "scale", "waiting", "sleep", "shaping", "fairness",
 # emulated leaf-spine per repeat, about 15 minutes) only when asked.
 DEFAULT_PARTS = [p for p in PARTS if p != "fabric-incast"]
 LOW_SHARE = 0.90                 # PMD core shares below this are flagged
+# max-rate must hold this close on every base (issue: the TSC rate that
+# DPDK 22.11 reports is rounded to 10 MHz, up to 0.4% off; the shaper
+# calibrates it against CLOCK_MONOTONIC_RAW).  The bench's windows hold
+# SHAPING_BYTES_FRAMES frames or more, so that one frame more or less is
+# 0.01% at most.
+SHAPING_BYTES_TOL = 0.0002
+SHAPING_BYTES_FRAMES = 10000
 LOG_KEEP = 2 << 20               # bytes of each switch log kept
 
 # Targets of the issue: (key, description, comparison, threshold).
@@ -49,8 +56,8 @@ TARGETS = {
                   "of its core",
     "shaping": "achieved / configured dequeue rate within 2% at every "
                "grid point",
-    "shaping_bytes": "max-rate: achieved / configured wire rate within 1% "
-                     "from 10 Mbit/s to 10 Gbit/s",
+    "shaping_bytes": "max-rate: achieved / configured wire rate within "
+                     "0.02% from 10 Mbit/s to 10 Gbit/s",
     "fairness": "Jain index of 8 backlogged daqrings >= 0.99",
     "regression": "patched >= stock within noise (direct forwarding)",
     "incast_ideal": "incast: daqring goodput >= 99% of ideal",
@@ -329,12 +336,13 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
     if bp or b_asked:
         got = [p for p in bp if p["ratio"]["median"] is not None]
         errs = [abs(p["ratio"]["median"] - 1) for p in got]
-        value = "%d of %d points within 1%%" % (
-            sum(e <= 0.01 for e in errs), b_asked)
+        value = "%d of %d points within %g%%" % (
+            sum(e <= SHAPING_BYTES_TOL for e in errs), b_asked,
+            100 * SHAPING_BYTES_TOL)
         if got:
             worst = max(got, key=lambda p: abs(p["ratio"]["median"] - 1))
             rates = [p["max_rate_bps"] for p in got]
-            value = "worst %+.2f%% (%s, %d B); %s, %s to %s" % (
+            value = "worst %+.3f%% (%s, %d B); %s, %s to %s" % (
                 100 * (worst["ratio"]["median"] - 1),
                 fmt_bps(worst["max_rate_bps"]), worst["frame_len"], value,
                 fmt_bps(min(rates)), fmt_bps(max(rates)))
@@ -343,7 +351,8 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
                 b_asked - len(got), b_asked,
                 " (%s)" % sh["error"] if sh and sh.get("error") else "")
         add("shaping_bytes", value,
-            len(got) == b_asked and all(e <= 0.01 for e in errs),
+            len(got) == b_asked
+            and all(e <= SHAPING_BYTES_TOL for e in errs),
             [x for p in bp for x in p["shares"]])
     else:
         add("shaping_bytes", (sh or {}).get("byte_note") or "not run", None)

@@ -19,10 +19,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import tool_path
 from . import peers
 from ..process import RunError, die_with_parent, read_text, stop_process
-from .analysis import (delta, fmt_bps, hop_analysis, incast_analysis,
-                       incast_summary, jain, opt_verdict, ratios,
-                       regression_verdict, scale_analysis, summarize,
-                       window_share)
+from .analysis import (SHAPING_BYTES_FRAMES, delta, fmt_bps, hop_analysis,
+                       incast_analysis, incast_summary, jain, opt_verdict,
+                       ratios, regression_verdict, scale_analysis,
+                       summarize, window_share)
 from .fabric_incast import FAILOVER_ARGS, STEADY_ARGS, fabric_summary
 from .parse import parse_configure_cflags, parse_pmd_perf, parse_task_stat
 from .source import rel, rel_top
@@ -571,7 +571,9 @@ class Parts:
                                  "options:max-rate=%d" % rate)
                     fps = rate / ((size + ovh) * 8)
                     self.settle(max(0.5, 2000 / fps))
-                    secs = max(self.window, 500 / fps)
+                    # Enough frames that one more or less is within
+                    # the target's resolution.
+                    secs = max(self.window, SHAPING_BYTES_FRAMES / fps)
                     a = sw.snapshot()
                     time.sleep(secs)
                     z = sw.snapshot()
