@@ -126,8 +126,11 @@ def test_dry_run_changes_nothing(cluster: Cluster) -> None:
     p = daqctl("fabric", "apply", "--dry-run", str(EXAMPLE), "--db",
                cluster.remotes())
     assert p.returncode == 0, p.stderr
-    assert "switch hlt-leaf1: 4 daqrings, 0 routes" in p.stdout
-    assert "switch spine1: 0 daqrings, 2 routes" in p.stdout
+    # The HLT leaf's routes are the way back toward the ROS hosts, one
+    # per DCM along its spine.
+    assert "switch hlt-leaf1: 4 daqrings, 4 routes" in p.stdout, p.stdout
+    # A spine's: its two DCMs, and one toward each of the two ROS hosts.
+    assert "switch spine1: 0 daqrings, 4 routes" in p.stdout, p.stdout
     got = db_content(cluster.remotes())
     assert got["generation"] == 0 and got["state"]["dcms"] == []
     p = daqctl("fabric", "apply", "-n", str(EXAMPLE), "-f", "json",
