@@ -36,6 +36,7 @@ from .analysis import (DEFAULT_OVS_BUILD, DEFAULT_PARTS, LOG_KEEP, PARTS,
 from .parse import (parse_perf_report, parse_pmd_perf, parse_pmd_stats,
                     pmd_totals)
 from .fabric_incast import FAILOVER_ARGS, STEADY_ARGS
+from . import lossless
 from .parts import Parts
 from .peers import GRID, QUICK_POINTS, parse_points
 from .source import source_state
@@ -437,6 +438,10 @@ ovsdb-server, ovs-vswitchd in a network namespace of its own):
   peers     daq-incast's daqring against its deep-buffer peer (a Linux
             bridge with deep FIFOs) over a bounded grid, DCMs sharing a
             link, a 10x hog
+  lossless  (only when named) the daqring set up as the docs advise
+            (bound, byte-shaped, burst bounded in bytes, flow buckets),
+            20 runs at each of several points: every run >= 99% of
+            ideal, 0 drops, 0 RTOs
   fabric-incast  (only when named) daq-incast --topology fabric: every
             mode through an emulated leaf-spine, and a leaf-spine link
             failing under load; valid runs only (PMD >= 90% of its core)
@@ -526,6 +531,20 @@ of its core (schedstat) next to every number.""",
                    "quick 15)")
     g.add_argument("--peers-args", metavar="ARGS",
                    help="peers: more daq-incast arguments for every point")
+
+    g.add_argument("--lossless-points", metavar="NAMES",
+                   help="lossless: points, comma-separated, or all "
+                   "(default: all; quick: %s); the points: %s"
+                   % (",".join(lossless.QUICK_POINTS),
+                      ", ".join(lossless.POINTS)))
+    g.add_argument("--lossless-runs", type=int, metavar="N",
+                   help="lossless: daq-incast runs per point (default: "
+                   "20, quick 2)")
+    g.add_argument("--lossless-events", type=int, metavar="N",
+                   help="lossless: events per run (default: 20, quick 10)")
+    g.add_argument("--lossless-args", metavar="ARGS",
+                   help="lossless: more daq-incast arguments for every "
+                   "point")
 
     g = p.add_argument_group("switches")
     g.add_argument("--ovs-build", default=DEFAULT_OVS_BUILD, metavar="DIR",
@@ -651,7 +670,12 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         parse_points(ns.peers_points, ns.quick)
     except ValueError as e:
         p.error(str(e))
-    for name in ("peers_runs", "peers_events"):
+    try:
+        lossless.parse_points(ns.lossless_points, ns.quick)
+    except ValueError as e:
+        p.error(str(e))
+    for name in ("peers_runs", "peers_events", "lossless_runs",
+                 "lossless_events"):
         v = getattr(ns, name)
         if v is not None and v < 1:
             p.error("--%s must be >= 1" % name.replace("_", "-"))

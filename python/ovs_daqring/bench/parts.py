@@ -17,9 +17,11 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import tool_path
-from . import peers
+from . import lossless, peers
 from ..process import RunError, die_with_parent, read_text, stop_process
-from .analysis import (SHAPING_BYTES_FRAMES, delta, fmt_bps, hop_analysis,
+from .analysis import (SHAPING_BYTES_FRAMES, SHAPING_BYTES_MIN_S,
+                       SHAPING_BYTES_STEP, delta, fit_slope, fmt_bps,
+                       hop_analysis,
                        incast_analysis, incast_summary, jain, opt_verdict,
                        ratios, regression_verdict, scale_analysis,
                        summarize, window_share)
@@ -572,22 +574,33 @@ class Parts:
                     fps = rate / ((size + ovh) * 8)
                     self.settle(max(0.5, 2000 / fps))
                     # Enough frames that one more or less is within
-                    # the target's resolution.
-                    secs = max(self.window, SHAPING_BYTES_FRAMES / fps)
-                    a = sw.snapshot()
-                    time.sleep(secs)
-                    z = sw.snapshot()
-                    wall = (z["t_ns"] - a["t_ns"]) / 1e9
-                    bits = 8 * (delta(a["ports"], z["ports"], ring,
-                                      "rx_bytes")
-                                + ovh * delta(a["ports"], z["ports"], ring,
-                                              "rx"))
+                    # the target's resolution, and long enough that the
+                    # instants of the snapshots (a dump-ports each, a few
+                    # ms apart from one to the next on a busy core 0) do
+                    # not blur it: the rate is the least-squares slope of
+                    # the wire bits over a snapshot every
+                    # SHAPING_BYTES_STEP seconds.
+                    secs = max(self.window, SHAPING_BYTES_MIN_S,
+                               SHAPING_BYTES_FRAMES / fps)
+                    a = z = sw.snapshot()
+                    ts, ys = [0.0], [0.0]
+                    end = time.monotonic() + secs
+                    while time.monotonic() < end:
+                        time.sleep(SHAPING_BYTES_STEP)
+                        z = sw.snapshot()
+                        ts.append((z["t_ns"] - a["t_ns"]) / 1e9)
+                        ys.append(8.0 * (
+                            delta(a["ports"], z["ports"], ring, "rx_bytes")
+                            + ovh * delta(a["ports"], z["ports"], ring,
+                                          "rx")))
+                    bps = fit_slope(ts, ys)
                     share = window_share(a, z)
-                    samples[rate].append((bits / wall, share))
-                    self.say("shaping max-rate %s, %d B: %.4f of "
-                             "configured, PMD share %.0f%%"
-                             % (fmt_bps(rate), size, bits / wall / rate,
-                                100 * share))
+                    samples[rate].append((bps, share))
+                    self.say("shaping max-rate %s, %d B: %.5f of "
+                             "configured (%d snapshots over %.1f s), PMD "
+                             "share %.0f%%"
+                             % (fmt_bps(rate), size, bps / rate, len(ts),
+                                ts[-1], 100 * share))
             for rate in rates:
                 sm = samples[rate]
                 out["byte_points"].append({
@@ -875,6 +888,48 @@ class Parts:
                         f.get("p99_ratio") or 0)))
                 out["points"][name] = dict(peers.point_summary(
                     figures[name]), runs=figures[name])
+
+    # ---------------------------------------------------------- lossless
+    def part_lossless(self) -> None:
+        """bench/lossless.py: per point and repeat one daq-incast run of
+        the daqring set up as the documentation advises; repeats go
+        through the points in alternating order."""
+        runs = self.args.lossless_runs or (2 if self.quick else 20)
+        names = lossless.parse_points(self.args.lossless_points, self.quick)
+        events = self.args.lossless_events or (10 if self.quick else 20)
+        d = os.path.join(self.out, "lossless")
+        os.makedirs(d, exist_ok=True)
+        base = [sys.executable, tool_path("daq-incast") or "daq-incast",
+                "--ovs-build", os.path.abspath(self.args.ovs_build),
+                "--pmd-cpu-mask", self.args.pmd_cpu_mask, "-q",
+                "--events", str(events)] + lossless.SETUP
+        if self.args.hugepages == "off":
+            base += ["--hugepages", "off"]
+        base += shlex.split(self.args.lossless_args or "")
+        out: Dict[str, Any] = {"dir": rel_top(d), "runs": runs,
+                               "events": events, "points": {}}
+        self.res["lossless"] = out
+        figures: Dict[str, List[Dict[str, Any]]] = {n: [] for n in names}
+        for r in range(runs):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                self.say("lossless %s, run %d/%d" % (name, r + 1, runs))
+                doc = self.incast_run(base + lossless.POINTS[name][1], d,
+                                      "%s-run%d" % (name, r + 1), False)
+                f = lossless.run_figures(doc)
+                if doc is None:
+                    f["error"] = self.notes[-1] if self.notes else \
+                        "no results"
+                figures[name].append(f)
+                if f.get("congestion_control"):
+                    out["congestion_control"] = f["congestion_control"]
+                self.say("lossless %s run %d: %s" % (
+                    name, r + 1, f.get("error") or
+                    "%.2f%% of ideal, %d drops, %d RTOs" % (
+                        100 * f["ideal_ratio"], f["drops"],
+                        f["rto_timeouts"])))
+                out["points"][name] = dict(
+                    lossless.point_summary(figures[name]),
+                    runs=figures[name])
 
     # --------------------------------------------------- fabric incast
     def part_fabric_incast(self) -> None:

@@ -41,6 +41,10 @@ MAX_PUS = 64
 MAX_AUTO_RING = 131072
 MIN_LINK_BUFFER = 1600          # a full frame must fit in tbf burst/limit
 DAQRING_FRAME = 1518            # frame size in the daqring rate formula
+# options:max-burst-bytes is at least two full frames with the default
+# frame-overhead (vswitch.xml); daq-incast asks for two with its own.
+MIN_BURST_BYTES = 3084
+MAX_BURST_BYTES = 16 * 1024 * 1024
 # Default --ring-rate-fraction.  Byte shaping counts every frame with the
 # link's overhead, the way the link's tbf (stab overhead) does, so the
 # daqring can release at the link's own rate: its bucket (max-burst
@@ -284,6 +288,8 @@ class Config:
     progress: bool
     dry_run: bool
     notes: List[str] = field(default_factory=list)
+    # daqring options:max-burst-bytes (byte shaping), 0 = not set.
+    max_burst_bytes: int = 0
     # daqring options:flow-buckets, 0 = FIFO; None: by the ring's drain
     # time (flow_buckets_for()).
     flow_buckets: Optional[int] = None
@@ -455,6 +461,28 @@ def auto_byte_burst(port_frames: int) -> int:
     dropped frames in 2 of 3 runs, with 16 in 1 of 2.  Half the buffer
     leaves the same margin on both sides."""
     return max(1, min(32, port_frames // 2))
+
+
+def byte_burst_bytes(spec: Optional[str], port_frames: int,
+                     overhead: int) -> int:
+    """--max-burst-bytes: 0 when not given; auto: half the DCM port's
+    buffer in full frames on the wire (the docs' advice: the downstream
+    buffer less what else the port queues, here the frames the link is
+    sending), at least two frames."""
+    if spec is None:
+        return 0
+    if spec.strip() == "auto":
+        n = (port_frames // 2) * (DAQRING_FRAME + overhead)
+        return max(n, 2 * (DAQRING_FRAME + overhead), MIN_BURST_BYTES)
+    n = parse_size(spec)
+    if not MIN_BURST_BYTES <= n <= MAX_BURST_BYTES:
+        raise ConfigError("--max-burst-bytes must be %d..%d bytes, not %d"
+                          % (MIN_BURST_BYTES, MAX_BURST_BYTES, n))
+    if n < 2 * (DAQRING_FRAME + overhead):
+        raise ConfigError("--max-burst-bytes %d is less than two frames "
+                          "of %d bytes with --link-overhead %d"
+                          % (n, DAQRING_FRAME, overhead))
+    return n
 
 
 def max_port_frames(wmem_default: int) -> int:
@@ -658,6 +686,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "of the link to ride out a preempted PMD; packets: "
                    "chosen with --poll-interval to just under the link "
                    "rate)")
+    g.add_argument("--max-burst-bytes", metavar="SIZE",
+                   help="byte shaping: the largest burst a daqring "
+                   "releases beyond its max-rate, in bytes on the wire "
+                   "(%d..16MiB), or auto: half the DCM port's buffer "
+                   "(--port-frames / 2 full frames with --link-overhead); "
+                   "default: not set, max-burst full frames bound it"
+                   % MIN_BURST_BYTES)
     g.add_argument("--poll-interval", type=int, default=-1, metavar="US",
                    help="daqring poll-interval in microseconds, 0 = "
                    "unshaped; implies --shaper packets (default: chosen "
@@ -981,6 +1016,10 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         raise ConfigError("--poll-interval must not be negative")
     frame_bits = (mtu + 14 + ns.link_overhead) * 8
     max_rate = 0
+    burst_bytes = 0
+    if ns.max_burst_bytes is not None and not byte_shaping:
+        raise ConfigError("--max-burst-bytes bounds a byte shaper: it "
+                          "excludes --shaper packets and --poll-interval")
     if ns.max_rate is not None and (ns.shaper == "packets"
                                     or ns.poll_interval >= 0):
         raise ConfigError("--max-rate shapes by bytes: it excludes "
@@ -997,6 +1036,8 @@ def validate(ns: argparse.Namespace, host: HostInfo,
             raise ConfigError("--max-rate must be 1kbit..1000gbit")
         max_burst = ns.max_burst or auto_byte_burst(ns.port_frames)
         poll = 0
+        burst_bytes = byte_burst_bytes(ns.max_burst_bytes, ns.port_frames,
+                                       ns.link_overhead)
     elif ns.max_burst and ns.poll_interval >= 0:
         max_burst, poll = ns.max_burst, ns.poll_interval
     elif ns.max_burst:
@@ -1085,6 +1126,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         port_frames=ns.port_frames,
         mtu=mtu, modes=modes, ring_size=ring, max_burst=max_burst,
         poll_interval_us=poll, max_rate_bps=max_rate,
+        max_burst_bytes=burst_bytes,
         ring_rate_fraction=ns.ring_rate_fraction,
         sweep_param=sweep_param, sweep_values=sweep_values,
         binaries=binaries, socket_mem_mb=ns.socket_mem,

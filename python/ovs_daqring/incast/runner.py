@@ -96,6 +96,7 @@ def mode_runs(cfg: Config) -> List[Tuple[str, Dict[str, Any], str]]:
                 "frame_overhead": cfg.link_overhead}
             if p["max_rate_bps"]:
                 p["rate_bps"] = p["max_rate_bps"]
+                p["max_burst_bytes"] = cfg.max_burst_bytes
             elif p["poll_interval_us"]:
                 p["rate_bps"] = (p["max_burst"] * 1518 * 8
                                  / (p["poll_interval_us"] * 1e-6))
@@ -702,6 +703,8 @@ class Runner:
                              params["max_rate_bps"],
                              params["frame_overhead"],
                              params["flow_buckets"],
+                             max_burst_bytes=params.get("max_burst_bytes",
+                                                        0),
                              ring_sizes={
                                  d.index: self.cfg.ring_size_of(d.index)
                                  for d in self.plan.dcms}
@@ -867,9 +870,11 @@ def describe(cfg: Config, plan: Plan) -> str:
         if cfg.max_rate_bps:
             lines.append(
                 "daqring: ring-size %d, max-rate %s (bytes, +%d B/frame "
-                "like the link), max-burst %d, %s"
+                "like the link), max-burst %d%s, %s"
                 % (cfg.ring_size, format_rate(cfg.max_rate_bps),
-                   cfg.link_overhead, cfg.max_burst, fairness_words(cfg)))
+                   cfg.link_overhead, cfg.max_burst,
+                   ", max-burst-bytes %d" % cfg.max_burst_bytes
+                   if cfg.max_burst_bytes else "", fairness_words(cfg)))
         else:
             lines.append(
                 "daqring: ring-size %d, max-burst %d, poll-interval %d us = "

@@ -211,6 +211,7 @@ def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
                      poll_us: int, max_rate: int = 0,
                      frame_overhead: int = 24,
                      flow_buckets: int = FLOW_BUCKETS_DEFAULT,
+                     max_burst_bytes: int = 0,
                      ring_sizes: Optional[Dict[int, int]] = None
                      ) -> Dict[str, int]:
     """Per DCM a daqring, priority=100 ip,nw_dst=DCM -> ring and
@@ -238,6 +239,8 @@ def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
         # Byte shaping: ovs-daqctl writes a rate as the ring's max-rate.
         defaults.update({"rate": "%dbit" % max_rate,
                          "frame-overhead": frame_overhead})
+        if max_burst_bytes:
+            defaults["max-burst-bytes"] = max_burst_bytes
     else:
         defaults["poll-interval"] = poll_us
     doc = {"defaults": defaults, "dcms": dcms}

@@ -1,0 +1,191 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License.  You may obtain
+# a copy of the License at http://www.apache.org/licenses/LICENSE-2.0
+"""daq-bench part "lossless": the daqring set up as the documentation
+advises for a DCM behind a slow link with a small queue (the ring bound
+to the DCM's port, shaped by bytes just below the link's rate, its burst
+bounded in bytes to what the port in front of the link holds, flow
+buckets on), many runs at several points of the scenario space.  Every
+run must reach 99% of the ideal collection time with nothing dropped
+anywhere and no TCP retransmission timeout: one run that does not, or
+that fails or is invalid, and the target is not met.
+
+Pure: the points, what one daq-incast run shows, the verdicts and the
+summary's section.  parts.py runs it (Parts.part_lossless)."""
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+# The setup the documentation advises (daqring.rst, "Byte shaping"):
+# byte shaping at 0.999 of the link (daq-incast's default), the burst
+# bounded in bytes to half the DCM port's buffer, max-burst at its
+# largest so that the byte bound is the one in force, and flow buckets
+# on (a flow's first segment is not held behind a whole event).
+SETUP = ["--modes", "daqring", "--shaper", "bytes",
+         "--max-burst", "32", "--max-burst-bytes", "auto",
+         "--flow-buckets", "1024"]
+POINTS: Dict[str, Tuple[str, List[str]]] = {
+    "r30-32k-200m": ("30 ROS x 32 KiB, 200 Mbit/s (the demo's)",
+                     ["--ros", "30", "--fragment-size", "32KiB",
+                      "--link-rate", "200mbit"]),
+    "r60-16k-100m": ("60 ROS x 16 KiB, 100 Mbit/s",
+                     ["--ros", "60", "--ros-per-host", "2",
+                      "--fragment-size", "16KiB", "--link-rate",
+                      "100mbit"]),
+    "r12-128k-100m": ("12 ROS x 128 KiB, 100 Mbit/s",
+                      ["--ros", "12", "--fragment-size", "128KiB",
+                       "--link-rate", "100mbit"]),
+    "r24-64k-500m": ("24 ROS x 64 KiB, 500 Mbit/s",
+                     ["--ros", "24", "--fragment-size", "64KiB",
+                      "--link-rate", "500mbit"]),
+    "r30-32k-200m-q12": ("30 ROS x 32 KiB, 200 Mbit/s, a port buffer of "
+                         "12 frames",
+                         ["--ros", "30", "--fragment-size", "32KiB",
+                          "--link-rate", "200mbit", "--port-frames", "12"]),
+}
+QUICK_POINTS = ["r30-32k-200m", "r30-32k-200m-q12"]
+IDEAL = 0.99
+MIN_SHARE = 0.9
+
+TARGETS = {
+    "lossless_ideal": "lossless setup (bound, byte-shaped, burst bounded "
+                      "in bytes, flow buckets): every run >= %d%% of ideal "
+                      "at every point" % (100 * IDEAL),
+    "lossless_drops": "lossless setup: 0 drops anywhere in every run at "
+                      "every point",
+    "lossless_rtos": "lossless setup: 0 TCP RTOs in every run at every "
+                     "point",
+}
+
+
+def parse_points(text: Optional[str], quick: bool) -> List[str]:
+    """--lossless-points: comma-separated names of POINTS, "all", or
+    (None) the default: all, or QUICK_POINTS in a quick run.  Raises
+    ValueError for an unknown name."""
+    if text is None:
+        return list(QUICK_POINTS if quick else POINTS)
+    if text.strip() == "all":
+        return list(POINTS)
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in names if x not in POINTS]
+    if bad or not names or len(set(names)) != len(names):
+        raise ValueError("--lossless-points: %s: choose distinct points of "
+                         "%s" % (",".join(bad) or repr(text),
+                                 ", ".join(POINTS)))
+    return names
+
+
+def run_figures(doc: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """What one daq-incast run shows: the daqring mode's share of the
+    ideal, drops everywhere (switch ports with the af_packet RX rings,
+    daqrings, qdiscs), TCP RTOs, the PMD's share of its core.  "error"
+    says why the run fails the targets (no results, the mode failed,
+    the PMD had less than MIN_SHARE of its core)."""
+    if doc is None:
+        return {"error": "no results"}
+    out: Dict[str, Any] = {
+        "congestion_control": doc.get("config", {}).get(
+            "congestion_control")}
+    m = next((x for x in doc.get("modes", []) if x.get("mode") == "daqring"),
+             None)
+    if m is None:
+        out["error"] = "no daqring run"
+        return out
+    if m.get("status") != "ok":
+        out["error"] = "daqring: %s" % (m.get("error") or m.get("status"))
+        return out
+    dr = m["drops"]
+    out.update({"ideal_ratio": m["ideal_ratio"],
+                "goodput_bps": m["goodput_bps"],
+                "p99_s": m["collection_time_s"]["p99"],
+                "drops": dr["switch_total"] + dr["daqring"] + dr["qdisc"],
+                "rto_timeouts": m["tcp"]["rto_timeouts"],
+                "pmd_share": m.get("pmd_cpu_share"),
+                "max_burst_bytes": (m.get("params") or {}).get(
+                    "max_burst_bytes")})
+    share = out["pmd_share"] or 0
+    if share < MIN_SHARE:
+        out["error"] = ("invalid: the PMD had %.0f%% of its core"
+                        % (100 * share))
+    return out
+
+
+def point_summary(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """The runs of one point: how many were asked for, how many failed,
+    and the figures of those that finished."""
+    ok = [r for r in runs if not r.get("error")]
+    out: Dict[str, Any] = {"asked": len(runs), "counted": len(ok),
+                           "errors": [r["error"] for r in runs
+                                      if r.get("error")]}
+    for key in ("ideal_ratio", "drops", "rto_timeouts", "pmd_share"):
+        out[key] = [r[key] for r in ok if r.get(key) is not None]
+    return out
+
+
+def lossless_verdicts(res: Optional[Dict[str, Any]],
+                      add: Callable[..., None]) -> None:
+    """The rows of TARGETS.  Every run asked for counts: one that failed,
+    is missing or invalid makes every target NOT met."""
+    points = (res or {}).get("points") or {}
+    if not points:
+        why = "not run" if not res else res.get("error", "not run")
+        for k in TARGETS:
+            add(k, why, None)
+        return
+    cc = res.get("congestion_control") or "?"
+
+    def judge(key: str, field: str, ok: Callable[[float], bool],
+              fmt: str) -> None:
+        parts, met = [], True
+        for name, p in points.items():
+            vals = p.get(field) or []
+            bad = [v for v in vals if not ok(v)]
+            if p["counted"] < p["asked"] or len(vals) < p["asked"]:
+                met = False
+                parts.append("%s: FAILED, %d of %d runs did not count "
+                             "(%s)" % (name, p["asked"] - p["counted"],
+                                       p["asked"],
+                                       "; ".join(p["errors"][:2])))
+                continue
+            met = met and not bad
+            parts.append("%s: %d of %d runs met, worst %s" % (
+                name, len(vals) - len(bad), len(vals),
+                fmt % (min(vals) if field == "ideal_ratio" else max(vals))))
+        add(key, "%s (TCP %s)" % ("; ".join(parts), cc), met)
+
+    judge("lossless_ideal", "ideal_ratio", lambda v: v >= IDEAL, "%.4f")
+    judge("lossless_drops", "drops", lambda v: v == 0, "%d")
+    judge("lossless_rtos", "rto_timeouts", lambda v: v == 0, "%d")
+
+
+def markdown(res: Dict[str, Any]) -> List[str]:
+    """The summary's section."""
+    L = ["## Lossless setup, many runs per point", ""]
+    L.append("Each point is `daq-incast %s` plus the point's arguments, "
+             "%d runs (%s events each); TCP congestion control: %s.  A run "
+             "counts only if the PMD had at least %d%% of its core."
+             % (" ".join(SETUP), res.get("runs", 0), res.get("events", "?"),
+                res.get("congestion_control", "?"), 100 * MIN_SHARE))
+    L.append("")
+    L.append("| point | runs | % of ideal min / median / max | drops "
+             "(max) | TCP RTOs (max) | PMD share (min) | did not count |")
+    L.append("|---|---|---|---|---|---|---|")
+    for name, p in (res.get("points") or {}).items():
+        ir = sorted(p.get("ideal_ratio") or [])
+        L.append("| %s | %d | %s | %s | %s | %s | %s |" % (
+            name, p["asked"],
+            "%.2f / %.2f / %.2f" % (100 * ir[0], 100 * ir[len(ir) // 2],
+                                    100 * ir[-1]) if ir else "-",
+            max(p["drops"]) if p.get("drops") else "-",
+            max(p["rto_timeouts"]) if p.get("rto_timeouts") else "-",
+            "%.0f%%" % (100 * min(p["pmd_share"]))
+            if p.get("pmd_share") else "-",
+            "; ".join(p["errors"]) or "0"))
+    L.append("")
+    for name, p in (res.get("points") or {}).items():
+        L.append("- %s: %s: `%s`" % (name, POINTS.get(name, ("?",))[0],
+                                     " ".join(POINTS.get(name,
+                                                         ("", []))[1])))
+    L.append("")
+    return L
