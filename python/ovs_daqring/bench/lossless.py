@@ -36,14 +36,18 @@ POINTS: Dict[str, Tuple[str, List[str]]] = {
     "r12-128k-100m": ("12 ROS x 128 KiB, 100 Mbit/s",
                       ["--ros", "12", "--fragment-size", "128KiB",
                        "--link-rate", "100mbit"]),
-    "r24-64k-500m": ("24 ROS x 64 KiB, 500 Mbit/s",
-                     ["--ros", "24", "--fragment-size", "64KiB",
-                      "--link-rate", "500mbit"]),
     "r30-32k-200m-q12": ("30 ROS x 32 KiB, 200 Mbit/s, a port buffer of "
                          "12 frames",
                          ["--ros", "30", "--fragment-size", "32KiB",
                           "--link-rate", "200mbit", "--port-frames", "12"]),
 }
+# Not a point: link rates of 500 Mbit/s and more.  There the emulator's
+# request path (the DCM's and the ROS' Python agents, a fragment's first
+# byte 2.5 ms after the request at 24 x 64 KiB / 500 Mbit/s against an
+# event of 27 ms) costs more than 1% of the ideal collection time, which
+# counts link time only: the link was busy 99% of the time after the
+# first byte, and no switch can reach 99% of that ideal (bench-results.md,
+# "Scenario space": credits too stays below it there).
 QUICK_POINTS = ["r30-32k-200m", "r30-32k-200m-q12"]
 IDEAL = 0.99
 MIN_SHARE = 0.9
