@@ -3,15 +3,22 @@ part (issue 25, A: the setup the documentation advises, every run of
 many at several points counted).  Pure: no root, no switch."""
 
 import argparse
-from typing import Any, Dict, Optional
+import json
+import os
+import subprocess
+import sys
+from typing import Any, Dict, List, Optional
 
 import pytest
 
 from ovs_daqring.bench import analysis, lossless
 from ovs_daqring.bench import cli as bench_cli
 from ovs_daqring.hosts import HostInfo
-from ovs_daqring.incast import config
+from ovs_daqring.incast import config, runner, switch, topology
 from ovs_daqring.incast.config import ConfigError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DAQCTL = os.path.join(os.path.dirname(HERE), "utilities", "ovs-daqctl")
 
 
 def cfg(*argv: str) -> config.Config:
@@ -42,6 +49,40 @@ def test_max_burst_bytes_option() -> None:
                         "100"], "excludes --shaper packets")):
         with pytest.raises(ConfigError, match=what):
             cfg(*bad)
+
+
+def test_max_burst_bytes_reaches_the_map(tmp_path: Any,
+                                         monkeypatch: Any) -> None:
+    """The daqring mode writes max-burst-bytes into ovs-daqctl's map
+    beside max-rate, and only when it is set."""
+    calls: List[List[str]] = []
+
+    class FakeSwitch:
+        dir = str(tmp_path)
+
+        def iface_types(self) -> List[str]:
+            return ["daqring"]
+
+        def _check_ports(self, names: List[str]) -> None:
+            pass
+
+    monkeypatch.setattr(switch, "daqctl",
+                        lambda sw, *args, **kw: calls.append(list(args)))
+    plan = topology.make_plan(4243, 2, 1, 1, 32)
+    for argv, want in ((["--max-burst-bytes", "auto"], 16 * 1542), ([],
+                                                                    None)):
+        c = cfg("--modes", "daqring", *argv)
+        p = runner.mode_runs(c)[0][1]
+        switch.program_daqrings(
+            FakeSwitch(), plan, p["ring_size"],  # type: ignore
+            p["max_burst"], 0, p["max_rate_bps"], 24, p["flow_buckets"],
+            max_burst_bytes=p.get("max_burst_bytes", 0))
+        with open(calls[-1][1]) as f:
+            doc = json.load(f)
+        assert doc["defaults"].get("max-burst-bytes") == want
+        out = subprocess.run([sys.executable, DAQCTL, "check",
+                              calls[-1][1]], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
 
 
 def test_points_are_valid_command_lines() -> None:

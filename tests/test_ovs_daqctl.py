@@ -267,6 +267,55 @@ def test_bad_map(daqctl: SimpleNamespace, tmp_path: Path, text: str, line: int,
     assert info.value.status == 2
 
 
+def test_max_burst_bytes_in_maps(daqctl: SimpleNamespace,
+                                 tmp_path: Path) -> None:
+    """max-burst-bytes (issue 25, A) goes from a map, YAML or CSV, into
+    the ring's options beside max-rate; out of range, without 'rate',
+    or below two frames with the map's frame overhead, it is refused;
+    a change of it alone is an update of the ring."""
+    spec, = read_map(daqctl, tmp_path, """\
+        defaults: {rate: 200mbit, max-burst-bytes: 24672}
+        dcms:
+          - {name: d1, ip: 10.0.0.1, egress: p1}
+          - {name: d2, ip: 10.0.0.2, egress: p1, max_burst_bytes: 3084}
+          - {name: d3, ip: 10.0.0.3, egress: p1, max-burst-bytes: 3164,
+             frame-overhead: 64}
+        """)
+    d1, d2, d3 = spec.dcms
+    assert d1.options()["max-burst-bytes"] == "24672"
+    assert d1.options()["max-rate"] == "200000000"
+    assert d2.options()["max-burst-bytes"] == "3084"
+    assert d3.options()["max-burst-bytes"] == "3164"
+    assert "24672 bytes" in d1.shaping_text()
+    spec, = read_map(daqctl, tmp_path, """\
+        name,ip,egress,rate,max_burst_bytes
+        d1,10.0.0.1,p1,100mbit,8192
+        """, name="map.csv")
+    assert spec.dcms[0].max_burst_bytes == 8192
+    spec, = read_map(daqctl, tmp_path, """\
+        dcms: [{name: d1, ip: 10.0.0.1, egress: p1, rate: 100mbit}]
+        """)
+    assert "max-burst-bytes" not in spec.dcms[0].options()
+    other = daqctl.Dcm(**dict(vars(spec.dcms[0]), max_burst_bytes=9000))
+    assert "max-burst-bytes 0 -> 9000" in daqctl.describe_update(
+        spec.dcms[0], other)
+    for text, words in (
+            ("{name: d, ip: 10.0.0.1, egress: p, rate: 1gbit, "
+             "max-burst-bytes: 3083}", "out of range 3084..16777216"),
+            ("{name: d, ip: 10.0.0.1, egress: p, rate: 1gbit, "
+             "max-burst-bytes: 16777217}", "out of range"),
+            ("{name: d, ip: 10.0.0.1, egress: p, rate: 1gbit, "
+             "frame-overhead: 64, max-burst-bytes: 3100}",
+             "out of range 3164..16777216"),
+            ("{name: d, ip: 10.0.0.1, egress: p, "
+             "max-burst-bytes: 8192}", "it needs 'rate'"),
+            ("{name: d, ip: 10.0.0.1, egress: p, poll-interval: 100, "
+             "max-burst-bytes: 8192}", "it needs 'rate'")):
+        with pytest.raises(daqctl.MapError) as info:
+            read_map(daqctl, tmp_path, "dcms:\n  - %s\n" % text)
+        assert words in info.value.problems[0].reason, text
+
+
 BAD_CSV = [
     ("name,ip,egres\ndcm1,10.0.0.1,p1\n", 1, "unknown CSV column 'egres'"),
     ("ip,egress\n10.0.0.1,p1\n", 1, "needs a 'name' column"),

@@ -130,7 +130,7 @@ def cmd_add_dcm(args: argparse.Namespace) -> int:
         values["tuples"] = args.tuple
     for k in ("ring", "ring_size", "max_burst", "poll_interval", "rate",
               "frame_overhead", "numa_id", "ofport", "steering",
-              "flow_buckets"):
+              "flow_buckets", "max_burst_bytes"):
         v = getattr(args, k)
         if v is not None:
             values[k] = v
@@ -595,6 +595,11 @@ See ovs-daqctl(8) and utilities/dcm-map.example.yaml.""")
     d.add_argument("--frame-overhead", metavar="BYTES",
                    help="bytes per frame that --rate counts beyond the "
                    "frame (0..255, default 24: preamble, gap, FCS)")
+    d.add_argument("--max-burst-bytes", metavar="BYTES",
+                   help="with --rate: the largest burst beyond the rate, in "
+                   "bytes on the wire (two full frames, 3084 with the "
+                   "default overhead, to 16777216; default: max-burst "
+                   "full frames)")
     d.add_argument("--numa-id", metavar="N", help="NUMA node of the ring")
     d.add_argument("--flow-buckets", metavar="N",
                    help="flow fairness: the ring serves its flows "

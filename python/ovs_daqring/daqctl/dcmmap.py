@@ -27,12 +27,14 @@ import yaml
 from .model import (CSV_COLUMNS, DCM_KEYS, DEFAULT_KEYS, Dcm,
                     FLOW_BUCKETS_DEFAULT, FLOW_BUCKETS_MAX,
                     FRAME_OVERHEAD_DEFAULT, FRAME_OVERHEAD_MAX, FourTuple,
-                    MAX_BURST_DEFAULT, MAX_BURST_MAX, MAX_BURST_MIN,
+                    MAX_BURST_BYTES_MAX, MAX_BURST_DEFAULT, MAX_BURST_MAX,
+                    MAX_BURST_MIN,
                     MAX_RATE_MAX, MAX_RATE_MIN, MapError, NAME_RE, OFPORT_MAX,
                     POLL_INTERVAL_MAX, Problem, RESERVED_PORT_NAMES,
                     RING_SIZE_DEFAULT, RING_SIZE_MAX, RING_SIZE_MIN,
                     STEERING_DEFAULT, STEERING_MODES, SWITCH_KEYS,
-                    SwitchSpec, TOP_KEYS, format_rate, parse_rate)
+                    SwitchSpec, TOP_KEYS, format_rate, min_burst_bytes,
+                    parse_rate)
 
 
 # ================================================================ map parsing
@@ -540,6 +542,11 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
     steering = get("steering", _steering)
     overhead = get("frame_overhead", _int_value, "frame-overhead", 0,
                    FRAME_OVERHEAD_MAX)
+    burst_bytes = get("max_burst_bytes", _int_value, "max-burst-bytes",
+                      min_burst_bytes(overhead), MAX_BURST_BYTES_MAX)
+    if burst_bytes is not None and "rate" not in values:
+        bad("max_burst_bytes", label + "max-burst-bytes bounds the bursts "
+            "of byte shaping: it needs 'rate'")
     rate_text: Optional[str] = None
     max_rate = 0
     if "rate" in values and "poll_interval" in values:
@@ -573,7 +580,7 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
                flow_buckets=(FLOW_BUCKETS_DEFAULT if buckets is None
                              else buckets),
                max_rate=max_rate, frame_overhead=overhead,
-               ofport=ofport, rate=rate_text,
+               max_burst_bytes=burst_bytes or 0, ofport=ofport, rate=rate_text,
                steering=steering or STEERING_DEFAULT, where=at(line))
 
 

@@ -36,6 +36,18 @@ MAX_BURST_MIN, MAX_BURST_MAX, MAX_BURST_DEFAULT = 1, 32, 32
 POLL_INTERVAL_MAX = 1000000
 MAX_RATE_MIN, MAX_RATE_MAX = 1000, 10**12      # bit/s
 FRAME_OVERHEAD_MAX, FRAME_OVERHEAD_DEFAULT = 255, 24
+# options:max-burst-bytes: at least two frames of 1518 bytes with the
+# frame overhead (3084 with the default), at most 16 MiB (vswitch.xml).
+MAX_BURST_BYTES_MAX = 16 * 1024 * 1024
+FULL_FRAME = 1518
+
+
+def min_burst_bytes(overhead: Optional[int]) -> int:
+    """The smallest max-burst-bytes the switch accepts with OVERHEAD."""
+    return 2 * (FULL_FRAME + (FRAME_OVERHEAD_DEFAULT if overhead is None
+                              else overhead))
+
+
 # Flow fairness (options:flow-buckets): 0 = a strict FIFO.  On by default:
 # it keeps a ROS's first segment, which acknowledges the DCM's request, and
 # its other segments from waiting behind a whole event (see daqring.rst).
@@ -60,14 +72,16 @@ EXT_RATE = "daqctl-rate"
 
 # Map keys ('-' and '_' are interchangeable in maps).
 SHAPING_KEYS = ("ring_size", "max_burst", "poll_interval", "rate",
-                "frame_overhead", "numa_id", "flow_buckets")
+                "frame_overhead", "numa_id", "flow_buckets",
+                "max_burst_bytes")
 DEFAULT_KEYS = ("egress", "steering") + SHAPING_KEYS
 DCM_KEYS = ("name", "ring", "ip", "tuples", "ofport") + DEFAULT_KEYS
 SWITCH_KEYS = ("name", "db", "of", "bridge", "defaults", "dcms")
 TOP_KEYS = ("db", "of", "bridge", "defaults", "dcms", "switches")
 CSV_COLUMNS = ("name", "ring", "ip", "tuples", "egress", "ring_size",
                "max_burst", "poll_interval", "rate", "numa_id", "ofport",
-               "frame_overhead", "steering", "flow_buckets")
+               "frame_overhead", "steering", "flow_buckets",
+               "max_burst_bytes")
 
 # Steering modes: "two-rule" (a rule into the ring and one from the ring to
 # the egress port) or "bound" (options:egress: the switch sends what the
@@ -211,6 +225,7 @@ class Dcm:
     poll_interval: int = 0
     max_rate: int = 0                     # byte shaping, bit/s ('rate')
     frame_overhead: Optional[int] = None  # bytes per frame for max_rate
+    max_burst_bytes: int = 0              # byte shaping burst bound, 0 = none
     numa_id: Optional[int] = None
     flow_buckets: int = FLOW_BUCKETS_DEFAULT  # 0 = strict FIFO
     ofport: Optional[int] = None          # ofport_request of the ring
@@ -232,6 +247,8 @@ class Dcm:
             opts["max-rate"] = str(self.max_rate)
         if self.frame_overhead is not None:
             opts["frame-overhead"] = str(self.frame_overhead)
+        if self.max_burst_bytes:
+            opts["max-burst-bytes"] = str(self.max_burst_bytes)
         if self.numa_id is not None:
             opts["numa-id"] = str(self.numa_id)
         if self.steering == "bound":
@@ -255,8 +272,10 @@ class Dcm:
 
     def shaping_text(self) -> str:
         if self.max_rate:
-            return "max-rate %s (burst %d)" % (format_rate(self.max_rate),
-                                               self.max_burst)
+            return "max-rate %s (burst %d%s)" % (
+                format_rate(self.max_rate), self.max_burst,
+                ", %d bytes" % self.max_burst_bytes
+                if self.max_burst_bytes else "")
         return shaping_text(self.max_burst, self.poll_interval)
 
     def match_summary(self) -> str:

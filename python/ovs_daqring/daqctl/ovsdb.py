@@ -344,6 +344,7 @@ def dcm_from_row(port: Any, iface: Any) -> Dcm:
                max_burst=num("max-burst", MAX_BURST_DEFAULT),
                poll_interval=num("poll-interval", 0),
                max_rate=num("max-rate", 0),
+               max_burst_bytes=num("max-burst-bytes", 0),
                flow_buckets=num("flow-buckets", 0),
                frame_overhead=(int(overhead) if overhead and overhead.isdigit()
                                else None),

@@ -274,7 +274,8 @@ class Reconciler:
                         if k not in ("ring-size", "max-burst",
                                      "poll-interval", "max-rate",
                                      "frame-overhead", "numa-id",
-                                     "flow-buckets", "egress")}
+                                     "flow-buckets", "egress",
+                                     "max-burst-bytes")}
                 opts.update(d.options())
                 if opts != dict(r.iface.options):
                     r.iface.options = opts
@@ -826,6 +827,7 @@ def describe_update(old: Optional[Dcm], new: Dcm) -> str:
                                                      "max-burst"),
                         ("poll_interval", "poll-interval"),
                         ("max_rate", "max-rate"),
+                        ("max_burst_bytes", "max-burst-bytes"),
                         ("frame_overhead", "frame-overhead"),
                         ("numa_id", "numa-id"),
                         ("flow_buckets", "flow-buckets"), ("egress", "egress"),
