@@ -19,36 +19,41 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 # Each point is one daq-incast invocation with modes daqring and
 # deep-fifo; the single-DCM points sweep the deep FIFO's limit.
 DEEP_SWEEP = "auto,auto/4,auto/16"
+
+
+def _run_args(ros: int, kib: int, rate: str, *more: str) -> List[str]:
+    return (["--ros", str(ros), "--fragment-size", "%dKiB" % kib,
+             "--link-rate", rate] + list(more))
+
+
+def _one_dcm(ros: int, kib: int, rate: str, rate_text: str,
+             note: str = "") -> Tuple[str, List[str]]:
+    """A point with one DCM per link: the deep FIFO's limit swept."""
+    return ("%d ROS x %d KiB, %s, 1 DCM%s" % (ros, kib, rate_text, note),
+            _run_args(ros, kib, rate, "--deep-limit", DEEP_SWEEP))
+
+
+def _shared_link(dcms: int, hog: int = 0) -> Tuple[str, List[str]]:
+    """A point with 'dcms' DCMs on one 200 Mbit/s link, 30 ROS x 32 KiB;
+    with 'hog', DCM 0's events are 'hog' times larger."""
+    text = "%d DCMs sharing a 200 Mbit/s link, 30 ROS x 32 KiB" % dcms
+    more = ["--dcms", str(dcms), "--dcms-per-host", str(dcms)]
+    if hog:
+        text += ", DCM 0 a %dx hog" % hog
+        more += ["--hog", str(hog)]
+    return text, _run_args(30, 32, "200mbit", *more)
+
+
 GRID: Dict[str, Tuple[str, List[str]]] = {
-    "r12-16k-100m": ("12 ROS x 16 KiB, 100 Mbit/s, 1 DCM",
-                     ["--ros", "12", "--fragment-size", "16KiB",
-                      "--link-rate", "100mbit", "--deep-limit", DEEP_SWEEP]),
-    "r30-32k-200m": ("30 ROS x 32 KiB, 200 Mbit/s, 1 DCM (the demo's)",
-                     ["--ros", "30", "--fragment-size", "32KiB",
-                      "--link-rate", "200mbit", "--deep-limit", DEEP_SWEEP]),
-    "r60-64k-500m": ("60 ROS x 64 KiB, 500 Mbit/s, 1 DCM",
-                     ["--ros", "60", "--fragment-size", "64KiB",
-                      "--link-rate", "500mbit", "--deep-limit", DEEP_SWEEP]),
-    "r120-128k-1g": ("120 ROS x 128 KiB, 1 Gbit/s, 1 DCM",
-                     ["--ros", "120", "--fragment-size", "128KiB",
-                      "--link-rate", "1gbit", "--deep-limit", DEEP_SWEEP]),
-    "k2-r30-32k-200m": ("2 DCMs sharing a 200 Mbit/s link, 30 ROS x 32 KiB",
-                        ["--ros", "30", "--fragment-size", "32KiB",
-                         "--link-rate", "200mbit", "--dcms", "2",
-                         "--dcms-per-host", "2"]),
-    "k4-r30-32k-200m": ("4 DCMs sharing a 200 Mbit/s link, 30 ROS x 32 KiB",
-                        ["--ros", "30", "--fragment-size", "32KiB",
-                         "--link-rate", "200mbit", "--dcms", "4",
-                         "--dcms-per-host", "4"]),
-    "k8-r30-32k-200m": ("8 DCMs sharing a 200 Mbit/s link, 30 ROS x 32 KiB",
-                        ["--ros", "30", "--fragment-size", "32KiB",
-                         "--link-rate", "200mbit", "--dcms", "8",
-                         "--dcms-per-host", "8"]),
-    "hog4-r30-32k-200m": ("4 DCMs sharing a 200 Mbit/s link, 30 ROS x 32 "
-                          "KiB, DCM 0 a 10x hog",
-                          ["--ros", "30", "--fragment-size", "32KiB",
-                           "--link-rate", "200mbit", "--dcms", "4",
-                           "--dcms-per-host", "4", "--hog", "10"]),
+    "r12-16k-100m": _one_dcm(12, 16, "100mbit", "100 Mbit/s"),
+    "r30-32k-200m": _one_dcm(30, 32, "200mbit", "200 Mbit/s",
+                             " (the demo's)"),
+    "r60-64k-500m": _one_dcm(60, 64, "500mbit", "500 Mbit/s"),
+    "r120-128k-1g": _one_dcm(120, 128, "1gbit", "1 Gbit/s"),
+    "k2-r30-32k-200m": _shared_link(2),
+    "k4-r30-32k-200m": _shared_link(4),
+    "k8-r30-32k-200m": _shared_link(8),
+    "hog4-r30-32k-200m": _shared_link(4, hog=10),
 }
 QUICK_POINTS = ["r30-32k-200m", "hog4-r30-32k-200m"]
 HOG_RATIO = 1.2
