@@ -127,6 +127,10 @@ def check_valid(spec: Any) -> None:
             assert p.MAX_RATE_MIN <= d.max_rate <= p.MAX_RATE_MAX
         if d.frame_overhead is not None:
             assert 0 <= d.frame_overhead <= p.FRAME_OVERHEAD_MAX
+        if d.max_burst_bytes:
+            assert d.max_rate
+            assert (p.min_burst_bytes(d.frame_overhead)
+                    <= d.max_burst_bytes <= p.MAX_BURST_BYTES_MAX)
         if d.ofport is not None:
             assert 1 <= d.ofport <= p.OFPORT_MAX
 
@@ -134,8 +138,8 @@ def check_valid(spec: Any) -> None:
 # ================================================================ strategies
 KEYS = ["name", "ring", "ip", "tuples", "egress", "ring-size", "ring_size",
         "max-burst", "poll-interval", "rate", "frame-overhead", "numa-id",
-        "ofport", "defaults", "dcms", "switches", "db", "of", "bridge",
-        "bogus"]
+        "max-burst-bytes", "ofport", "defaults", "dcms", "switches", "db",
+        "of", "bridge", "bogus"]
 scalars = st.one_of(
     st.none(), st.booleans(),
     st.integers(min_value=-2, max_value=40),
@@ -196,7 +200,8 @@ csv_cells = st.one_of(scalars.map(lambda v: "" if v is None else str(v)),
 @given(header=st.lists(st.sampled_from(
     ["name", "ring", "ip", "tuples", "egress", "ring_size", "ring-size",
      "max_burst", "poll_interval", "rate", "numa_id", "ofport",
-     "frame_overhead", "bogus", ""]), min_size=1, max_size=6),
+     "frame_overhead", "max_burst_bytes", "bogus", ""]), min_size=1,
+                           max_size=6),
        rows=st.lists(st.lists(csv_cells, max_size=7), max_size=4))
 def test_any_csv(header: List[str], rows: List[List[str]]) -> None:
     buf = io.StringIO()
@@ -226,6 +231,9 @@ def valid_dcms(draw: Any) -> List[Dict[str, Any]]:
             # Rates of whole Mbit/s: "NNNmbit" reads back exactly.
             d["rate"] = "%dmbit" % draw(st.integers(1, 100000))
             d["frame_overhead"] = draw(st.integers(0, 255))
+            if draw(st.booleans()):
+                d["max_burst_bytes"] = draw(st.integers(
+                    2 * (1518 + d["frame_overhead"]), 16777216))
         if draw(st.booleans()):
             d["ofport"] = draw(st.integers(1, 65279))
         out.append(d)
@@ -236,7 +244,8 @@ def dcm_fields(d: Any) -> Dict[str, Any]:
     return {"name": d.name, "ip": d.ip, "egress": d.egress,
             "ring_size": d.ring_size, "max_burst": d.max_burst,
             "poll_interval": d.poll_interval, "max_rate": d.max_rate,
-            "frame_overhead": d.frame_overhead, "ofport": d.ofport}
+            "frame_overhead": d.frame_overhead,
+            "max_burst_bytes": d.max_burst_bytes, "ofport": d.ofport}
 
 
 def expected(d: Dict[str, Any]) -> Dict[str, Any]:
@@ -246,12 +255,14 @@ def expected(d: Dict[str, Any]) -> Dict[str, Any]:
             "max_rate": (int(d["rate"][:-4]) * 10**6 if "rate" in d
                          else 0),
             "frame_overhead": d.get("frame_overhead"),
+            "max_burst_bytes": d.get("max_burst_bytes", 0),
             "ofport": d.get("ofport")}
 
 
 def as_csv(dcms: List[Dict[str, Any]]) -> str:
     cols = ["name", "ip", "egress", "ring_size", "max_burst",
-            "poll_interval", "rate", "frame_overhead", "ofport"]
+            "poll_interval", "rate", "frame_overhead", "max_burst_bytes",
+            "ofport"]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
@@ -284,6 +295,8 @@ def test_valid_maps_round_trip(dcms: List[Dict[str, Any]],
         if d.max_rate:
             m["rate"] = d.rate or "%dbit" % d.max_rate
             m["frame-overhead"] = d.frame_overhead
+            if d.max_burst_bytes:
+                m["max-burst-bytes"] = d.max_burst_bytes
         else:
             m["poll-interval"] = d.poll_interval
         if d.ofport is not None:

@@ -488,3 +488,28 @@ def test_routes_towards_the_ros_follow_each_dcm() -> None:
                         "port": "up1"}])
     assert list(old.values()) == [[(PRIO_ROUTE, ["ip", "nw_dst=10.1.0.1"],
                                     ("up1",))]]
+
+
+def test_max_burst_bytes_in_the_fabric() -> None:
+    """A fabric map's max-burst-bytes reaches the fabric database's DCM
+    row, and from it and from a slice the agents' rings."""
+    import json
+    from types import SimpleNamespace
+    from ovs_daqring.fabric import schema_path
+    from ovs_daqring.fabric.agent import dcm_json, dcm_of_json
+    from ovs_daqring.fabric.db import dcm_columns, dcm_from_fabric_row
+    st = parse(fabric_yaml(dcms_per_host=2)
+               + "defaults: {rate: 1gbit, max-burst-bytes: 9000}\n")
+    d = st.dcms[0]
+    assert d.dcm.options()["max-burst-bytes"] == "9000"
+    cols = dcm_columns(d)
+    assert cols["max_burst_bytes"] == 9000
+    with open(schema_path()) as f:
+        schema = json.load(f)
+    assert set(cols) <= set(schema["tables"]["DCM"]["columns"])
+    back = dcm_from_fabric_row(SimpleNamespace(name=d.name, **cols),
+                               d.dcm.egress)
+    assert back.key() == d.dcm.key()
+    assert dcm_of_json(dcm_json(d.dcm)).key() == d.dcm.key()
+    assert any("out of range 3084..16777216" in p for p in refused(
+        fabric_yaml() + "defaults: {rate: 1gbit, max-burst-bytes: 100}\n"))

@@ -299,6 +299,16 @@ def test_max_burst_bytes_in_maps(daqctl: SimpleNamespace,
     other = daqctl.Dcm(**dict(vars(spec.dcms[0]), max_burst_bytes=9000))
     assert "max-burst-bytes 0 -> 9000" in daqctl.describe_update(
         spec.dcms[0], other)
+    # Read back from the switch: the same DCM, no change planned.
+    port = SimpleNamespace(name=other.ring,
+                           external_ids=other.external_ids())
+    iface = SimpleNamespace(options=other.options(), ofport_request=[])
+    assert daqctl.dcm_from_row(port, iface).key() == other.key()
+    # The map drops it: it is removed from the ring, options that are not
+    # ovs-daqctl's stay.
+    opts = daqctl.ring_options(dict(other.options(), mine="x"),
+                               spec.dcms[0])
+    assert opts == dict(spec.dcms[0].options(), mine="x")
     for text, words in (
             ("{name: d, ip: 10.0.0.1, egress: p, rate: 1gbit, "
              "max-burst-bytes: 3083}", "out of range 3084..16777216"),

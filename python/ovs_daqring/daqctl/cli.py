@@ -228,6 +228,11 @@ def show_rows(db: Any, bridge: str) -> List[Dict[str, Any]]:
             "max_burst": _int_or_none(st.get("max_burst")),
             "poll_interval": _int_or_none(st.get("poll_interval")),
             "max_rate": _int_or_none(st.get("max_rate")),
+            # The bound of a burst beyond max-rate that was asked for
+            # (0: none), and the one in force (bytes on the wire).
+            "max_burst_bytes": _int_or_none(st.get("max_burst_bytes")),
+            "shaping_burst_bytes": _int_or_none(
+                st.get("shaping_burst_bytes")),
             "shaping_rate": st.get("shaping_rate"),
             "rate": d.rate if d else None,
             "config_error": st.get("config_error"),
@@ -287,6 +292,8 @@ def print_show(sw: Dict[str, Any], out: Any) -> None:
         elif r["max_rate"]:
             shaping = "max-rate %s, burst %s" % (format_rate(r["max_rate"]),
                                                  n(r["max_burst"]))
+            if r["max_burst_bytes"]:
+                shaping += ", %d bytes" % r["max_burst_bytes"]
         elif r["poll_interval"] == 0:
             shaping = "unshaped, burst %s" % n(r["max_burst"])
         else:

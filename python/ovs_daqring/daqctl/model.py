@@ -82,6 +82,11 @@ CSV_COLUMNS = ("name", "ring", "ip", "tuples", "egress", "ring_size",
                "max_burst", "poll_interval", "rate", "numa_id", "ofport",
                "frame_overhead", "steering", "flow_buckets",
                "max_burst_bytes")
+# The Interface options ovs-daqctl owns on its daqrings (Dcm.options()):
+# those a ring's DCM no longer sets are removed from it.
+RING_OPTIONS = ("ring-size", "max-burst", "poll-interval", "max-rate",
+                "frame-overhead", "max-burst-bytes", "numa-id",
+                "flow-buckets", "egress")
 
 # Steering modes: "two-rule" (a rule into the ring and one from the ring to
 # the egress port) or "bound" (options:egress: the switch sends what the

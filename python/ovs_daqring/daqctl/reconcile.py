@@ -23,7 +23,8 @@ from typing import (Any, Callable, Dict, FrozenSet, List, Optional, Sequence,
                     Set, Tuple)
 
 from .model import (DaqctlError, Dcm, EXIT_ROLLBACK_FAILED, EXT_DCM, MapError,
-                    Problem, STATES, SwitchSpec, grouped_notes as _grouped)
+                    Problem, RING_OPTIONS, STATES, SwitchSpec,
+                    grouped_notes as _grouped)
 from .ovsdb import Ovsdb, Ring, _opt
 from .openflow import (ssl_args, DumpedFlow, Flow, Group, OpenFlow,
                        dcm_flows, failover_group, flow_text, group_ids,
@@ -270,13 +271,7 @@ class Reconciler:
                 r.port.delete()
                 r.iface.delete()
             for r, d in plan.update:
-                opts = {k: v for k, v in r.iface.options.items()
-                        if k not in ("ring-size", "max-burst",
-                                     "poll-interval", "max-rate",
-                                     "frame-overhead", "numa-id",
-                                     "flow-buckets", "egress",
-                                     "max-burst-bytes")}
-                opts.update(d.options())
+                opts = ring_options(r.iface.options, d)
                 if opts != dict(r.iface.options):
                     r.iface.options = opts
                 if r.iface.type != "daqring":
@@ -817,6 +812,15 @@ def route_groups(routes: Routes, ofports: Dict[str, int],
     lines += ["group delete group_id=%d" % gid
               for gid in sorted(installed) if gid not in wanted]
     return ids, lines
+
+
+def ring_options(current: Dict[str, str], d: Dcm) -> Dict[str, str]:
+    """The Interface options of DCM 'd''s daqring, whose options are
+    'current': d's, and those of 'current' that ovs-daqctl does not own
+    (RING_OPTIONS); an option that d no longer sets is removed."""
+    opts = {k: v for k, v in current.items() if k not in RING_OPTIONS}
+    opts.update(d.options())
+    return opts
 
 
 def describe_update(old: Optional[Dcm], new: Dcm) -> str:

@@ -41,13 +41,8 @@ FABRIC_KEYS = ("hold_down", "bfd", "switches", "links", "hosts")
 SWITCH_KEYS = ("name", "role", "plane", "pod", "dpdk", "db", "bridge", "of")
 LINK_KEYS = ("a", "b")
 HOST_KEYS = ("name", "role", "ip", "pod", "ports")
-# max_burst_bytes: the fabric database (daqfabric 1.1.0) has no column
-# for it yet, so a fabric map refuses it as an unknown key rather than
-# dropping it.
-FABRIC_DEFAULT_KEYS = tuple(k for k in DEFAULT_KEYS
-                            if k not in ("egress", "max_burst_bytes"))
-FABRIC_DCM_KEYS = tuple(k for k in DCM_KEYS
-                        if k not in ("egress", "max_burst_bytes")) + ("host",)
+FABRIC_DEFAULT_KEYS = tuple(k for k in DEFAULT_KEYS if k != "egress")
+FABRIC_DCM_KEYS = tuple(k for k in DCM_KEYS if k != "egress") + ("host",)
 
 
 def is_fabric_map(text: str) -> bool:
