@@ -265,14 +265,7 @@ class MapReader:
                          "each DCM must be a mapping (name, ip, egress...)")
                 continue
             self._unknown(item, DCM_KEYS, "DCM")
-            values = {k: v for k, (v, _) in defaults.items()}
-            lines = {k: line for k, (_, line) in defaults.items()}
-            if "rate" in item or "poll_interval" in item:
-                for k in ("rate", "poll_interval"):
-                    values.pop(k, None)
-            for k, v in item.items():
-                values[k] = v
-                lines[k] = item.key_lines[k]
+            values, lines = with_defaults(defaults, item, DCM_KEYS)
             if "rate" in item and "poll_interval" in item:
                 self.bad(item.line, "give either 'rate' or 'poll_interval', "
                          "not both")
@@ -467,6 +460,24 @@ def _steering(v: Any) -> str:
     if s not in STEERING_MODES:
         raise ValueError("steering %r: %s" % (v, " or ".join(STEERING_MODES)))
     return s
+
+
+def with_defaults(defaults: Dict[str, Tuple[Any, int]], item: LineDict,
+                  keys: Sequence[str]) -> Tuple[Dict[str, Any],
+                                                Dict[str, int]]:
+    """The values of a map's DCM 'item' (its 'keys') over the map's
+    'defaults', and the line of each.  A DCM that gives 'rate' or
+    'poll_interval' replaces both of the defaults'."""
+    values = {k: v for k, (v, _) in defaults.items()}
+    lines = {k: line for k, (_, line) in defaults.items()}
+    if "rate" in item or "poll_interval" in item:
+        for k in ("rate", "poll_interval"):
+            values.pop(k, None)
+    for k, v in item.items():
+        if k in keys:
+            values[k] = v
+            lines[k] = item.key_lines[k]
+    return values, lines
 
 
 def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,

@@ -29,7 +29,8 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 import yaml
 
 from ..daqctl.dcmmap import (LineDict, _LineLoader, _int_value, _ipv4,
-                             _port_name, build_dcm, validate_dcms)
+                             _port_name, build_dcm, validate_dcms,
+                             with_defaults)
 from ..daqctl.model import (DCM_KEYS, DEFAULT_KEYS, MapError, NAME_RE,
                             Problem)
 from .model import (BFD_KEYS, FabricDcm, FabricHost, FabricLink,
@@ -403,15 +404,7 @@ class FabricMapReader:
                          "(name, host, ip...)")
                 continue
             self._unknown(item, FABRIC_DCM_KEYS, "DCM")
-            values = {k: v for k, (v, _) in defaults.items()}
-            lines = {k: ln for k, (_, ln) in defaults.items()}
-            if "rate" in item or "poll_interval" in item:
-                for k in ("rate", "poll_interval"):
-                    values.pop(k, None)
-            for k, v in item.items():
-                if k in FABRIC_DCM_KEYS:
-                    values[k] = v
-                    lines[k] = item.key_lines[k]
+            values, lines = with_defaults(defaults, item, FABRIC_DCM_KEYS)
             host_name = values.pop("host", None)
             host = state.host(host_name) if isinstance(host_name,
                                                        str) else None
