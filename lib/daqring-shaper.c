@@ -25,6 +25,8 @@
 #include <rte_ring.h>
 #include <rte_ring_peek.h>
 
+#include "hash.h"
+#include "openvswitch/hmap.h"
 #include "openvswitch/vlog.h"
 #include "ovs-thread.h"
 #include "timeval.h"
@@ -320,4 +322,428 @@ daqring_shaper_excess_bytes(const struct daqring_shaper_state *st,
 {
     return st->tokens < s->depth ? (s->depth - st->tokens) / s->byte_ticks
                                  : 0;
+}
+
+/* Frees shaper 's' and releases its reference to its share, if any.
+ * Suitable for ovsrcu_postpone(). */
+void
+daqring_shaper_destroy(struct daqring_shaper *s)
+{
+    if (s) {
+        daqring_share_unref(s->share);
+        free(s);
+    }
+}
+
+/* Egress sharing, see daqring-shaper.h. */
+
+struct daqring_share {
+    /* In 'daqring_shares' while it has members.  Guarded by
+     * 'daqring_share_mutex', like the members up to 'n_slots'. */
+    struct hmap_node node;
+    char *egress;                       /* Name of the egress port. */
+    struct daqring_share_params params;
+    char *names[DAQRING_SHARE_MAX_RINGS]; /* Member rings, or NULL. */
+    unsigned int n_rings;               /* Member rings. */
+
+    struct ovs_refcount ref_cnt;        /* The registry's (while it has
+                                         * members) and each shaper's. */
+    struct daqring_shaper *shaper;      /* Rate, depth, costs: immutable. */
+    atomic_uint n_slots;                /* Slots ever used: 'waits' beyond
+                                         * are all 0. */
+
+    /* The bucket, written by the polling threads of all the members. */
+    PADDED_MEMBERS(CACHE_LINE_SIZE,
+        atomic_int64_t tokens;          /* Level, in bit-ticks. */
+        atomic_uint64_t last_tsc;       /* TSC of the last refill. */
+    );
+
+    /* For each slot, the TSC since which its ring waits for its turn, or
+     * 0.  Written by the polling thread of the slot's ring. */
+    atomic_uint64_t waits[DAQRING_SHARE_MAX_RINGS];
+};
+
+static struct ovs_mutex daqring_share_mutex = OVS_MUTEX_INITIALIZER;
+static struct hmap daqring_shares OVS_GUARDED_BY(daqring_share_mutex)
+    = HMAP_INITIALIZER(&daqring_shares);
+
+static bool
+daqring_share_params_equal(const struct daqring_share_params *a,
+                           const struct daqring_share_params *b)
+{
+    return (a->max_rate == b->max_rate
+            && a->max_burst_bytes == b->max_burst_bytes
+            && a->frame_overhead == b->frame_overhead);
+}
+
+static struct daqring_share *
+daqring_share_find(const char *egress)
+    OVS_REQUIRES(daqring_share_mutex)
+{
+    struct daqring_share *sh;
+
+    HMAP_FOR_EACH_WITH_HASH (sh, node, hash_string(egress, 0),
+                             &daqring_shares) {
+        if (!strcmp(sh->egress, egress)) {
+            return sh;
+        }
+    }
+    return NULL;
+}
+
+/* Returns the name of a member of 'sh' other than the one in 'slot'. */
+static const char *
+daqring_share_other(const struct daqring_share *sh, unsigned int slot)
+    OVS_REQUIRES(daqring_share_mutex)
+{
+    for (unsigned int i = 0; i < DAQRING_SHARE_MAX_RINGS; i++) {
+        if (i != slot && sh->names[i]) {
+            return sh->names[i];
+        }
+    }
+    return "?";
+}
+
+static void
+daqring_share_leave__(struct daqring_share *sh, unsigned int slot)
+    OVS_REQUIRES(daqring_share_mutex)
+{
+    ovs_assert(slot < DAQRING_SHARE_MAX_RINGS && sh->names[slot]);
+    free(sh->names[slot]);
+    sh->names[slot] = NULL;
+    atomic_store_relaxed(&sh->waits[slot], 0);
+    if (!--sh->n_rings) {
+        hmap_remove(&daqring_shares, &sh->node);
+        daqring_share_unref(sh);
+    }
+}
+
+/* Checks whether daqring 'ring', bound to egress port 'egress', may join
+ * the share of that egress with parameters 'p', as a member of share 'old'
+ * (or NULL) in slot 'slot'.  Returns the share of 'egress' it would join
+ * if it exists (NULL if a new one would be created), otherwise sets
+ * '*errp'. */
+static struct daqring_share *
+daqring_share_check__(const char *egress, const char *ring,
+                      const struct daqring_share_params *p,
+                      const struct daqring_share *old, unsigned int slot,
+                      char **errp)
+    OVS_REQUIRES(daqring_share_mutex)
+{
+    struct daqring_share *sh = daqring_share_find(egress);
+
+    if (sh && !daqring_share_params_equal(&sh->params, p)
+        && !(sh == old && sh->n_rings == 1)) {
+        const struct daqring_share_params *q = &sh->params;
+
+        *errp = xasprintf("%s: egress-max-rate %"PRIu64", egress-max-burst-"
+                          "bytes %"PRIu32" and frame-overhead %"PRIu32" "
+                          "differ from those of daqring %s bound to the same "
+                          "egress %s (%"PRIu64", %"PRIu32" and %"PRIu32"): "
+                          "all the daqrings of an egress must give the same",
+                          ring, p->max_rate, p->max_burst_bytes,
+                          p->frame_overhead,
+                          daqring_share_other(sh, sh == old ? slot : UINT_MAX),
+                          egress, q->max_rate, q->max_burst_bytes,
+                          q->frame_overhead);
+        return NULL;
+    }
+    if (sh && sh != old && sh->n_rings >= DAQRING_SHARE_MAX_RINGS) {
+        *errp = xasprintf("%s: egress %s is already shared by %d daqrings, "
+                          "the most that may share one", ring, egress,
+                          DAQRING_SHARE_MAX_RINGS);
+        return NULL;
+    }
+    return sh;
+}
+
+/* Returns true if daqring_share_join() with the same arguments would
+ * succeed, otherwise false with an error message in '*errp'. */
+bool
+daqring_share_check(const char *egress, const char *ring,
+                    const struct daqring_share_params *p,
+                    const struct daqring_share *old, unsigned int slot,
+                    char **errp)
+{
+    ovs_mutex_lock(&daqring_share_mutex);
+    daqring_share_check__(egress, ring, p, old, slot, errp);
+    ovs_mutex_unlock(&daqring_share_mutex);
+    return !*errp;
+}
+
+/* Makes daqring 'ring', bound to egress port 'egress', a member of the
+ * share of that egress with parameters 'p', creating it with a full bucket
+ * at TSC 'now' (in a TSC of 'tsc_hz' Hz) if it has no members, and returns
+ * a new reference to it, with the ring's slot in '*slot'.  If 'old' is not
+ * NULL, the ring is a member of 'old' in slot '*slot' and remains one if
+ * 'old' is the result (its turn is kept), otherwise leaves it.
+ *
+ * Fails, returning NULL with an error message in '*errp' and leaving the
+ * ring's membership of 'old' alone, if the other rings bound to 'egress'
+ * gave other parameters, or if it already has DAQRING_SHARE_MAX_RINGS (see
+ * daqring_share_check()).  '*errp' must be NULL on entry, as for
+ * daqring_share_check(). */
+struct daqring_share *
+daqring_share_join(const char *egress, const char *ring,
+                   const struct daqring_share_params *p, uint64_t tsc_hz,
+                   uint64_t now, struct daqring_share *old,
+                   unsigned int *slot, char **errp)
+{
+    struct daqring_share *sh;
+
+    ovs_mutex_lock(&daqring_share_mutex);
+    sh = daqring_share_check__(egress, ring, p, old, *slot, errp);
+    if (*errp) {
+        goto out;
+    }
+    if (sh && sh == old && daqring_share_params_equal(&sh->params, p)) {
+        /* Still a member. */
+        sh = daqring_share_ref(sh);
+        goto out;
+    }
+
+    if (old) {
+        /* Leaves 'old' first: if it is the share of 'egress' with this ring
+         * alone in it, it goes, and a share with 'p' takes its place. */
+        daqring_share_leave__(old, *slot);
+        if (sh == old) {
+            sh = daqring_share_find(egress);
+        }
+    }
+    if (!sh) {
+        struct daqring_shaper_params sp = {
+            .max_burst = NETDEV_MAX_BURST,
+            .max_rate = p->max_rate,
+            .frame_overhead = p->frame_overhead,
+            .max_burst_bytes = p->max_burst_bytes,
+        };
+
+        sh = xzalloc(sizeof *sh);
+        sh->egress = xstrdup(egress);
+        sh->params = *p;
+        ovs_refcount_init(&sh->ref_cnt);
+        sh->shaper = daqring_shaper_create(&sp, tsc_hz, 0);
+        atomic_init(&sh->n_slots, 0);
+        atomic_init(&sh->tokens, sh->shaper->depth);
+        atomic_init(&sh->last_tsc, now);
+        for (int i = 0; i < DAQRING_SHARE_MAX_RINGS; i++) {
+            atomic_init(&sh->waits[i], 0);
+        }
+        hmap_insert(&daqring_shares, &sh->node, hash_string(egress, 0));
+    }
+    for (unsigned int i = 0; i < DAQRING_SHARE_MAX_RINGS; i++) {
+        if (!sh->names[i]) {
+            unsigned int n_slots;
+
+            sh->names[i] = xstrdup(ring);
+            sh->n_rings++;
+            *slot = i;
+            atomic_read_relaxed(&sh->n_slots, &n_slots);
+            if (i >= n_slots) {
+                atomic_store_relaxed(&sh->n_slots, i + 1);
+            }
+            break;
+        }
+    }
+    sh = daqring_share_ref(sh);
+
+out:
+    ovs_mutex_unlock(&daqring_share_mutex);
+    return sh;
+}
+
+/* Ends the membership of the ring in 'slot' of 'sh'.  The shaper that
+ * refers to 'sh' keeps its reference. */
+void
+daqring_share_leave(struct daqring_share *sh, unsigned int slot)
+{
+    if (sh) {
+        ovs_mutex_lock(&daqring_share_mutex);
+        daqring_share_leave__(sh, slot);
+        ovs_mutex_unlock(&daqring_share_mutex);
+    }
+}
+
+struct daqring_share *
+daqring_share_ref(struct daqring_share *sh)
+{
+    if (sh) {
+        ovs_refcount_ref(&sh->ref_cnt);
+    }
+    return sh;
+}
+
+void
+daqring_share_unref(struct daqring_share *sh)
+{
+    if (sh && ovs_refcount_unref(&sh->ref_cnt) == 1) {
+        free(sh->shaper);
+        free(sh->egress);
+        free(sh);
+    }
+}
+
+/* Returns the byte shaper of 'sh': its rate, depth and frame costs. */
+const struct daqring_shaper *
+daqring_share_shaper(const struct daqring_share *sh)
+{
+    return sh->shaper;
+}
+
+/* Stores the parameters of 'sh' in '*p' and its number of member rings in
+ * '*n_rings'. */
+void
+daqring_share_get(struct daqring_share *sh, struct daqring_share_params *p,
+                  unsigned int *n_rings)
+{
+    ovs_mutex_lock(&daqring_share_mutex);
+    *p = sh->params;
+    *n_rings = sh->n_rings;
+    ovs_mutex_unlock(&daqring_share_mutex);
+}
+
+/* Adds to the bucket of 'sh' what accrued up to TSC 'now', and returns its
+ * level.  Of threads that refill at once, the one that advances 'last_tsc'
+ * adds the tokens of the time it advanced it by, so time is never counted
+ * twice; a thread whose TSC is behind adds nothing. */
+static int64_t
+daqring_share_fill(struct daqring_share *sh, uint64_t now)
+{
+    const struct daqring_shaper *s = sh->shaper;
+    uint64_t last;
+    int64_t tokens;
+
+    atomic_read_relaxed(&sh->last_tsc, &last);
+    if ((int64_t) (now - last) > 0
+        && atomic_compare_exchange_strong(&sh->last_tsc, &last, now)) {
+        uint64_t elapsed = now - last;
+        int64_t level;
+
+        atomic_read_relaxed(&sh->tokens, &tokens);
+        do {
+            /* As daqring_shaper_fill(), which see. */
+            level = (elapsed >= s->fill_cycles
+                     ? s->depth
+                     : MIN(s->depth, tokens + (int64_t) (elapsed * s->rate)));
+        } while (!atomic_compare_exchange_weak(&sh->tokens, &tokens, level));
+        return level;
+    }
+    atomic_read_relaxed(&sh->tokens, &tokens);
+    return tokens;
+}
+
+/* Returns true if a ring other than the one in 'slot' of 'sh' has been
+ * waiting, at TSC 'now', for longer than 'mine' (0 if the ring in 'slot'
+ * does not wait), and not for so long that its thread must have stopped
+ * polling it. */
+static bool
+daqring_share_other_turn(struct daqring_share *sh, unsigned int slot,
+                         uint64_t mine, uint64_t now)
+{
+    unsigned int n_slots;
+
+    atomic_read_relaxed(&sh->n_slots, &n_slots);
+    for (unsigned int i = 0; i < n_slots; i++) {
+        uint64_t since;
+
+        atomic_read_relaxed(&sh->waits[i], &since);
+        if (since && i != slot && (!mine || since < mine)
+            && (int64_t) (now - since) < (int64_t) sh->shaper->fill_cycles) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Called by the polling thread of the ring in 'slot' of 'sh', which has
+ * packets, at TSC 'now'.  If the ring may send, claims the whole level of
+ * the bucket, stores it in '*grant' (positive) and returns
+ * DAQRING_SHARE_GRANTED: daqring_shaper_take() then takes the cost of each
+ * packet that leaves from '*grant', and daqring_share_return() must follow
+ * with what is left of it.  Otherwise returns why the ring must wait (see
+ * daqring_share_deadline() for how long) and has it wait its turn. */
+enum daqring_share_claim
+daqring_share_claim(struct daqring_share *sh, unsigned int slot,
+                    uint64_t now, int64_t *grant)
+{
+    enum daqring_share_claim result;
+    uint64_t mine;
+    int64_t level;
+
+    atomic_read_relaxed(&sh->waits[slot], &mine);
+    if (daqring_share_other_turn(sh, slot, mine, now)) {
+        result = DAQRING_SHARE_TURN;
+        goto wait;
+    }
+    level = daqring_share_fill(sh, now);
+    for (;;) {
+        if (level <= 0) {
+            result = DAQRING_SHARE_EMPTY;
+            goto wait;
+        }
+        if (atomic_compare_exchange_weak(&sh->tokens, &level, 0)) {
+            break;
+        }
+    }
+    if (mine) {
+        atomic_store_relaxed(&sh->waits[slot], 0);
+    }
+    *grant = level;
+    return DAQRING_SHARE_GRANTED;
+
+wait:
+    if (!mine) {
+        atomic_store_relaxed(&sh->waits[slot], now ? now : 1);
+    }
+    return result;
+}
+
+/* Gives back to the bucket of 'sh' what is left of a grant of
+ * daqring_share_claim(), 'left' bit-ticks: positive if the ring did not use
+ * all of it, negative by at most one frame (the deficit the next claims
+ * wait for). */
+void
+daqring_share_return(struct daqring_share *sh, int64_t left)
+{
+    int64_t tokens, level;
+
+    atomic_read_relaxed(&sh->tokens, &tokens);
+    do {
+        level = left > 0 ? MIN(sh->shaper->depth, tokens + left)
+                         : tokens + left;
+    } while (!atomic_compare_exchange_weak(&sh->tokens, &tokens, level));
+}
+
+/* Called by the polling thread of the ring in 'slot' of 'sh' when the ring
+ * has nothing to send: it no longer waits for a turn. */
+void
+daqring_share_idle(struct daqring_share *sh, unsigned int slot)
+{
+    uint64_t mine;
+
+    atomic_read_relaxed(&sh->waits[slot], &mine);
+    if (mine) {
+        atomic_store_relaxed(&sh->waits[slot], 0);
+    }
+}
+
+/* Returns the TSC at which a ring that daqring_share_claim() at TSC 'now'
+ * made wait, for reason 'why', should try again: when the bucket holds
+ * tokens again or, waiting for another ring's turn, after the time of one
+ * full-size frame (by which that ring has usually taken its turn). */
+uint64_t
+daqring_share_deadline(struct daqring_share *sh,
+                       enum daqring_share_claim why, uint64_t now)
+{
+    const struct daqring_shaper *s = sh->shaper;
+    int64_t tokens;
+
+    if (why == DAQRING_SHARE_TURN) {
+        uint64_t frame = ((DAQRING_RATE_FRAME_LEN * s->byte_ticks
+                           + s->overhead_ticks) / s->rate);
+
+        return now + frame + 1;
+    }
+    atomic_read_relaxed(&sh->tokens, &tokens);
+    return now + (tokens < 0 ? (uint64_t) -tokens / s->rate : 0) + 1;
 }

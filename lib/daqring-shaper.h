@@ -59,10 +59,12 @@
 #include <stdint.h>
 
 #include "dp-packet.h"
+#include "ovs-atomic.h"
 #include "packets.h"
 #include "util.h"
 
 struct rte_ring;
+struct daqring_share;
 
 /* Shortest frame on an Ethernet link, without FCS: shorter frames are
  * padded to it. */
@@ -96,6 +98,13 @@ struct daqring_shaper {
     int64_t depth;              /* Capacity of the bucket, in bit-ticks. */
     uint64_t fill_cycles;       /* TSC cycles that fill the bucket from its
                                  * lowest possible level. */
+
+    /* Egress sharing ("egress-max-rate"): the bucket that the daqring
+     * shares with the other daqrings bound to its egress, and its member
+     * slot there, or NULL.  The shaper holds a reference to it, which
+     * daqring_shaper_destroy() releases. */
+    struct daqring_share *share;
+    unsigned int share_slot;
 };
 
 /* The state of a shaper in the thread that polls its daqring. */
@@ -121,7 +130,7 @@ struct daqring_shaper *daqring_shaper_create(
 static inline bool
 daqring_shaper_shapes(const struct daqring_shaper *s)
 {
-    return s->interval || s->rate;
+    return s->interval || s->rate || s->share;
 }
 
 /* Returns what 'packet' costs under byte shaper 's', in bit-ticks. */
@@ -156,5 +165,78 @@ uint64_t daqring_shaper_deadline(const struct daqring_shaper_state *,
 uint64_t daqring_shaper_burst_bytes(const struct daqring_shaper *);
 uint64_t daqring_shaper_excess_bytes(const struct daqring_shaper_state *,
                                      const struct daqring_shaper *);
+void daqring_shaper_destroy(struct daqring_shaper *);
+
+/* Egress sharing: one token bucket for all the daqrings bound to one
+ * egress port ("egress-max-rate"), so that what they release together
+ * never exceeds the egress's rate, a ring may use what the others leave
+ * (work-conserving), and backlogged rings take turns.
+ *
+ * The bucket is a byte shaper's (struct daqring_shaper, same bit-tick
+ * arithmetic) whose level is shared by the polling threads of all its
+ * rings, which may be different PMD threads.  It is lock-free, with
+ * ovs-atomic.h: a polling thread must never wait for another (a PMD thread
+ * preempted while holding a lock would stop every ring of the egress), and
+ * each poll that sends does one compare-and-swap to refill, one to claim
+ * the whole level (the other rings then see an empty bucket, so they
+ * cannot spend the same tokens) and one atomic add to give back what it did
+ * not use.  A claim releases at most the level plus one frame, as a single
+ * ring's bucket: in any window, the rings of one egress release at most its
+ * rate times the window plus the share's burst, plus one frame for each
+ * other polling thread that claimed at the same instant.
+ *
+ * Turns: a ring that finds the bucket empty, or that another ring's turn
+ * keeps waiting, records since when it waits; a ring may claim only if no
+ * other ring has been waiting longer (for less than the time that fills
+ * the bucket, so that a ring whose thread stopped polling it does not
+ * hold the others up).  Backlogged rings are so served in the order they
+ * started waiting: round-robin, whatever order their threads poll them in.
+ *
+ * The shares are kept in a registry by egress name.  A daqring joins one
+ * with daqring_share_join(), which checks that all the rings of the egress
+ * give the same parameters, and leaves it with daqring_share_leave(); the
+ * memory lives until the last shaper that refers to it is destroyed. */
+
+/* Rings that may share one egress. */
+#define DAQRING_SHARE_MAX_RINGS 64
+
+struct daqring_share_params {
+    uint64_t max_rate;          /* "egress-max-rate", bits per second. */
+    uint32_t max_burst_bytes;   /* "egress-max-burst-bytes", or 0. */
+    uint32_t frame_overhead;    /* "frame-overhead" of the rings. */
+};
+
+struct daqring_share *daqring_share_join(const char *egress,
+                                         const char *ring,
+                                         const struct daqring_share_params *,
+                                         uint64_t tsc_hz, uint64_t now,
+                                         struct daqring_share *old,
+                                         unsigned int *slot, char **errp);
+bool daqring_share_check(const char *egress, const char *ring,
+                         const struct daqring_share_params *,
+                         const struct daqring_share *old, unsigned int slot,
+                         char **errp);
+void daqring_share_leave(struct daqring_share *, unsigned int slot);
+struct daqring_share *daqring_share_ref(struct daqring_share *);
+void daqring_share_unref(struct daqring_share *);
+
+/* Outcome of daqring_share_claim(). */
+enum daqring_share_claim {
+    DAQRING_SHARE_GRANTED,      /* The ring may send. */
+    DAQRING_SHARE_EMPTY,        /* The bucket is empty. */
+    DAQRING_SHARE_TURN,         /* Another ring waits longer. */
+};
+
+enum daqring_share_claim daqring_share_claim(struct daqring_share *,
+                                             unsigned int slot, uint64_t now,
+                                             int64_t *grant);
+void daqring_share_return(struct daqring_share *, int64_t left);
+void daqring_share_idle(struct daqring_share *, unsigned int slot);
+uint64_t daqring_share_deadline(struct daqring_share *,
+                                enum daqring_share_claim, uint64_t now);
+const struct daqring_shaper *daqring_share_shaper(
+    const struct daqring_share *);
+void daqring_share_get(struct daqring_share *,
+                       struct daqring_share_params *, unsigned int *n_rings);
 
 #endif /* daqring-shaper.h */

@@ -99,6 +99,9 @@ struct daqring_config {
     uint64_t max_rate;          /* Byte shaping rate in bit/s, or 0. */
     uint32_t frame_overhead;    /* Bytes charged per frame for max_rate. */
     uint32_t max_burst_bytes;   /* Bound of a byte-shaped burst, or 0. */
+    uint64_t egress_max_rate;   /* Rate of the egress shared with the other
+                                 * daqrings bound to it, bit/s, or 0. */
+    uint32_t egress_max_burst_bytes; /* Bound of its bursts, or 0. */
     uint32_t flow_buckets;      /* Flow fairness buckets, or 0. */
     int numa_id;                /* NUMA node, or NETDEV_NUMA_UNSPEC. */
 };
@@ -162,6 +165,9 @@ struct netdev_daqring {
                                              * bytes, see
                                              * daqring_shaper_excess_bytes().
                                              */
+        atomic_uint64_t egress_share_waits; /* Polls at which the share of
+                                             * the egress held back packets
+                                             * (egress-max-rate). */
 
         /* Packets held outside the ring and delivered before the packets in
          * the ring: the oldest packets after a resize below the backlog, and
@@ -227,6 +233,19 @@ struct netdev_daqring {
      * (see netdev_set_egress_refusal()), or NULL. */
     char *egress_refusal OVS_GUARDED;
 
+    /* The share of the egress ("egress-max-rate") of which the ring is a
+     * member, in slot 'share_slot', or NULL.  The shaper in force refers to
+     * it. */
+    struct daqring_share *share OVS_GUARDED;
+    unsigned int share_slot OVS_GUARDED;
+
+    /* Whether 'last_args' were refused only because the other daqrings of
+     * the egress gave other egress-max-rate etc.: they are tried again
+     * whenever a daqring leaves a share (see netdev_daqring_run()), so that
+     * once all the rings of an egress give the same values, which they can
+     * only do one at a time, those values take effect. */
+    bool share_refused OVS_GUARDED;
+
     /* Whether the "status" column last reported a mempool warning. */
     bool published_mempool_warning OVS_GUARDED;
 
@@ -288,11 +307,25 @@ netdev_rxq_daqring_cast(const struct netdev_rxq *rxq)
     return CONTAINER_OF(rxq, struct netdev_rxq_daqring, up);
 }
 
-/* Returns a new shaper for 'cfg', with sequence number 'seq'.  Requires
- * DPDK to be initialized, unless 'cfg' does not shape. */
-static struct daqring_shaper *
-netdev_daqring_shaper_create(const struct daqring_config *cfg, uint64_t seq)
+/* Stores in '*p' the parameters of the egress share of 'cfg'. */
+static void
+netdev_daqring_share_params(const struct daqring_config *cfg,
+                            struct daqring_share_params *p)
 {
+    p->max_rate = cfg->egress_max_rate;
+    p->max_burst_bytes = cfg->egress_max_burst_bytes;
+    p->frame_overhead = cfg->frame_overhead;
+}
+
+/* Returns a new shaper for 'cfg', with sequence number 'seq', that draws
+ * from egress share 'share' (if nonnull) in slot 'slot'.  Requires DPDK to
+ * be initialized, unless 'cfg' does not shape. */
+static struct daqring_shaper *
+netdev_daqring_shaper_create(const struct daqring_config *cfg, uint64_t seq,
+                             struct daqring_share *share, unsigned int slot)
+{
+    struct daqring_shaper *s;
+
     struct daqring_shaper_params p = {
         .max_burst = cfg->max_burst,
         .poll_interval = cfg->poll_interval,
@@ -300,9 +333,12 @@ netdev_daqring_shaper_create(const struct daqring_config *cfg, uint64_t seq)
         .frame_overhead = cfg->frame_overhead,
         .max_burst_bytes = cfg->max_burst_bytes,
     };
-    bool shapes = cfg->poll_interval || cfg->max_rate;
+    bool shapes = cfg->poll_interval || cfg->max_rate || share;
 
-    return daqring_shaper_create(&p, shapes ? daqring_tsc_hz() : 0, seq);
+    s = daqring_shaper_create(&p, shapes ? daqring_tsc_hz() : 0, seq);
+    s->share = daqring_share_ref(share);
+    s->share_slot = slot;
+    return s;
 }
 
 /* Returns the number of packets in 'dev''s ring and stash.  May be called
@@ -595,6 +631,7 @@ netdev_daqring_construct(struct netdev *netdev)
     atomic_init(&dev->egress_drops, 0);
     atomic_init(&dev->shaper_intervals, 0);
     atomic_init(&dev->shaper_burst_bytes, 0);
+    atomic_init(&dev->egress_share_waits, 0);
     dev->rss_basis = hash_string(netdev_get_name(netdev), 0);
     dev->doorbell = netdev_rxq_doorbell_alloc();
     if (dev->doorbell < 0) {
@@ -618,7 +655,8 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->cfg.numa_id = NETDEV_NUMA_UNSPEC;
     dev->shaper_seq = 1;
     ovsrcu_init(&dev->shaper,
-                netdev_daqring_shaper_create(&dev->cfg, dev->shaper_seq));
+                netdev_daqring_shaper_create(&dev->cfg, dev->shaper_seq,
+                                             NULL, 0));
     dev->ring_size = 0;
     dev->ring_numa_id = NETDEV_NUMA_UNSPEC;
     dev->ring_requested_numa_id = NETDEV_NUMA_UNSPEC;
@@ -631,6 +669,9 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->egress = NULL;
     dev->egress_error = NULL;
     dev->egress_refusal = NULL;
+    dev->share = NULL;
+    dev->share_slot = 0;
+    dev->share_refused = false;
     eth_addr_random(&dev->hwaddr);
     dev->mtu = ETH_PAYLOAD_MAX;
     dev->flags = NETDEV_UP;
@@ -695,8 +736,13 @@ netdev_daqring_destruct(struct netdev *netdev)
     free_cacheline(dev->txq_counters);
     dev->txq_counters = NULL;
     dev->n_txq_counters = 0;
-    ovsrcu_postpone(free, ovsrcu_get_protected(struct daqring_shaper *,
-                                               &dev->shaper));
+    if (dev->share) {
+        daqring_share_leave(dev->share, dev->share_slot);
+        atomic_store_relaxed(&daqring_check_now, true);
+    }
+    ovsrcu_postpone(daqring_shaper_destroy,
+                    ovsrcu_get_protected(struct daqring_shaper *,
+                                         &dev->shaper));
     ovs_mutex_unlock(&dev->mutex);
 
     if (freed) {
@@ -729,6 +775,14 @@ netdev_daqring_get_config(const struct netdev *netdev, struct smap *args)
     if (dev->cfg.max_burst_bytes) {
         smap_add_format(args, "max-burst-bytes", "%"PRIu32,
                         dev->cfg.max_burst_bytes);
+    }
+    if (dev->cfg.egress_max_rate) {
+        smap_add_format(args, "egress-max-rate", "%"PRIu64,
+                        dev->cfg.egress_max_rate);
+    }
+    if (dev->cfg.egress_max_burst_bytes) {
+        smap_add_format(args, "egress-max-burst-bytes", "%"PRIu32,
+                        dev->cfg.egress_max_burst_bytes);
     }
     if (dev->cfg.flow_buckets) {
         smap_add_format(args, "flow-buckets", "%"PRIu32,
@@ -769,15 +823,16 @@ netdev_daqring_parse_uint(const char *name, const struct smap *args,
     return true;
 }
 
-/* Parses the optional option "max-rate" of 'args', in bits per second,
- * into '*max_rate', which is left alone if the option is absent.  Returns
- * false and stores an error message in '*errp' if the value is not 0 or an
- * integer in the allowed range. */
+/* Parses the optional rate option 'key' ("max-rate" or "egress-max-rate")
+ * of 'args', in bits per second, into '*max_rate', which is left alone if
+ * the option is absent.  Returns false and stores an error message in
+ * '*errp' if the value is not 0 or an integer in the allowed range. */
 static bool
 netdev_daqring_parse_max_rate(const char *name, const struct smap *args,
-                              uint64_t *max_rate, char **errp)
+                              const char *key, uint64_t *max_rate,
+                              char **errp)
 {
-    const char *s = smap_get(args, "max-rate");
+    const char *s = smap_get(args, key);
     long long int ll;
 
     if (!s) {
@@ -785,10 +840,10 @@ netdev_daqring_parse_max_rate(const char *name, const struct smap *args,
     }
     if (!str_to_llong(s, 10, &ll)
         || (ll && (ll < DAQRING_MIN_MAX_RATE || ll > DAQRING_MAX_MAX_RATE))) {
-        *errp = xasprintf("%s: invalid max-rate \"%s\" (expected 0, which "
+        *errp = xasprintf("%s: invalid %s \"%s\" (expected 0, which "
                           "disables byte shaping, or an integer number of "
                           "bits per second from %d to %lld)",
-                          name, s, DAQRING_MIN_MAX_RATE,
+                          name, key, s, DAQRING_MIN_MAX_RATE,
                           DAQRING_MAX_MAX_RATE);
         return false;
     }
@@ -811,6 +866,8 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
     cfg->max_rate = 0;
     cfg->frame_overhead = DAQRING_DEFAULT_FRAME_OVERHEAD;
     cfg->max_burst_bytes = 0;
+    cfg->egress_max_rate = 0;
+    cfg->egress_max_burst_bytes = 0;
     cfg->flow_buckets = 0;
     cfg->numa_id = NETDEV_NUMA_UNSPEC;
 
@@ -822,7 +879,10 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
         || !netdev_daqring_parse_uint(name, args, "poll-interval", 0,
                                       DAQRING_MAX_POLL_INTERVAL,
                                       &cfg->poll_interval, errp)
-        || !netdev_daqring_parse_max_rate(name, args, &cfg->max_rate, errp)
+        || !netdev_daqring_parse_max_rate(name, args, "max-rate",
+                                          &cfg->max_rate, errp)
+        || !netdev_daqring_parse_max_rate(name, args, "egress-max-rate",
+                                          &cfg->egress_max_rate, errp)
         || !netdev_daqring_parse_uint(name, args, "frame-overhead", 0,
                                       DAQRING_MAX_FRAME_OVERHEAD,
                                       &cfg->frame_overhead, errp)) {
@@ -874,6 +934,45 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
         }
     }
 
+    if (cfg->egress_max_rate && cfg->poll_interval) {
+        *errp = xasprintf("%s: egress-max-rate (byte shaping shared with "
+                          "the egress's other daqrings) and poll-interval "
+                          "(packet shaping) exclude each other; set "
+                          "poll-interval to 0 or remove it", name);
+        return false;
+    }
+    if (cfg->egress_max_rate && !smap_get(args, "egress")) {
+        *errp = xasprintf("%s: egress-max-rate is the rate of the egress "
+                          "port that the daqrings bound to it share, and "
+                          "needs egress; set egress or remove "
+                          "egress-max-rate", name);
+        return false;
+    }
+    if (smap_get(args, "egress-max-burst-bytes")) {
+        uint32_t min = 2 * (DAQRING_RATE_FRAME_LEN + cfg->frame_overhead);
+
+        if (!netdev_daqring_parse_uint(name, args, "egress-max-burst-bytes",
+                                       min, DAQRING_MAX_BURST_BYTES,
+                                       &cfg->egress_max_burst_bytes, errp)) {
+            free(*errp);
+            *errp = xasprintf("%s: invalid egress-max-burst-bytes \"%s\" "
+                              "(expected an integer number of bytes from "
+                              "%"PRIu32", two frames of %d bytes plus "
+                              "frame-overhead, to %d)", name,
+                              smap_get(args, "egress-max-burst-bytes"), min,
+                              DAQRING_RATE_FRAME_LEN,
+                              DAQRING_MAX_BURST_BYTES);
+            return false;
+        }
+        if (!cfg->egress_max_rate) {
+            *errp = xasprintf("%s: egress-max-burst-bytes bounds the bursts "
+                              "of a shared egress and needs egress-max-rate; "
+                              "set egress-max-rate or remove "
+                              "egress-max-burst-bytes", name);
+            return false;
+        }
+    }
+
     if (smap_get(args, "numa-id")) {
         numa_id = 0;
         if (!netdev_daqring_parse_uint(name, args, "numa-id", 0, INT_MAX,
@@ -896,6 +995,8 @@ netdev_daqring_parse_args(const char *name, const struct smap *args,
             && strcmp(node->key, "max-rate")
             && strcmp(node->key, "frame-overhead")
             && strcmp(node->key, "max-burst-bytes")
+            && strcmp(node->key, "egress-max-rate")
+            && strcmp(node->key, "egress-max-burst-bytes")
             && strcmp(node->key, "flow-buckets")
             && strcmp(node->key, "numa-id")
             && strcmp(node->key, "egress")) {
@@ -968,6 +1069,10 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
     int numa_id = NETDEV_NUMA_UNSPEC;
     struct daqring_fq *fq = NULL;
     uint32_t fq_in_place;
+    struct daqring_share_params share_params;
+    struct daqring_share *share = NULL;
+    unsigned int share_slot = 0;
+    bool share_refused = false;
     struct rte_ring *ring;
     char *egress_error = NULL;
     char *error = NULL;
@@ -977,7 +1082,8 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
     netdev_daqring_check_egress(name, args, &egress_error);
 
     ovs_mutex_lock(&dev->mutex);
-    if (dev->ring && smap_equal(args, &dev->last_args)) {
+    if (dev->ring && !dev->share_refused
+        && smap_equal(args, &dev->last_args)) {
         goto out;
     }
 
@@ -998,6 +1104,14 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         error = egress_error;
         egress_error = NULL;
         goto error;
+    }
+    if (cfg.egress_max_rate) {
+        netdev_daqring_share_params(&cfg, &share_params);
+        if (!daqring_share_check(egress, name, &share_params, dev->share,
+                                 dev->share_slot, &error)) {
+            share_refused = true;
+            goto error;
+        }
     }
 
     fq_in_place = dev->fq ? daqring_fq_n_buckets(dev->fq) : 0;
@@ -1061,17 +1175,37 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         netdev_request_reconfigure(netdev);
     }
 
+    /* Joins, stays in or leaves the share of the egress: checked above, it
+     * cannot fail. */
+    if (cfg.egress_max_rate) {
+        share_slot = dev->share_slot;
+        share = daqring_share_join(egress, name, &share_params,
+                                   daqring_tsc_hz(), rte_get_tsc_cycles(),
+                                   dev->share, &share_slot, &error);
+        ovs_assert(share);
+        daqring_share_unref(share);     /* 'dev->share' is not a reference:
+                                         * the shaper below holds one. */
+    } else if (dev->share) {
+        daqring_share_leave(dev->share, dev->share_slot);
+    }
+    if (dev->share && share != dev->share) {
+        /* Left a share: its other rings may now agree. */
+        atomic_store_relaxed(&daqring_check_now, true);
+    }
+
     if (cfg.max_burst != dev->cfg.max_burst
         || cfg.poll_interval != dev->cfg.poll_interval
         || cfg.max_rate != dev->cfg.max_rate
         || cfg.frame_overhead != dev->cfg.frame_overhead
-        || cfg.max_burst_bytes != dev->cfg.max_burst_bytes) {
+        || cfg.max_burst_bytes != dev->cfg.max_burst_bytes
+        || share != dev->share || share_slot != dev->share_slot) {
         struct daqring_shaper *old;
 
         old = ovsrcu_get_protected(struct daqring_shaper *, &dev->shaper);
         ovsrcu_set(&dev->shaper,
-                   netdev_daqring_shaper_create(&cfg, ++dev->shaper_seq));
-        ovsrcu_postpone(free, old);
+                   netdev_daqring_shaper_create(&cfg, ++dev->shaper_seq,
+                                                share, share_slot));
+        ovsrcu_postpone(daqring_shaper_destroy, old);
         /* A waiting ring's doorbell may be deferred to a deadline of the old
          * shaping, up to a whole 'poll-interval' away: ring it now, so that
          * the new shaping applies at once.  The deferred ring later is only
@@ -1079,6 +1213,8 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
         netdev_rxq_doorbell_ring(dev->doorbell);
     }
     dev->cfg = cfg;
+    dev->share = share;
+    dev->share_slot = share_slot;
     if (!nullable_string_is_equal(egress, dev->egress)) {
         /* dpif-netdev resolves the name when it reconfigures the port. */
         free(dev->egress);
@@ -1089,6 +1225,7 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
                              : NULL);
         netdev_request_reconfigure(netdev);
     }
+    dev->share_refused = false;
     if (dev->config_error) {
         free(dev->config_error);
         dev->config_error = NULL;
@@ -1105,7 +1242,11 @@ error:
         retval = EINVAL;
         smap_clear(&dev->last_args);
     } else {
-        VLOG_WARN("%s; keeping the previous configuration", error);
+        if (!dev->share_refused || !share_refused
+            || !nullable_string_is_equal(error, dev->config_error)) {
+            VLOG_WARN("%s; keeping the previous configuration", error);
+        }
+        dev->share_refused = share_refused;
         free(dev->config_error);
         dev->config_error = error;
         netdev_change_seq_changed(netdev);
@@ -1468,10 +1609,11 @@ netdev_daqring_get_custom_stats(const struct netdev *netdev,
                                 struct netdev_custom_stats *custom_stats)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
-    uint64_t values[7];
+    uint64_t values[8];
     static const char *const names[] = {
         "ring_full_drops", "occupancy", "high_watermark", "loop_drops",
         "egress_drops", "shaper_intervals", "shaper_burst_bytes",
+        "egress_share_waits",
     };
 
     atomic_read_relaxed(&dev->ring_full_drops, &values[0]);
@@ -1481,6 +1623,7 @@ netdev_daqring_get_custom_stats(const struct netdev *netdev,
     atomic_read_relaxed(&dev->egress_drops, &values[4]);
     atomic_read_relaxed(&dev->shaper_intervals, &values[5]);
     atomic_read_relaxed(&dev->shaper_burst_bytes, &values[6]);
+    atomic_read_relaxed(&dev->egress_share_waits, &values[7]);
 
     custom_stats->size = ARRAY_SIZE(names);
     custom_stats->counters = xcalloc(ARRAY_SIZE(names),
@@ -1554,6 +1697,17 @@ netdev_daqring_get_status(const struct netdev *netdev, struct smap *args)
         smap_add(args, "egress_state",
                  dev->egress_error ? dev->egress_error : "bound");
     }
+    if (dev->share) {
+        struct daqring_share_params p;
+        unsigned int n_rings;
+
+        daqring_share_get(dev->share, &p, &n_rings);
+        smap_add_format(args, "egress_max_rate", "%"PRIu64, p.max_rate);
+        smap_add_format(args, "egress_max_burst_bytes", "%"PRIu64,
+                        daqring_shaper_burst_bytes(
+                            daqring_share_shaper(dev->share)));
+        smap_add_format(args, "egress_sharing_rings", "%u", n_rings);
+    }
     ovs_mutex_unlock(&dev->mutex);
 
     ds_destroy(&rate);
@@ -1573,6 +1727,44 @@ netdev_daqring_count_mbufs(struct rte_mempool *mp, void *aux)
     }
 }
 
+/* Applies again the options of the daqrings that were refused because of
+ * the other daqrings of their egress (see 'share_refused'). */
+static void
+netdev_daqring_retry_shares(void)
+{
+    struct netdev_daqring *dev;
+    struct netdev **retry = NULL;
+    size_t n = 0, allocated = 0;
+
+    ovs_mutex_lock(&daqring_list_mutex);
+    LIST_FOR_EACH (dev, list_node, &daqring_list) {
+        ovs_mutex_lock(&dev->mutex);
+        if (dev->share_refused) {
+            if (n >= allocated) {
+                retry = x2nrealloc(retry, &allocated, sizeof *retry);
+            }
+            retry[n++] = netdev_ref(&dev->up);
+        }
+        ovs_mutex_unlock(&dev->mutex);
+    }
+    ovs_mutex_unlock(&daqring_list_mutex);
+
+    for (size_t i = 0; i < n; i++) {
+        struct netdev_daqring *d = netdev_daqring_cast(retry[i]);
+        struct smap args;
+        char *error = NULL;
+
+        ovs_mutex_lock(&d->mutex);
+        smap_clone(&args, &d->last_args);
+        ovs_mutex_unlock(&d->mutex);
+        netdev_daqring_set_config(retry[i], &args, &error);
+        free(error);
+        smap_destroy(&args);
+        netdev_close(retry[i]);
+    }
+    free(retry);
+}
+
 static void
 netdev_daqring_run(const struct netdev_class *netdev_class OVS_UNUSED)
 {
@@ -1582,6 +1774,9 @@ netdev_daqring_run(const struct netdev_class *netdev_class OVS_UNUSED)
     bool was_short, check_now;
 
     atomic_read_relaxed(&daqring_check_now, &check_now);
+    if (check_now) {
+        netdev_daqring_retry_shares();
+    }
     ovs_mutex_lock(&daqring_list_mutex);
     if (!check_now && now < daqring_next_check) {
         ovs_mutex_unlock(&daqring_list_mutex);
@@ -1917,11 +2112,9 @@ netdev_daqring_reenter(const struct netdev_daqring *dev,
  * unless the daqring has no doorbell and must be polled on every
  * iteration. */
 static void
-netdev_daqring_rxq_defer(struct netdev_rxq_daqring *rx,
-                         const struct daqring_shaper *s, uint64_t now)
+netdev_daqring_rxq_defer(struct netdev_rxq_daqring *rx, uint64_t deadline)
 {
-    netdev_rxq_doorbell_defer(rx->dev->doorbell,
-                              daqring_shaper_deadline(&rx->shaping, s, now));
+    netdev_rxq_doorbell_defer(rx->dev->doorbell, deadline);
     rx->up.backlog = rx->dev->doorbell < 0;
 }
 
@@ -1939,6 +2132,12 @@ netdev_daqring_rxq_defer(struct netdev_rxq_daqring *rx,
  * at most 'max-burst' packets per poll, as long as the bucket holds
  * tokens.  Each packet's cost is computed once, when it is taken.
  *
+ * A daqring that shares its egress ('egress-max-rate') also needs its turn
+ * and the tokens of the egress's shared bucket: it claims the bucket's
+ * level (see daqring_share_claim()), packets leave while both its own
+ * bucket (if it has 'max-rate') and the claim hold tokens, and what is
+ * left of the claim goes back to the shared bucket.
+ *
  * The packets are prepared to enter the datapath again (see
  * netdev_daqring_reenter()), unless the datapath sends them straight to
  * the egress port of an egress binding ('rxq->egress_bound'). */
@@ -1950,10 +2149,11 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     struct netdev_daqring *dev = rx->dev;
     struct rte_ring *ring = dev->ring;
     size_t from_stash = 0, n_stash, n;
-    const struct daqring_shaper *s;
+    const struct daqring_shaper *s, *cs;
+    struct daqring_share *share;
     unsigned int avail = 0;
     uint64_t bytes = 0, occupancy, value, now = 0;
-    int64_t budget = 0;
+    int64_t budget = 0, own = 0, grant = 0, start = 0;
     enum dp_packet_source source;
     bool mixed = false;
     uint32_t burst;
@@ -1977,26 +2177,54 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     }
     burst = s->max_burst;
     shaped = daqring_shaper_shapes(s);
+    share = s->share;
+    /* The shaper that costs the packets: the share's, if any, which has the
+     * same frame-overhead as 's'. */
+    cs = share ? daqring_share_shaper(share) : s;
     n_stash = dev->stash_n - dev->stash_pos;
 
     if (shaped) {
         if (!n_stash && netdev_daqring_ring_empty(dev)) {
+            if (share) {
+                daqring_share_idle(share, s->share_slot);
+            }
             netdev_daqring_rxq_idle(dev);
             return EAGAIN;
         }
         now = rte_get_tsc_cycles();
-        if (!daqring_shaper_admit(&rx->shaping, s, now, &burst, &budget)) {
+        if ((s->interval || s->rate)
+            && !daqring_shaper_admit(&rx->shaping, s, now, &burst,
+                                     &budget)) {
             /* A poll of a shaped daqring that has packets but must wait. */
             COVERAGE_INC(daqring_wait_poll);
-            netdev_daqring_rxq_defer(rx, s, now);
+            netdev_daqring_rxq_defer(
+                rx, daqring_shaper_deadline(&rx->shaping, s, now));
             return EAGAIN;
+        }
+        if (share) {
+            enum daqring_share_claim claim;
+
+            claim = daqring_share_claim(share, s->share_slot, now, &grant);
+            if (claim != DAQRING_SHARE_GRANTED) {
+                /* The egress's other daqrings have its rate, or the turn. */
+                COVERAGE_INC(daqring_wait_poll);
+                atomic_read_relaxed(&dev->egress_share_waits, &value);
+                atomic_store_relaxed(&dev->egress_share_waits, value + 1);
+                netdev_daqring_rxq_defer(
+                    rx, daqring_share_deadline(share, claim, now));
+                return EAGAIN;
+            }
+            /* Packets leave while both buckets hold tokens. */
+            own = budget;
+            budget = s->rate ? MIN(own, grant) : grant;
+            start = budget;
         }
     }
 
     if (OVS_UNLIKELY(n_stash)) {
         from_stash = MIN(n_stash, burst);
-        if (s->rate) {
-            from_stash = daqring_shaper_take(s, &budget,
+        if (cs->rate) {
+            from_stash = daqring_shaper_take(cs, &budget,
                                              &dev->stash[dev->stash_pos],
                                              from_stash);
         }
@@ -2007,16 +2235,20 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         atomic_store_relaxed(&dev->stash_count, n_stash);
     }
     n = from_stash;
-    if (n < burst && (!s->rate || budget > 0)) {
+    if (n < burst && (!cs->rate || budget > 0)) {
         n += (OVS_LIKELY(!dev->fq)
-              ? daqring_shaper_dequeue(ring, s, &budget, &batch->packets[n],
+              ? daqring_shaper_dequeue(ring, cs, &budget, &batch->packets[n],
                                        burst - n, &avail)
-              : daqring_fq_dequeue(dev->fq, ring, s, &budget,
+              : daqring_fq_dequeue(dev->fq, ring, cs, &budget,
                                    &batch->packets[n], burst - n, &avail));
     } else {
         avail = netdev_daqring_ring_count(dev);
     }
     if (!n) {
+        if (share) {
+            daqring_share_return(share, grant);
+            daqring_share_idle(share, s->share_slot);
+        }
         netdev_daqring_rxq_idle(dev);
         return EAGAIN;
     }
@@ -2042,8 +2274,8 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
 
             /* Put back: not received now, and not charged. */
             bytes -= dp_packet_size(packet);
-            if (s->rate) {
-                budget += daqring_shaper_frame_cost(s, packet);
+            if (cs->rate) {
+                budget += daqring_shaper_frame_cost(cs, packet);
             }
         }
         n = batch->count;
@@ -2051,7 +2283,13 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     /* Charge what leaves: daqring_shaper_take() took the cost of each
      * packet from 'budget' (a copy of the bucket level), and the packets
      * that netdev_daqring_split_batch() put back got theirs back. */
-    if (shaped && daqring_shaper_charge(&rx->shaping, s, now, n, budget)) {
+    if (share) {
+        /* 'budget' went down from 'start' by the cost of what left. */
+        daqring_share_return(share, grant - (start - budget));
+        budget = own - (start - budget);
+    }
+    if ((s->interval || s->rate)
+        && daqring_shaper_charge(&rx->shaping, s, now, n, budget)) {
         atomic_read_relaxed(&dev->shaper_intervals, &value);
         atomic_store_relaxed(&dev->shaper_intervals, value + 1);
     }
@@ -2082,12 +2320,15 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         *qfill = occupancy - n;
     }
     rxq->backlog = occupancy > n;
-    if (rxq->backlog && shaped
+    if (rxq->backlog && (s->interval || s->rate)
         && (s->interval ? !rx->shaping.burst_left
                         : rx->shaping.tokens <= 0)) {
         /* The rest waits for the shaper: defer now rather than at the
-         * next poll, which would find nothing to do. */
-        netdev_daqring_rxq_defer(rx, s, now);
+         * next poll, which would find nothing to do.  (A ring that shares
+         * its egress just emptied the shared bucket, unless it was short of
+         * packets or of its own tokens: it finds out at its next poll.) */
+        netdev_daqring_rxq_defer(
+            rx, daqring_shaper_deadline(&rx->shaping, s, now));
     }
 
     return 0;

@@ -474,6 +474,252 @@ test_state_init(void)
     free(s);
 }
 
+/* Egress sharing (issue 27 item 3, issue 28 item 2): daqrings bound to one
+ * egress draw from one shared bucket, each through its own shaper (byte
+ * shaping as its cap, or none). */
+struct sharer {
+    struct daqring_shaper *s;       /* The ring's own shaper. */
+    struct daqring_shaper_state st;
+    struct daqring_share *share;
+    unsigned int slot;
+    struct backlog b;
+    uint64_t bits;                  /* Wire bits that left. */
+    unsigned int waits;             /* Polls the share made wait. */
+};
+
+static void
+sharer_init(struct sharer *r, const char *name, uint64_t own_rate,
+            uint64_t egress_rate, size_t n, size_t len)
+{
+    struct daqring_share_params sp = {
+        .max_rate = egress_rate,
+        .frame_overhead = 24,
+    };
+    char *error = NULL;
+
+    memset(r, 0, sizeof *r);
+    r->s = make_shaper(32, 0, own_rate, 24);
+    daqring_shaper_state_init(&r->st, r->s, 0);
+    r->share = daqring_share_join("eth-test", name, &sp, TEST_HZ, 0, NULL,
+                                  &r->slot, &error);
+    CHECK(r->share && !error, "%s could not join: %s", name, error);
+    backlog_init(&r->b, n, len);
+}
+
+static void
+sharer_destroy(struct sharer *r)
+{
+    daqring_share_leave(r->share, r->slot);
+    daqring_share_unref(r->share);
+    backlog_destroy(&r->b);
+    free(r->s);
+}
+
+/* What netdev_daqring_rxq_recv() does for a ring that shares its egress,
+ * at one poll at TSC 'now'.  Returns the wire bits that left. */
+static uint64_t
+poll_shared(struct sharer *r, uint64_t now)
+{
+    const struct daqring_shaper *cs = daqring_share_shaper(r->share);
+    size_t avail = r->b.n - r->b.next;
+    int64_t budget = 0, grant, start;
+    uint32_t burst = r->s->max_burst;
+    uint64_t bits = 0;
+    size_t n;
+
+    if (!avail) {
+        daqring_share_idle(r->share, r->slot);
+        return 0;
+    }
+    if (r->s->rate
+        && !daqring_shaper_admit(&r->st, r->s, now, &burst, &budget)) {
+        return 0;
+    }
+    if (daqring_share_claim(r->share, r->slot, now, &grant)
+        != DAQRING_SHARE_GRANTED) {
+        r->waits++;
+        return 0;
+    }
+    CHECK(grant > 0, "granted %"PRId64, grant);
+    start = r->s->rate ? MIN(budget, grant) : grant;
+    budget = start;
+    n = daqring_shaper_take(cs, &budget, backlog_head(&r->b),
+                            MIN(avail, burst));
+    if (r->s->rate) {
+        daqring_shaper_charge(&r->st, r->s, now, n,
+                              r->st.tokens - (start - budget));
+    }
+    daqring_share_return(r->share, grant - (start - budget));
+    for (size_t i = 0; i < n; i++) {
+        bits += (MAX(dp_packet_size(backlog_head(&r->b)[i]),
+                     DAQRING_MIN_FRAME_LEN) + 24) * 8;
+    }
+    r->b.next += n;
+    r->bits += bits;
+    return bits;
+}
+
+/* Polls 'n' sharing rings in order, always the first one first, every
+ * 'step' cycles up to 'end'.  Checks that, in every window of polls, the
+ * wire bits that all of them released are at most the share's rate times
+ * the window plus its burst (daqring_shaper_burst_bytes()), and returns
+ * the bits released in all. */
+static uint64_t
+run_shared(struct sharer *r, size_t n, uint64_t step, uint64_t end)
+{
+    const struct daqring_shaper *cs = daqring_share_shaper(r[0].share);
+    int64_t limit = daqring_shaper_burst_bytes(cs) * 8 * TEST_HZ;
+    int64_t best_start = INT64_MIN, sent = 0;
+    uint64_t total = 0;
+
+    for (uint64_t now = step; now <= end; now += step) {
+        best_start = MAX(best_start, (int64_t) (cs->rate * now) - sent);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t bits = poll_shared(&r[i], now);
+
+            total += bits;
+            sent += (int64_t) bits * TEST_HZ;
+            CHECK(sent - (int64_t) (cs->rate * now) + best_start <= limit,
+                  "the rings of one egress released %"PRId64" bit-ticks "
+                  "beyond its rate, bound %"PRId64, sent
+                  - (int64_t) (cs->rate * now) + best_start, limit);
+        }
+    }
+    return total;
+}
+
+/* Two and three backlogged rings, the first always polled first: together
+ * they release the egress's rate, never more than rate x time + burst, and
+ * each gets an equal share, to within the initial burst (about 4% of the
+ * total here): without turns, the first ring polled took all of it. */
+static void
+test_share_fair(void)
+{
+    for (size_t n = 2; n <= 3; n++) {
+        const uint64_t rate = 100000000, end = TEST_HZ / 10;
+        struct sharer r[3];
+        uint64_t total, want;
+
+        for (size_t i = 0; i < n; i++) {
+            sharer_init(&r[i], i ? "ring-b" : "ring-a", 0, rate, SIZE_MAX,
+                        1000);
+        }
+        total = run_shared(r, n, US, end);
+        want = rate / 10 + daqring_shaper_burst_bytes(
+            daqring_share_shaper(r[0].share)) * 8;
+        CHECK(total <= want && total + 2 * 1024 * 8 >= want,
+              "%"PRIuSIZE" rings released %"PRIu64" bits in 0.1 s, "
+              "expected %"PRIu64" (work-conserving)", n, total, want);
+        for (size_t i = 0; i < n; i++) {
+            /* An equal share, give or take the initial burst (which the
+             * first ring polled takes) and a frame. */
+            uint64_t slack = daqring_shaper_burst_bytes(
+                daqring_share_shaper(r[0].share)) * 8 + 1024 * 8;
+
+            CHECK(r[i].bits + slack >= total / n
+                  && r[i].bits <= total / n + slack,
+                  "ring %"PRIuSIZE" of %"PRIuSIZE" got %"PRIu64" of %"PRIu64
+                  " bits", i, n, r[i].bits, total);
+            CHECK(r[i].waits > 0, "ring %"PRIuSIZE" never waited", i);
+        }
+        for (size_t i = 0; i < n; i++) {
+            sharer_destroy(&r[i]);
+        }
+    }
+}
+
+/* A ring with nothing to send leaves its share to the other, which gets
+ * the whole rate; a ring capped by its own max-rate leaves the rest of the
+ * egress's rate to the other. */
+static void
+test_share_unused(void)
+{
+    const uint64_t rate = 100000000, end = TEST_HZ / 10;
+    uint64_t total, want;
+    struct sharer r[2];
+
+    /* Ring b is idle. */
+    sharer_init(&r[0], "ring-a", 0, rate, SIZE_MAX, 1000);
+    sharer_init(&r[1], "ring-b", 0, rate, 0, 1000);
+    total = run_shared(r, 2, US, end);
+    want = rate / 10 + daqring_shaper_burst_bytes(
+        daqring_share_shaper(r[0].share)) * 8;
+    CHECK(r[0].bits == total && total + 2 * 1024 * 8 >= want,
+          "busy ring got %"PRIu64" of %"PRIu64" bits, expected %"PRIu64,
+          r[0].bits, total, want);
+    sharer_destroy(&r[0]);
+    sharer_destroy(&r[1]);
+
+    /* Ring a, polled first, is capped at 20 Mbit/s: b gets the other 80. */
+    sharer_init(&r[0], "ring-a", rate / 5, rate, SIZE_MAX, 1000);
+    sharer_init(&r[1], "ring-b", 0, rate, SIZE_MAX, 1000);
+    total = run_shared(r, 2, US, end);
+    CHECK(total + 2 * 1024 * 8 >= want && total <= want,
+          "released %"PRIu64" bits, expected %"PRIu64, total, want);
+    CHECK(r[0].bits <= rate / 5 / 10 + r[0].s->depth / TEST_HZ + 1024 * 8,
+          "capped ring got %"PRIu64" bits", r[0].bits);
+    CHECK(r[1].bits * 100 >= total * 75, "other ring got %"PRIu64" of "
+          "%"PRIu64" bits", r[1].bits, total);
+    sharer_destroy(&r[0]);
+    sharer_destroy(&r[1]);
+}
+
+/* The registry: the rings of one egress share one bucket and must give the
+ * same parameters; the last one to leave frees it, and a ring alone in its
+ * share may change them. */
+static void
+test_share_join(void)
+{
+    struct daqring_share_params p = { .max_rate = 1000000,
+                                      .frame_overhead = 24 };
+    struct daqring_share_params q = p, got;
+    struct daqring_share *a, *b, *c, *d;
+    unsigned int sa, sb, sc, sd, n;
+    char *error = NULL;
+
+    a = daqring_share_join("eth-j", "a", &p, TEST_HZ, 0, NULL, &sa, &error);
+    b = daqring_share_join("eth-j", "b", &p, TEST_HZ, 0, NULL, &sb, &error);
+    CHECK(a && a == b && sa != sb && !error, "a and b do not share");
+    daqring_share_get(a, &got, &n);
+    CHECK(n == 2 && got.max_rate == 1000000, "%u rings at %"PRIu64, n,
+          got.max_rate);
+
+    q.max_rate = 2000000;
+    c = daqring_share_join("eth-j", "c", &q, TEST_HZ, 0, NULL, &sc, &error);
+    CHECK(!c && error && strstr(error, "egress-max-rate 2000000")
+          && strstr(error, "same egress eth-j"), "mismatch: %s",
+          error ? error : "no error");
+    free(error);
+    error = NULL;
+    /* 'a' may not change the rate while 'b' shares it... */
+    c = daqring_share_join("eth-j", "a", &q, TEST_HZ, 0, a, &sa, &error);
+    CHECK(!c && error, "a changed the rate of a shared egress");
+    free(error);
+    error = NULL;
+    /* ...but may once alone. */
+    daqring_share_leave(b, sb);
+    daqring_share_unref(b);
+    c = daqring_share_join("eth-j", "a", &q, TEST_HZ, 0, a, &sa, &error);
+    CHECK(c && c != a && !error, "a alone could not change the rate");
+    daqring_share_unref(a);
+    daqring_share_get(c, &got, &n);
+    CHECK(n == 1 && got.max_rate == 2000000, "%u rings at %"PRIu64, n,
+          got.max_rate);
+    /* Another egress has its own share. */
+    d = daqring_share_join("eth-k", "d", &p, TEST_HZ, 0, NULL, &sd, &error);
+    CHECK(d && d != c, "eth-k shares eth-j's bucket");
+    daqring_share_leave(c, sa);
+    daqring_share_unref(c);
+    daqring_share_leave(d, sd);
+    daqring_share_unref(d);
+    /* The last ring left: a new one starts a new share. */
+    a = daqring_share_join("eth-j", "e", &p, TEST_HZ, 0, NULL, &sa, &error);
+    daqring_share_get(a, &got, &n);
+    CHECK(n == 1 && got.max_rate == 1000000, "stale share of eth-j");
+    daqring_share_leave(a, sa);
+    daqring_share_unref(a);
+}
+
 static void
 run_tests(struct ovs_cmdl_context *ctx OVS_UNUSED)
 {
@@ -489,6 +735,9 @@ run_tests(struct ovs_cmdl_context *ctx OVS_UNUSED)
         { "byte-deadline", test_byte_deadline },
         { "byte-burst-bound", test_byte_burst_bound },
         { "state-init", test_state_init },
+        { "share-fair", test_share_fair },
+        { "share-unused", test_share_unused },
+        { "share-join", test_share_join },
     };
     const char *only = ctx->argc > 1 ? ctx->argv[1] : NULL;
     bool ran = false;
