@@ -122,6 +122,68 @@ def test_apply_again_with_changes_replaces_the_state(
         assert got["generation"] == gen and got["state"] == map_state(m)
 
 
+def _dcm_rows(db: FabricDb) -> Dict[str, Any]:
+    """DCM name -> (row uuid, how often the row changed), as 'db' saw
+    them."""
+    db.run()
+    return {r.name: (r.uuid, db.idl.row_changes.get(r.uuid, 0))
+            for r in db.rows("DCM")}
+
+
+def test_apply_writes_only_the_rows_that_differ(cluster: Cluster,
+                                                tmp_path: Path) -> None:
+    m5 = write_map(str(tmp_path), "m5.yaml", 5)
+    m6 = write_map(str(tmp_path), "m6.yaml", 6)
+    p = daqctl("fabric", "apply", m5, "--db", cluster.remotes(), "-f",
+               "json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)["fabric"]["rows"]
+    assert rows["DCM"] == {"inserted": 5, "updated": 0, "deleted": 0}
+    assert rows["Fabric"]["inserted"] == 1
+    # A client that watches the DCM rows while one DCM more is applied.
+    watch = FabricDb(cluster.remotes(), 30, leader_only=False)
+    db = FabricDb(cluster.remotes(), 30)
+    try:
+        before = _dcm_rows(watch)
+        state6 = FabricMapReader(m6).read()
+        assert db.apply(state6, state_digest(state6), "test", "m6") == 2
+        assert db.applied == {
+            "Fabric": {"inserted": 0, "updated": 1, "deleted": 0},
+            "DCM": {"inserted": 1, "updated": 0, "deleted": 0}}
+        wait_for(lambda: len(_dcm_rows(watch)) == 6, "the new DCM row")
+        after = _dcm_rows(watch)
+        assert {n: v for n, v in after.items() if n != "dcm5"} == before
+        # The same state again: only the generation.
+        assert db.apply(state6, state_digest(state6), "test", "m6") == 3
+        assert db.applied == {"Fabric": {"inserted": 0, "updated": 1,
+                                         "deleted": 0}}
+        # Another client changes a row that 'db' has compared already:
+        # the next apply puts it back (and only it).
+        other = FabricDb(cluster.remotes(), 30)
+        try:
+            def build(txn: Any) -> None:
+                r = next(r for r in other.rows("DCM") if r.name == "dcm3")
+                r.ring_size = 77
+            other.commit(build, "test: change dcm3")
+        finally:
+            other.close()
+        db.wait_connected()
+        db.run_until(lambda: any(r.ring_size == 77 for r in db.rows("DCM")),
+                     "the other client's change")
+        assert db.apply(state6, state_digest(state6), "test", "m6") == 4
+        assert db.applied["DCM"] == {"inserted": 0, "updated": 1,
+                                     "deleted": 0}
+        got = db_content(cluster.remotes())
+        assert got["state"] == map_state(m6)
+        # The CLI says what it wrote.
+        p = daqctl("fabric", "apply", m5, "--db", cluster.remotes())
+        assert p.returncode == 0, p.stderr
+        assert "DCM 1 deleted" in p.stdout, p.stdout
+    finally:
+        watch.close()
+        db.close()
+
+
 def test_dry_run_changes_nothing(cluster: Cluster) -> None:
     p = daqctl("fabric", "apply", "--dry-run", str(EXAMPLE), "--db",
                cluster.remotes())

@@ -74,15 +74,25 @@ def cmd_fabric_apply(args: argparse.Namespace) -> int:
         gen = db.apply(state, digest, _who(),
                        "ovs-daqctl: fabric apply %s" % args.map)
         rep["fabric"]["generation"] = gen
+        rep["fabric"]["rows"] = db.applied
         args.say("fabric: generation %d: %d switches, %d links, %d hosts, "
-                 "%d DCMs (one transaction)"
+                 "%d DCMs (one transaction: %s)"
                  % (gen, len(state.switches), len(state.links),
-                    len(state.hosts), len(state.dcms)))
+                    len(state.hosts), len(state.dcms),
+                    rows_text(db.applied)))
         if args.wait:
             return _wait(args, db, gen)
     finally:
         db.close()
     return EXIT_OK
+
+
+def rows_text(applied: Dict[str, Dict[str, int]]) -> str:
+    """What an apply wrote, in words: "DCM 1 inserted, Fabric 1
+    updated"."""
+    out = ["%s %d %s" % (t, n, what) for t, c in sorted(applied.items())
+           for what, n in sorted(c.items()) if n]
+    return ", ".join(out) or "no rows written"
 
 
 def _dry_run(args: argparse.Namespace, db: FabricDb, state: Any) -> int:

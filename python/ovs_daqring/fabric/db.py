@@ -25,6 +25,7 @@ import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+import ovs.db.data
 import ovs.db.idl
 
 from ..daqctl.dcmmap import parse_tuple
@@ -73,15 +74,14 @@ class _Idl(ovs.db.idl.Idl):
         super().__init__(*args, **kwargs)
         self.table_changes: Dict[str, int] = {}
         self.node_changes = 0
-        # Per DCM row (uuid): how often it changed.
-        self.dcm_changes: Dict[Any, int] = {}
+        # Per row (uuid): how often it changed (what FabricDb's caches of
+        # converted rows are keyed by).
+        self.row_changes: Dict[Any, int] = {}
 
     def notify(self, event: str, row: Any, updates: Any = None) -> None:
         name = row._table.name
         self.table_changes[name] = self.table_changes.get(name, 0) + 1
-        if name == "DCM":
-            self.dcm_changes[row.uuid] = self.dcm_changes.get(row.uuid,
-                                                              0) + 1
+        self.row_changes[row.uuid] = self.row_changes.get(row.uuid, 0) + 1
         if name == "Node" and not (
                 event == ovs.db.idl.ROW_UPDATE and updates is not None
                 and set(updates._data) <= REPORT_COLUMNS):
@@ -106,6 +106,18 @@ class FabricDb:
         # The DCMs of state(), by row: converted again only when their row
         # (or a host) changed.
         self._dcms: Dict[Any, Tuple[Tuple[int, int], FabricDcm]] = {}
+        # apply()'s view of each table's rows: table -> (columns, uuid ->
+        # (the row's change count, its key, its canonical values)).
+        self._canon: Dict[str, Tuple[Tuple[str, ...],
+                                     Dict[Any, Tuple[int, Any, Tuple[
+                                         Any, ...]]]]] = {}
+        # What the last apply() wrote: table -> {"inserted": n,
+        # "updated": n, "deleted": n} (tables it left alone: none).
+        self.applied: Dict[str, Dict[str, int]] = {}
+        self._default: Dict[str, Dict[str, Tuple[Any, ...]]] = {}
+        # assignments(), by row: converted again only when their row
+        # changed.
+        self._asgs: Dict[Any, Tuple[int, Assignment]] = {}
         if lock:
             self.idl.set_lock(lock)
         if wait:
@@ -198,7 +210,7 @@ class FabricDb:
         n_hosts = self.changes("Host")
         cache = {}
         for d in self.rows("DCM"):
-            key = (self.idl.dcm_changes.get(d.uuid, 0), n_hosts)
+            key = (self.idl.row_changes.get(d.uuid, 0), n_hosts)
             got = self._dcms.get(d.uuid)
             if got is None or got[0] != key:
                 host = hosts.get(d.host)
@@ -215,13 +227,25 @@ class FabricDb:
         return st
 
     def assignments(self) -> Dict[str, Assignment]:
+        """The planner's assignments by DCM (a new dict each call; its
+        Assignments are kept from one call to the next until their row
+        changes: an agent reads them on every plan, thousands of rows of
+        which a plan changes a few)."""
+        changes = self.idl.row_changes
+        cache = {}
         out = {}
-        for a in self.rows("Assignment"):
-            hp, hs = _opt(a.home_plane), _opt(a.home_spine)
-            out[a.dcm] = Assignment(
-                a.dcm, a.plane, a.spine, a.epoch, a.generation,
-                (hp, hs) if hp is not None and hs is not None else None,
-                a.moved_at, a.reason)
+        for u, a in self.idl.tables["Assignment"].rows.items():
+            n = changes.get(u, 0)
+            got = self._asgs.get(u)
+            if got is None or got[0] != n:
+                hp, hs = _opt(a.home_plane), _opt(a.home_spine)
+                got = (n, Assignment(
+                    a.dcm, a.plane, a.spine, a.epoch, a.generation,
+                    (hp, hs) if hp is not None and hs is not None else None,
+                    a.moved_at, a.reason))
+            cache[u] = got
+            out[got[1].dcm] = got[1]
+        self._asgs = cache
         return out
 
     def down_ports(self) -> Set[Endpoint]:
@@ -283,14 +307,20 @@ class FabricDb:
         that also increments the generation.  A concurrent apply makes it
         start again from the new contents (last writer wins, whole).  A
         transaction whose answer was lost with the leader is recognised by
-        its apply id.  Returns the new generation."""
+        its apply id.  Writes only the rows that differ (self.applied says
+        how many of each table).  Returns the new generation."""
         apply_id = str(uuid.uuid4())
         result: Dict[str, int] = {}
+        counts: Dict[str, Dict[str, int]] = {}
 
         def build(txn: Txn) -> Optional[int]:
+            counts.clear()
+            counts["Fabric"] = {"inserted": 0, "updated": 1, "deleted": 0}
             fab = self.root()
             if fab is None:
                 fab = txn.insert(self.idl.tables["Fabric"])
+                counts["Fabric"] = {"inserted": 1, "updated": 0,
+                                    "deleted": 0}
                 gen = 0
             else:
                 if fab.apply_id == apply_id:
@@ -310,52 +340,128 @@ class FabricDb:
                 s.name: {"role": s.role, "plane": s.plane, "pod": s.pod,
                          "dpdk": s.dpdk, "db": _o(s.db),
                          "bridge": s.bridge, "of": _o(s.of)}
-                for s in state.switches})
+                for s in state.switches}, counts)
             self._sync(txn, "Link", "name", {
                 lk.name: {"a_switch": lk.a_switch, "a_port": lk.a_port,
                           "b_switch": lk.b_switch, "b_port": lk.b_port}
-                for lk in state.links})
+                for lk in state.links}, counts)
             self._sync(txn, "Host", "name", {
                 h.name: {"role": h.role, "ip": _o(h.ip), "pod": h.pod,
                          "attachments": {p: "%s:%s" % (leaf, port)
                                          for p, leaf, port
                                          in h.attachments}}
-                for h in state.hosts})
+                for h in state.hosts}, counts)
             self._sync(txn, "DCM", "name", {
-                d.name: dcm_columns(d) for d in state.dcms})
+                d.name: dcm_columns(d) for d in state.dcms}, counts)
             return None
 
+        self.applied = {}
         status, early = self.commit(build, comment)
         if early is not None:
+            # Committed by an earlier attempt whose answer was lost: what
+            # it wrote is not known.
             return int(early)
         if status == Txn.UNCHANGED:
             return self.generation()
+        self.applied = counts
         return result["gen"]
 
     def _sync(self, txn: Txn, table: str, key: str,
-              wanted: Dict[str, Dict[str, Any]]) -> None:
+              wanted: Dict[str, Dict[str, Any]],
+              counts: Dict[str, Dict[str, int]]) -> None:
         """Makes 'table' hold exactly 'wanted' (rows by their 'key'
-        column), changing only what differs."""
-        have = {getattr(r, key): r for r in self.rows(table)}
-        for k, r in have.items():
+        column), changing only what differs.  Rows are compared as
+        canonical tuples read from the IDL's data (not through the Row
+        attributes, which convert every column of every row: seconds at
+        thousands of DCMs), and a row's tuple is kept until the row
+        changes: an apply that changes one DCM of thousands converts that
+        one.  counts[table]: how many rows it inserts, updates,
+        deletes."""
+        cols = tuple(sorted(next(iter(wanted.values())).keys())
+                     if wanted else ())
+        have = self._canonical(table, key, cols)
+        rows = self.idl.tables[table].rows
+        n = counts.setdefault(table, {"inserted": 0, "updated": 0,
+                                      "deleted": 0})
+        by_key = {}
+        for u, (_, k, canon) in have.items():
             if k not in wanted:
-                r.delete()
-        for k, cols in sorted(wanted.items()):
-            r = have.get(k)
-            if r is None:
+                rows[u].delete()
+                n["deleted"] += 1
+            else:
+                by_key[k] = (u, canon)
+        defaults = self._defaults(table)
+        for k, values in sorted(wanted.items()):
+            got = by_key.get(k)
+            want = tuple(_canon(values[c]) for c in cols)
+            if got is None:
                 r = txn.insert(self.idl.tables[table])
                 setattr(r, key, k)
-                for c, v in cols.items():
-                    setattr(r, c, v)
-                continue
-            for c, v in cols.items():
-                cur = getattr(r, c)
-                if isinstance(cur, list) and isinstance(v, list):
-                    same = sorted(map(str, cur)) == sorted(map(str, v))
-                else:
-                    same = cur == v
-                if not same:
-                    setattr(r, c, v)
+                for c, v, w in zip(cols, (values[c] for c in cols), want):
+                    # A new row has its columns' defaults already.
+                    if w != defaults.get(c):
+                        setattr(r, c, v)
+                n["inserted"] += 1
+            elif got[1] != want:
+                r = rows[got[0]]
+                for c, w, h in zip(cols, want, got[1]):
+                    if w != h:
+                        setattr(r, c, values[c])
+                n["updated"] += 1
+        if not any(n.values()):
+            del counts[table]
+
+    def _canonical(self, table: str, key: str, cols: Tuple[str, ...]
+                   ) -> Dict[Any, Tuple[int, Any, Tuple[Any, ...]]]:
+        """uuid -> (change count, key, canonical values of 'cols') of each
+        row of 'table', converting only the rows changed since the last
+        call."""
+        old_cols, old = self._canon.get(table, ((), {}))
+        if old_cols != cols:
+            old = {}
+        changes = self.idl.row_changes
+        defaults = self._defaults(table)
+        out = {}
+        for u, r in self.idl.tables[table].rows.items():
+            n = changes.get(u, 0)
+            got = old.get(u)
+            if got is None or got[0] != n:
+                # dict.get: the IDL leaves out the columns that hold their
+                # default (its __missing__ makes one, slowly).
+                data = r._data
+                got = (n, _canon_datum(dict.get(data, key))[0],
+                       tuple(defaults[c] if d is None else _canon_datum(d)
+                             for c, d in ((c, dict.get(data, c))
+                                          for c in cols)))
+            out[u] = got
+        self._canon[table] = (cols, out)
+        return out
+
+    def _defaults(self, table: str) -> Dict[str, Tuple[Any, ...]]:
+        """The canonical default of each column of 'table'."""
+        got = self._default.get(table)
+        if got is None:
+            got = {c: _canon_datum(ovs.db.data.Datum.default(col.type))
+                   for c, col in self.idl.tables[table].columns.items()}
+            self._default[table] = got
+        return got
+
+
+def _canon(v: Any) -> Tuple[Any, ...]:
+    """A column's value as _sync() writes it, canonical: a tuple of its
+    atoms, sorted (a map's (key, value) pairs)."""
+    if isinstance(v, dict):
+        return tuple(sorted(v.items()))
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return tuple(sorted(v))
+    return (v,)
+
+
+def _canon_datum(d: Any) -> Tuple[Any, ...]:
+    """An IDL datum as _canon() gives the value it holds."""
+    if d.type.is_map():
+        return tuple(sorted((k.value, v.value) for k, v in d.values.items()))
+    return tuple(sorted(k.value for k in d.values))
 
 
 def dcm_columns(d: FabricDcm) -> Dict[str, Any]:
