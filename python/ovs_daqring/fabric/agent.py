@@ -582,12 +582,17 @@ class Agent:
 
     # --------------------------------------------------------------- loop
     def run(self) -> None:
-        """One round: the fabric's news, the switch, the report, the
-        planner."""
+        """One round: the fabric's news, the link states, the planner,
+        the switch, the report.  The planner and a link's change come
+        before this switch's own apply (which waits for ovs-vswitchd,
+        seconds at thousands of daqrings): every other switch waits for
+        the plan, and the plan for the link states."""
         self.fabric.run()
         if self.rec is not None:
             # Waited on in wait(): it must run every round.
             self.rec.db.idl.run()
+        self.report()
+        self.plan()
         if (self.fabric.connected()
                 and self.fabric.changes(*SLICE_TABLES) != self.seqno):
             # Only what the slice depends on: not the nodes' reports.
@@ -596,8 +601,8 @@ class Agent:
         if self.want is not None and time.monotonic() >= self.next_check:
             self.apply()
             self.next_check = time.monotonic() + self.interval
-        self.report()
-        self.plan()
+            # What the apply changed (a generation held), at once.
+            self.report()
 
     def wait(self, poller: Any) -> None:
         self.fabric.idl.wait(poller)
