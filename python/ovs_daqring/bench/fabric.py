@@ -793,30 +793,30 @@ class FabricBench:
         res["stats"] = _stats([t for t in times if t is not None])
         return res
 
-    def scenario_empty(self) -> Dict[str, Any]:
-        from ..fabric.fabmap import FabricMapReader, state_digest
-        state = FabricMapReader("fabric map").parse(map_text(self.shape))
-        self.say("from an empty fabric: applying %d DCMs" % len(state.dcms))
-        t0 = time.monotonic()
-        gen = self.fdb.apply(state, state_digest(state), "daq-bench",
-                             "daq-bench --fabric: from empty")
-        t_commit = time.monotonic() - t0
-        res = self.wait(t0, gen, "from an empty fabric")
-        res.update(generation=gen, commit_s=t_commit)
-        return res
-
-    def scenario_one_dcm(self) -> Dict[str, Any]:
+    def apply_map(self, dcms: int, what: str, comment: str
+                  ) -> Dict[str, Any]:
+        """A scenario of applying the map with 'dcms' DCMs (as 'ovs-daqctl
+        fabric apply' does) and waiting for every node."""
         from ..fabric.fabmap import FabricMapReader, state_digest
         state = FabricMapReader("fabric map").parse(
-            map_text(self.shape, self.shape.dcms + 1))
-        self.say("a one-DCM change: adding dcm%04d" % self.shape.dcms)
+            map_text(self.shape, dcms))
         t0 = time.monotonic()
         gen = self.fdb.apply(state, state_digest(state), "daq-bench",
-                             "daq-bench --fabric: one DCM more")
+                             "daq-bench --fabric: " + comment)
         t_commit = time.monotonic() - t0
-        res = self.wait(t0, gen, "a one-DCM change")
-        res.update(generation=gen, commit_s=t_commit)
+        res = self.wait(t0, gen, what)
+        res.update(generation=gen, commit_s=t_commit, rows=self.fdb.applied)
         return res
+
+    def scenario_empty(self) -> Dict[str, Any]:
+        self.say("from an empty fabric: applying %d DCMs" % self.shape.dcms)
+        return self.apply_map(self.shape.dcms, "from an empty fabric",
+                              "from empty")
+
+    def scenario_one_dcm(self) -> Dict[str, Any]:
+        self.say("a one-DCM change: adding dcm%04d" % self.shape.dcms)
+        return self.apply_map(self.shape.dcms + 1, "a one-DCM change",
+                              "one DCM more")
 
     def scenario_failure(self) -> Dict[str, Any]:
         from ..fabric.db import Txn
@@ -1064,6 +1064,9 @@ def markdown(res: Dict[str, Any]) -> str:
                 extra = ("; link %s; %d DCMs moved; reprogrammed: %s"
                          % (s["link"], s["moved"],
                             ", ".join(s["reprogrammed"]) or "none"))
+            elif s.get("rows"):
+                from ..fabric.cli import rows_text
+                extra = "; written: " + rows_text(s["rows"])
             lines.append("Commit %.3f s; planner %s s; over %d nodes: max "
                          "%s s, p50 %s s%s." % (s["commit_s"],
                                                 _f(s["plan_s"]), st["n"],
@@ -1104,18 +1107,17 @@ def add_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--fabric-dpdk-mem", type=int, default=128, metavar="MB",
                    help="DPDK memory of an HLT leaf (--no-huge -m MB; "
                    "default %(default)s)")
-    g.add_argument("--fabric-interval", type=float, default=2.0,
-                   metavar="SECS", help="the agents' --interval (default "
-                   "%(default)s)")
-    g.add_argument("--fabric-election-timer", type=int, default=30000,
-                   metavar="MS", help="the fabric database's Raft election "
-                   "timer (default %(default)s)")
-    g.add_argument("--fabric-planners", type=int, default=3, metavar="N",
-                   help="agents that are planner candidates (the first N "
-                   "spines; default %(default)s)")
-    g.add_argument("--fabric-timeout", type=float, default=300,
-                   metavar="SECS", help="bound on each scenario's "
-                   "convergence (default %(default)s)")
+    for k, t, v, mv, what in (
+            ("interval", float, 2.0, "SECS", "the agents' --interval"),
+            ("election-timer", int, 30000, "MS",
+             "the fabric database's Raft election timer"),
+            ("planners", int, 3, "N", "agents that are planner candidates "
+             "(the first N spines;"),
+            ("timeout", float, 300, "SECS",
+             "bound on each scenario's convergence")):
+        g.add_argument("--fabric-" + k, type=t, default=v, metavar=mv,
+                       help="%s%sdefault %%(default)s)"
+                       % (what, " " if what.endswith(";") else " ("))
 
 
 def check_args(p: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
