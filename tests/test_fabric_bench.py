@@ -32,9 +32,10 @@ import pytest
 
 from ovs_daqring.bench import fabric as fb
 from ovs_daqring.bench.cli import parse_args
+from ovs_daqring.daqctl.model import dcm_cookie
 from ovs_daqring.fabric.fabmap import FabricMapReader
 from ovs_daqring.fabric.planner import plan
-from ovs_daqring.fabric.slice import slices
+from ovs_daqring.fabric.slice import PRIO_FROM_DCM, slices
 from ovs_daqring.sandbox import Sandbox, tree_binaries
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,6 +114,24 @@ def test_check_passes_a_switch_that_holds_its_slice() -> None:
         v = view_of(sl, ["up1", "up2", "r1", "r2", "h1", "h2", "d1", "d2",
                          "d3"])
         assert fb.check_switch(sl, v) == [], name
+
+
+def test_expected_flows_are_those_the_agent_installs() -> None:
+    """The check's flows of a route are the agent's (route_table of its
+    slice as kept): the way back from a DCM one priority below, a ROS
+    host's route under its host's cookie."""
+    _, _, sls = small_plan()
+    ports = ["up1", "up2", "r1", "r2", "h1", "h2", "d1", "d2", "d3"]
+    for name in ("p0-leaf1", "p0-spine1"):
+        sl = sls[name]
+        _, flows, _, _ = fb.expected(sl, ofports_of(sl, ports))
+        want = {(dcm_cookie("route/" + r.key), r.priority)
+                for r in sl.routes}
+        got = {(f[0], f[1]) for f in flows
+               if f[0] in {c for c, _ in want}}
+        assert got == want, name
+    assert any(r.priority == PRIO_FROM_DCM for r in sls["p0-leaf1"].routes)
+    assert any(r.host for r in sls["p0-spine1"].routes)
 
 
 def test_check_finds_flows_that_differ() -> None:

@@ -261,7 +261,7 @@ def expected(sl: Any, ofports: Dict[str, int]
     reconcile core: an output, or a fast_failover group over the route's
     ports that are on the bridge."""
     from ..daqctl import openflow, reconcile
-    from ..fabric.agent import route_table
+    from ..fabric.agent import route_table, slice_json
     rings = {d.ring: d.options() for d in sl.rings}
     flows: Set[CFlow] = set()
     groups: Dict[int, Any] = {}
@@ -279,10 +279,9 @@ def expected(sl: Any, ofports: Dict[str, int]
             continue
         for prio, match, actions in openflow.dcm_flows(d, ring, egress):
             flows.add((d.cookie(), prio, frozenset(match), actions))
-    routes = [{"dcm": r.dcm, "match": r.match, "port": r.port,
-               "backups": list(getattr(r, "backups", ()))}
-              for r in sl.routes]
-    table: Dict[int, List[Any]] = route_table(routes)
+    # The routes as the agent keeps them (their priorities, hosts and
+    # backups: a route back from a DCM is one priority below the others).
+    table: Dict[int, List[Any]] = route_table(slice_json(sl)["routes"])
     route_groups = getattr(reconcile, "route_groups", None)
     ids: Dict[Tuple[str, ...], int] = {}
     if route_groups is not None:
