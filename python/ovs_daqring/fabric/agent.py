@@ -601,7 +601,9 @@ class Agent:
         if self.want is not None and time.monotonic() >= self.next_check:
             self.apply()
             self.next_check = time.monotonic() + self.interval
-            # What the apply changed (a generation held), at once.
+        # A generation held (applied, or one that leaves the slice as it
+        # was), in this round.
+        if self.next_report == 0.0:
             self.report()
 
     def wait(self, poller: Any) -> None:
@@ -609,14 +611,25 @@ class Agent:
         if self.rec is not None:
             # The switch's link states (report() reads them).
             self.rec.db.idl.wait(poller)
+        now = time.monotonic()
         if self.report_txn is not None:
+            # The report is due once the one in flight is answered.
             self.report_txn.wait(poller)
-        deadlines = [self.next_report]
+            deadlines = [now + self.interval]
+        elif not self.fabric_up():
+            # ... once connected (the IDL wakes us).
+            deadlines = [now + self.interval]
+        else:
+            deadlines = [self.next_report]
         if self.want is not None:
             deadlines.append(self.next_check)
         if self.planner is not None:
+            # A change wakes the planner through its IDL; the tick only
+            # while it has to look again (plan()'s 'due'), else an idle
+            # planner would spin on a tick in the past.
             self.planner.db.idl.wait(poller)
-            deadlines.append(self.next_plan)
+            if self.plan_again and self.planner.db.connected():
+                deadlines.append(self.next_plan)
         left = min(deadlines) - time.monotonic()
         poller.timer_wait(max(0, int(left * 1000)))
 
