@@ -1,0 +1,84 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""An idle fabric agent sleeps: once its planner has planned and nothing
+changes, its poll loop waits for a change or its next deadline instead
+of waking at once (a planner tick left in the past made a planner agent
+spin).  Asserts the poller's timeout the agent asks for, not a CPU
+share.
+
+Run: /usr/bin/python3 -m pytest -q tests/test_fabric_idle.py
+"""
+
+from pathlib import Path
+from typing import Iterator
+
+import ovs.poller
+import pytest
+
+from ovs_daqring.bench.fabric import Shape, map_text
+from ovs_daqring.fabric import agent as fa
+from ovs_daqring.fabric.db import FabricDb
+from ovs_daqring.fabric.fabmap import FabricMapReader, state_digest
+
+from fabric_helpers import Cluster, wait_for
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    c = Cluster(1)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def test_idle_planner_agent_sleeps(cluster: Cluster, tmp_path: Path) -> None:
+    state = FabricMapReader("m").parse(map_text(Shape(leaves=2, hosts=2,
+                                                      dcms=16)))
+    db = FabricDb(cluster.remotes(), 30)
+    try:
+        db.apply(state, state_digest(state), "test", "test")
+    finally:
+        db.close()
+    d = str(tmp_path)
+    p = fa.build_parser()
+    # No switch behind --ovsdb: the agent's apply fails and is retried
+    # every interval, which is a deadline too.
+    args = p.parse_args(["--node", "p0-spine1", "--db", cluster.remotes(),
+                         "--planner", "--interval", "2",
+                         "--state-file", d + "/state.json",
+                         "--ovsdb", "unix:%s/none.sock" % d])
+    fa.check_args(p, args)
+    agent = fa.Agent(args)
+    try:
+        def round_() -> int:
+            agent.run()
+            poller = ovs.poller.Poller()
+            agent.wait(poller)
+            timeout: int = poller.timeout
+            poller.block()
+            return timeout
+
+        wait_for(lambda: round_() is not None
+                 and agent.plan_what in ("planned", "unchanged")
+                 and not agent.plan_again, "the planner to plan")
+        # Past the planner's tick (PLAN_TICK) with nothing to plan.
+        timeouts = []
+        wait_for(lambda: timeouts.append(round_()) or len(timeouts) >= 8,
+                 "8 rounds", 30)
+        assert agent.plan_what in ("planned", "unchanged")
+        assert all(t != 0 for t in timeouts), timeouts
+    finally:
+        agent.close()
