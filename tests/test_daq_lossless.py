@@ -2,7 +2,6 @@
 part (issue 25, A: the setup the documentation advises, every run of
 many at several points counted).  Pure: no root, no switch."""
 
-import argparse
 import json
 import os
 import subprocess
@@ -13,19 +12,12 @@ import pytest
 
 from ovs_daqring.bench import analysis, lossless
 from ovs_daqring.bench import cli as bench_cli
-from ovs_daqring.hosts import HostInfo
-from ovs_daqring.incast import config, runner, switch, topology
+from ovs_daqring.incast import runner, switch, topology
 from ovs_daqring.incast.config import ConfigError
+from incast_helpers import cfg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DAQCTL = os.path.join(os.path.dirname(HERE), "utilities", "ovs-daqctl")
-
-
-def cfg(*argv: str) -> config.Config:
-    h = HostInfo(is_root=True, cpus=[0, 1], hugepages_free_mb=4096,
-                 hugetlbfs_mounted=True)
-    ns: argparse.Namespace = config.parse_args(list(argv))
-    return config.validate(ns, h, check_env=False)
 
 
 def test_max_burst_bytes_option() -> None:

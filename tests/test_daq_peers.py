@@ -6,7 +6,6 @@ Everything but the last test is pure and needs no root.
 test_deep_fifo_incast runs a tiny incast through the Linux bridge (root,
 network namespaces; no DPDK, no switch) and checks its outcomes."""
 
-import argparse
 import json
 import os
 import shutil
@@ -18,19 +17,12 @@ import pytest
 
 from ovs_daqring.bench import analysis, peers
 from ovs_daqring.bench import cli as bench_cli
-from ovs_daqring.hosts import HostInfo
 from ovs_daqring.incast import config, runner, stats, switch, topology
 from ovs_daqring.incast.config import ConfigError
+from incast_helpers import cfg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(HERE), "utilities", "daq-incast")
-
-
-def cfg(*argv: str) -> config.Config:
-    h = HostInfo(is_root=True, cpus=[0, 1], hugepages_free_mb=4096,
-                 hugetlbfs_mounted=True)
-    ns: argparse.Namespace = config.parse_args(list(argv))
-    return config.validate(ns, h, check_env=False)
 
 
 # ------------------------------------------------------------ options

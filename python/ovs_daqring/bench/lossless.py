@@ -17,6 +17,8 @@ summary's section.  parts.py runs it (Parts.part_lossless)."""
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .peers import parse_names
+
 # The setup the documentation advises (daqring.rst, "Byte shaping"):
 # byte shaping at 0.999 of the link (daq-incast's default), the burst
 # bounded in bytes to half the DCM port's buffer, max-burst at its
@@ -64,20 +66,9 @@ TARGETS = {
 
 
 def parse_points(text: Optional[str], quick: bool) -> List[str]:
-    """--lossless-points: comma-separated names of POINTS, "all", or
-    (None) the default: all, or QUICK_POINTS in a quick run.  Raises
-    ValueError for an unknown name."""
-    if text is None:
-        return list(QUICK_POINTS if quick else POINTS)
-    if text.strip() == "all":
-        return list(POINTS)
-    names = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [x for x in names if x not in POINTS]
-    if bad or not names or len(set(names)) != len(names):
-        raise ValueError("--lossless-points: %s: choose distinct points of "
-                         "%s" % (",".join(bad) or repr(text),
-                                 ", ".join(POINTS)))
-    return names
+    """--lossless-points (peers.parse_names())."""
+    return parse_names(text, quick, list(POINTS), QUICK_POINTS,
+                       "--lossless-points")
 
 
 def run_figures(doc: Optional[Dict[str, Any]]) -> Dict[str, Any]:

@@ -72,20 +72,28 @@ TARGETS = {
 }
 
 
-def parse_points(text: Optional[str], quick: bool) -> List[str]:
-    """--peers-points: comma-separated names of GRID, "all", or (None)
-    the default: all, or QUICK_POINTS in a quick run.  Raises ValueError
-    for an unknown name."""
+def parse_names(text: Optional[str], quick: bool, points: Sequence[str],
+                quick_points: Sequence[str], option: str) -> List[str]:
+    """A --*-points option: comma-separated names of POINTS, "all", or
+    (None) the default: all, or QUICK_POINTS in a quick run.  Raises
+    ValueError, naming OPTION, for an unknown or repeated name."""
     if text is None:
-        return list(QUICK_POINTS if quick else GRID)
+        return list(quick_points if quick else points)
     if text.strip() == "all":
-        return list(GRID)
+        return list(points)
     names = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [x for x in names if x not in GRID]
+    bad = [x for x in names if x not in points]
     if bad or not names or len(set(names)) != len(names):
-        raise ValueError("--peers-points: %s: choose distinct points of %s"
-                         % (",".join(bad) or repr(text), ", ".join(GRID)))
+        raise ValueError("%s: %s: choose distinct points of %s"
+                         % (option, ",".join(bad) or repr(text),
+                            ", ".join(points)))
     return names
+
+
+def parse_points(text: Optional[str], quick: bool) -> List[str]:
+    """--peers-points (parse_names())."""
+    return parse_names(text, quick, list(GRID), QUICK_POINTS,
+                       "--peers-points")
 
 
 def _mode_row(m: Dict[str, Any]) -> Dict[str, Any]:
