@@ -357,6 +357,40 @@ def test_move_back_after_hold_down_without_flapping() -> None:
         [], [])
 
 
+def test_fabric_planned_with_a_link_down_balances_once_it_is_up() -> None:
+    """A fabric first planned while a link is still down (its BFD session
+    not up yet): the DCMs whose path it is go elsewhere but remember it,
+    and take it after the hold-down, ending as if planned all up."""
+    st = parse(fabric_yaml(planes=1, spines=2, hlt=1, dcms_per_host=4,
+                           hold_down=10))
+    t0 = 1000000
+    ideal = assign(st, {}, now=t0)
+    down = {("hl0", "u1")}                      # hl0 - sp0-1
+    a1 = assign(st, {}, down, now=t0)
+    assert all(a.spine == "sp0-0" for a in a1.values())
+    off = sorted(n for n in ideal if ideal[n].spine == "sp0-1")
+    assert off and all(a1[n].home == (0, "sp0-1") for n in off)
+    assert all(a1[n].home is None for n in ideal if n not in off)
+    # Up at t0 + 2 s: the hold-down runs from then.
+    back = {("hl0", "u1"): t0 + 2000}
+    assert assign(st, a1, set(), back, now=t0 + 11000) == a1
+    a2 = assign(st, a1, set(), back, now=t0 + 12000)
+    assert {n: a.path for n, a in a2.items()} == {
+        n: a.path for n, a in ideal.items()}
+    assert all(a.home is None for a in a2.values())
+    # A DCM added while the link is down remembers the path it belongs
+    # on too (the least-loaded one counting the DCMs at their homes).
+    st3 = parse(fabric_yaml(planes=1, spines=2, hlt=1, dcms_per_host=3,
+                            hold_down=10))
+    a3 = assign(st3, {}, now=t0)
+    assert [a3[n].spine for n in sorted(a3)] == ["sp0-0", "sp0-1", "sp0-0"]
+    a4 = assign(st, a3, down, now=t0 + 20000)
+    assert all(a.spine == "sp0-0" for a in a4.values())
+    assert a4["d0-1"].home == (0, "sp0-1")      # moved
+    assert a4["d0-3"].home == (0, "sp0-1")      # new
+    assert a4["d0-3"].reason == "first assignment"
+
+
 def test_removed_spine_moves_its_dcms_without_home() -> None:
     st = parse(fabric_yaml(planes=1, spines=2, hlt=1, dcms_per_host=4))
     a1 = assign(st, {})

@@ -126,6 +126,15 @@ def plan(state: FabricState, current: Dict[str, Assignment],
             known[k] = path_endpoints(state, d, path, down)
         return known[k]
 
+    # Whether the path exists for the DCM at all (every port up).
+    exists: Dict[Tuple[str, Path], bool] = {}
+
+    def structural(d: FabricDcm, path: Path) -> bool:
+        k = (d.host, path)
+        if k not in exists:
+            exists[k] = path_endpoints(state, d, path, set()) is not None
+        return exists[k]
+
     out: Dict[str, Assignment] = {}
     notes: List[str] = []
     # (DCM, why, home to remember, assignment in force)
@@ -157,10 +166,27 @@ def plan(state: FabricState, current: Dict[str, Assignment],
         else:
             pending.append((d, "path removed", home, a))
     load: Dict[Path, int] = {p: 0 for p in order}
+    # Where the DCMs belong (their home, else where they are): a new DCM
+    # belongs where Algorithm 6.1 would put it with every port up.
+    belong: Dict[Path, int] = {p: 0 for p in order}
     for a in out.values():
         load[a.path] = load.get(a.path, 0) + 1
+        b = a.home or a.path
+        belong[b] = belong.get(b, 0) + 1
+    for d, why, home, old in pending:
+        if home is not None:
+            belong[home] += 1
     for d, why, home, old in pending:
         cands = [p for p in order if endpoints(d, p) is not None]
+        if old is None:
+            # A new DCM whose own path is down now (a fabric planned while
+            # a link is still coming up) takes another one and goes home
+            # after the hold-down, as a moved DCM does: else the paths up
+            # late would stay empty.
+            ideal = [p for p in order if structural(d, p)]
+            if ideal:
+                home = min(ideal, key=lambda p: (belong[p], index[p]))
+                belong[home] += 1
         if not cands:
             if old is not None:
                 out[d.name] = old
@@ -169,8 +195,13 @@ def plan(state: FabricState, current: Dict[str, Assignment],
             else:
                 notes.append("%s: no usable path; not assigned" % d.name)
             continue
-        best = min(cands, key=lambda p: (load[p], index[p]))
+        if home in cands and old is None:
+            best = home
+        else:
+            best = min(cands, key=lambda p: (load[p], index[p]))
         load[best] += 1
+        if old is not None and home is None:
+            belong[best] += 1
         out[d.name] = Assignment(d.name, best[0], best[1], epoch, generation,
                                  home if home != best else None, now,
                                  "first assignment" if old is None
