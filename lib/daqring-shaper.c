@@ -138,8 +138,12 @@ daqring_shaper_create(const struct daqring_shaper_params *p,
         uint64_t full = DAQRING_RATE_FRAME_LEN + p->frame_overhead;
         uint64_t depth_bytes = p->max_burst * full;
 
+        /* "max-burst-bytes" sets the depth, above 'max_burst' frames too:
+         * a deeper bucket lets the ring catch up, at 'max_burst' packets
+         * per poll, after its thread was preempted for longer than
+         * 'max_burst' frames take at the rate. */
         if (p->max_burst_bytes > full) {
-            depth_bytes = MIN(depth_bytes, p->max_burst_bytes - full);
+            depth_bytes = p->max_burst_bytes - full;
         }
         s->rate = p->max_rate;
         s->byte_ticks = 8 * tsc_hz;

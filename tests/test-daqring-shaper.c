@@ -428,7 +428,9 @@ largest_burst(struct daqring_shaper *s, uint64_t *excess_max)
 static void
 test_byte_burst_bound(void)
 {
-    static const uint32_t bounds[] = { 3084, 4000, 10000, 30000 };
+    /* Below and above the default bound (33 frames of 1542 bytes). */
+    static const uint32_t bounds[] = { 3084, 4000, 10000, 30000, 100000,
+                                       1000000 };
     struct daqring_shaper *s;
     uint64_t burst, excess;
 
