@@ -322,6 +322,17 @@ def test_summarize_ratios_spread() -> None:
     assert db.fit_slope([0, 2], [0, 4]) == 2
 
 
+def test_stall_burst_bytes() -> None:
+    # Where max-burst frames already ride out the stall: not set.
+    assert analysis.stall_burst_bytes(100_000_000, 32, 24, 2.0) == 0
+    assert analysis.stall_burst_bytes(10**9, 32, 24, 0) == 0
+    # 1 Gbit/s for 2 ms: 250000 bytes, plus the frame that empties it.
+    assert analysis.stall_burst_bytes(10**9, 32, 24, 2.0) == 250000 + 1542
+    assert analysis.stall_burst_bytes(10**10, 1, 24, 2.0) == 2501542
+    # Never above what the switch accepts.
+    assert analysis.stall_burst_bytes(10**12, 32, 24, 100) == 16 * 2**20
+
+
 def test_fmt_and_share_text() -> None:
     assert db.fmt_stat(db.summarize([1, 2, 3])) == "2.0 [1.0-3.0]"
     assert db.fmt_stat(db.summarize([2])) == "2.0"
@@ -665,7 +676,7 @@ def test_verdicts_and_markdown() -> None:
     for text in ("## Targets", "## Hop cost", "## Ring-count scaling",
                  "## Shaping accuracy", "## Fairness", "## Incast",
                  "### Byte shaping (max-rate)",
-                 "| 10 Gbit/s | 1514 B | 812744 |",
+                 "| 10 Gbit/s | 1514 B | - | 812744 |",
                  "Not measured: 10 Gbit/s of 64 B",
                  "Deeper collapse", "Cost of the patches alone",
                  "patched is faster than base",

@@ -112,6 +112,23 @@ def ratios(num: Sequence[float], den: Sequence[float]) -> List[float]:
     return [n / d for n, d in zip(num, den) if d]
 
 
+# options:max-burst-bytes bounds (lib/netdev-daqring.c).
+MAX_BURST_BYTES = 16 * 1024 * 1024
+
+
+def stall_burst_bytes(rate_bps: int, max_burst: int, overhead: int,
+                      stall_ms: float) -> int:
+    """The max-burst-bytes of a max-rate point that rides out a PMD stall
+    of 'stall_ms': what 'rate_bps' sends in that time, plus the frame
+    that empties the bucket; 0 (the option not set) where 'max_burst'
+    full-size frames already hold that much, or 'stall_ms' is 0."""
+    full = 1518 + overhead
+    want = int(rate_bps * stall_ms / 1000 / 8) + full
+    if stall_ms <= 0 or want <= (max_burst + 1) * full:
+        return 0
+    return min(want, MAX_BURST_BYTES)
+
+
 def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     """The least-squares slope of YS over XS (at least two points)."""
     n = len(xs)
@@ -781,12 +798,14 @@ def markdown(res: Dict[str, Any]) -> str:
                  "second." % (sh["byte_max_burst"], sh["frame_overhead"],
                               sh["frame_overhead"]))
         L.append("")
-        L.append("| max-rate | frame | configured frames/s | achieved "
-                 "bit/s | achieved / configured | PMD share |")
-        L.append("|---|---|---|---|---|---|")
+        L.append("| max-rate | frame | max-burst-bytes | configured "
+                 "frames/s | achieved bit/s | achieved / configured | "
+                 "PMD share |")
+        L.append("|---|---|---|---|---|---|---|")
         for p in sh["byte_points"]:
-            L.append("| %s | %d B | %.0f | %s | %s | %s |" % (
+            L.append("| %s | %d B | %s | %.0f | %s | %s | %s |" % (
                 fmt_bps(p["max_rate_bps"]), p["frame_len"],
+                p.get("max_burst_bytes") or "-",
                 p["configured_fps"], fmt_stat(p["achieved_bps"], "%.0f"),
                 fmt_stat(p["ratio"], "%.4f"), share_text(p["shares"])))
         L.append("")

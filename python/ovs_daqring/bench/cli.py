@@ -499,6 +499,12 @@ of its core (schedstat) next to every number.""",
     g.add_argument("--shaping-byte-burst", type=int, default=32,
                    help="shaping: max-burst with max-rate (default: "
                    "%(default)s)")
+    g.add_argument("--shaping-stall-ms", type=float, default=2.0,
+                   help="shaping: max-rate points set max-burst-bytes to "
+                   "what the rate sends in this many ms, where that is "
+                   "more than --shaping-byte-burst frames, so that a PMD "
+                   "stall that long costs no link time; 0: never set "
+                   "(default: %(default)s)")
     g.add_argument("--shaping-max-fps", type=float, default=2e6,
                    help="shaping: skip max-rate points above this many "
                    "frames per second, beyond what one PMD forwards "
@@ -662,6 +668,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         p.error("--shaping-bursts must be within 1..32")
     if not 1 <= ns.shaping_byte_burst <= 32:
         p.error("--shaping-byte-burst must be within 1..32")
+    if not 0 <= ns.shaping_stall_ms <= 100:
+        p.error("--shaping-stall-ms must be within 0..100")
     if any(not 1000 <= r <= 10**12 for r in ns.shaping_rates):
         p.error("--shaping-rates must be within 1000..10^12 bit/s")
     if any(not 60 <= f <= 9000 for f in ns.shaping_frames):

@@ -21,6 +21,7 @@ from . import lossless, peers
 from ..process import RunError, die_with_parent, read_text, stop_process
 from .analysis import (SHAPING_BYTES_FRAMES, SHAPING_BYTES_MIN_S,
                        SHAPING_BYTES_STEP, delta, fit_slope, fmt_bps,
+                       stall_burst_bytes,
                        hop_analysis,
                        incast_analysis, incast_summary, jain, opt_verdict,
                        ratios, regression_verdict, scale_analysis,
@@ -567,10 +568,19 @@ class Parts:
                 r: [] for r in rates}
             for r in range(reps):
                 for rate in (rates if r % 2 == 0 else rates[::-1]):
-                    sw.set_iface("ring", "options:poll-interval=0",
-                                 "options:max-burst=%d" % burst,
-                                 "options:frame-overhead=%d" % ovh,
-                                 "options:max-rate=%d" % rate)
+                    bb = stall_burst_bytes(rate, burst, ovh,
+                                           self.args.shaping_stall_ms)
+                    opts = ["options:poll-interval=0",
+                            "options:max-burst=%d" % burst,
+                            "options:frame-overhead=%d" % ovh,
+                            "options:max-rate=%d" % rate]
+                    if bb:
+                        sw.set_iface("ring", *opts,
+                                     "options:max-burst-bytes=%d" % bb)
+                    else:
+                        sw.vsctl("set", "Interface", "ring", *opts, "--",
+                                 "remove", "Interface", "ring", "options",
+                                 "max-burst-bytes")
                     fps = rate / ((size + ovh) * 8)
                     self.settle(max(0.5, 2000 / fps))
                     # Enough frames that one more or less is within
@@ -606,6 +616,8 @@ class Parts:
                 out["byte_points"].append({
                     "max_rate_bps": rate, "frame_len": size,
                     "max_burst": burst,
+                    "max_burst_bytes": stall_burst_bytes(
+                        rate, burst, ovh, self.args.shaping_stall_ms),
                     "configured_fps": rate / ((size + ovh) * 8),
                     "achieved_bps": summarize([x[0] for x in sm]),
                     "ratio": summarize([x[0] / rate for x in sm]),
