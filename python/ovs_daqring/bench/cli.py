@@ -499,7 +499,7 @@ of its core (schedstat) next to every number.""",
     g.add_argument("--shaping-byte-burst", type=int, default=32,
                    help="shaping: max-burst with max-rate (default: "
                    "%(default)s)")
-    g.add_argument("--shaping-stall-ms", type=float, default=2.0,
+    g.add_argument("--shaping-stall-ms", type=float, default=10.0,
                    help="shaping: max-rate points set max-burst-bytes to "
                    "what the rate sends in this many ms, where that is "
                    "more than --shaping-byte-burst frames, so that a PMD "
