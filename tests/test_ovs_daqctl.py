@@ -326,6 +326,114 @@ def test_max_burst_bytes_in_maps(daqctl: SimpleNamespace,
         assert words in info.value.problems[0].reason, text
 
 
+def test_egress_max_rate_in_maps(daqctl: SimpleNamespace,
+                                 tmp_path: Path) -> None:
+    """egress-max-rate and egress-max-burst-bytes (issues 27 and 28): the
+    DCMs bound to one egress port share its rate; from a map, YAML or
+    CSV, into the rings' options; read back from the switch as they were
+    given; a change of either alone is an update of the ring."""
+    spec, = read_map(daqctl, tmp_path, """\
+        defaults: {steering: bound, egress-max-rate: 1gbit}
+        dcms:
+          - {name: d1, ip: 10.0.0.1, egress: p1}
+          - {name: d2, ip: 10.0.0.2, egress: p1, rate: 1gbit}
+          - {name: d3, ip: 10.0.0.3, egress: p2, egress_max_rate: 400mbit,
+             egress-max-burst-bytes: 8192}
+        """)
+    d1, d2, d3 = spec.dcms
+    assert d1.options()["egress"] == "p1"
+    assert d1.options()["egress-max-rate"] == "1000000000"
+    assert "max-rate" not in d1.options()
+    assert "egress-max-burst-bytes" not in d1.options()
+    assert d2.options()["max-rate"] == "1000000000"
+    assert d2.options()["egress-max-rate"] == "1000000000"
+    assert d3.options()["egress-max-rate"] == "400000000"
+    assert d3.options()["egress-max-burst-bytes"] == "8192"
+    assert "egress p1 shared at 1.00 Gbit/s" in d1.shaping_text()
+    spec, = read_map(daqctl, tmp_path, """\
+        name,ip,egress,steering,egress_max_rate,egress_max_burst_bytes
+        d1,10.0.0.1,p1,bound,10gbit,
+        d2,10.0.0.2,p1,bound,10gbit,
+        d3,10.0.0.3,p2,bound,2.5gbit,16384
+        """, name="map.csv")
+    assert [(d.egress_max_rate, d.egress_max_burst_bytes)
+            for d in spec.dcms] == [(10**10, 0), (10**10, 0),
+                                    (2500000000, 16384)]
+    other = daqctl.Dcm(**dict(vars(spec.dcms[0]), egress_max_rate=10**9))
+    assert "egress-max-rate 10000000000 -> 1000000000" in \
+        daqctl.describe_update(spec.dcms[0], other)
+    port = SimpleNamespace(name=d3.ring, external_ids=d3.external_ids())
+    iface = SimpleNamespace(options=d3.options(), ofport_request=[])
+    assert daqctl.dcm_from_row(port, iface).key() == d3.key()
+    # Without them, neither option: and ring_options() removes them.
+    spec, = read_map(daqctl, tmp_path, """\
+        dcms: [{name: d3, ip: 10.0.0.3, egress: p2, steering: bound}]
+        """)
+    assert daqctl.ring_options(d3.options(), spec.dcms[0]) == {
+        k: v for k, v in d3.options().items() if not k.startswith("egress-")}
+
+
+BAD_EGRESS_SHARES = [
+    ("- {name: d, ip: 10.0.0.1, egress: p, egress-max-rate: 1gbit}",
+     1, "it needs 'steering: bound'"),
+    ("- {name: d, ip: 10.0.0.1, egress: p, steering: two-rule,\n"
+     "   egress-max-rate: 1gbit}", 2, "it needs 'steering: bound'"),
+    ("- {name: d, ip: 10.0.0.1, steering: bound, egress-max-rate: 1gbit}",
+     1, "no 'egress' port"),
+    ("- {name: d, ip: 10.0.0.1, egress: p, steering: bound,\n"
+     "   egress-max-rate: fast}", 2, "bad rate 'fast'"),
+    ("- {name: d, ip: 10.0.0.1, egress: p, steering: bound,\n"
+     "   egress-max-rate: 999}", 2, "egress-max-rate 999 is out of range"),
+    ("- {name: d, ip: 10.0.0.1, egress: p, steering: bound,\n"
+     "   egress-max-rate: 2tbit}", 2, "out of range"),
+    ("- {name: d, ip: 10.0.0.1, egress: p, steering: bound,\n"
+     "   poll-interval: 100, egress-max-rate: 1gbit}", 2,
+     "exclude each other"),
+    ("- {name: d, ip: 10.0.0.1, egress: p, steering: bound,\n"
+     "   egress-max-rate: 1gbit, egress-max-burst-bytes: 3083}", 2,
+     "egress-max-burst-bytes 3083 out of range 3084..16777216"),
+    ("- {name: d, ip: 10.0.0.1, egress: p, steering: bound,\n"
+     "   frame-overhead: 64, egress-max-rate: 1gbit,\n"
+     "   egress-max-burst-bytes: 3100}", 3, "out of range 3164..16777216"),
+    ("- {name: d, ip: 10.0.0.1, egress: p, steering: bound, rate: 1gbit,\n"
+     "   egress-max-burst-bytes: 8192}", 2, "it needs 'egress-max-rate'"),
+    ("- {name: a, ip: 10.0.0.1, egress: p, steering: bound,\n"
+     "   egress-max-rate: 1gbit}\n"
+     "- {name: b, ip: 10.0.0.2, egress: p, steering: bound,\n"
+     "   egress-max-rate: 500mbit}", 3,
+     "DCM b: the DCMs of egress p must share it alike: DCM b gives "
+     "egress-max-rate 500000000, DCM a (at "),
+    ("- {name: a, ip: 10.0.0.1, egress: p, steering: bound,\n"
+     "   egress-max-rate: 1gbit}\n"
+     "- {name: b, ip: 10.0.0.2, egress: p}", 3,
+     "DCM b gives no egress-max-rate"),
+    ("- {name: a, ip: 10.0.0.1, egress: p, steering: bound,\n"
+     "   egress-max-rate: 1gbit}\n"
+     "- {name: b, ip: 10.0.0.2, egress: p, steering: bound,\n"
+     "   egress-max-rate: 1gbit, egress-max-burst-bytes: 8192}", 3,
+     "egress-max-burst-bytes 8192"),
+    ("- {name: a, ip: 10.0.0.1, egress: p, steering: bound,\n"
+     "   egress-max-rate: 1gbit}\n"
+     "- {name: b, ip: 10.0.0.2, egress: p, steering: bound,\n"
+     "   egress-max-rate: 1gbit, frame-overhead: 0}", 3,
+     "frame-overhead 0"),
+]
+
+
+@pytest.mark.parametrize("dcms,line,words", BAD_EGRESS_SHARES,
+                         ids=[w for _, _, w in BAD_EGRESS_SHARES])
+def test_bad_egress_shares(daqctl: SimpleNamespace, tmp_path: Path,
+                           dcms: str, line: int, words: str) -> None:
+    """Each refusal of egress-max-rate names the DCM and the line."""
+    with pytest.raises(daqctl.MapError) as info:
+        read_map(daqctl, tmp_path, "dcms:\n" + textwrap.indent(dcms, "  ")
+                 + "\n")
+    first = info.value.problems[0]
+    assert first.where.endswith("map.yaml:%d" % (line + 1)), \
+        info.value.problems
+    assert words in first.reason, info.value.problems
+
+
 BAD_CSV = [
     ("name,ip,egres\ndcm1,10.0.0.1,p1\n", 1, "unknown CSV column 'egres'"),
     ("ip,egress\n10.0.0.1,p1\n", 1, "needs a 'name' column"),
@@ -1132,6 +1240,59 @@ def test_bound_steering(sw: Switch) -> None:
     assert two <= sw.flows()
     assert show_steering(sw, "dcm13") == ("two-rule", "two-rule", None)
     sw.daqctl("del-dcm", "dcm13")
+
+
+EGRESS_SHARE_MAP = """\
+defaults: {steering: bound}
+dcms:
+  - {name: dcm1, ip: 10.0.0.1, egress: p3, egress-max-rate: 1gbit}
+  - {name: dcm2, ip: 10.0.0.2, egress: p3, egress-max-rate: 1gbit,
+     rate: 1gbit}
+  - {name: dcm3, ip: 10.0.0.3, egress: p4, steering: two-rule}
+"""
+
+
+def test_egress_shared_by_two_dcms(sw: Switch, tmp_path: Path) -> None:
+    """Two DCMs bound to p3 with egress-max-rate: their rings get the
+    options, the switch makes them share p3 (status), show reports the
+    share, a second apply changes nothing, and add-dcm of a third DCM of
+    p3 with another egress-max-rate is refused, changing nothing."""
+    sw.reset(br0=None)
+    p = sw.daqctl("apply", write(tmp_path, "share.yaml",
+                                 EGRESS_SHARE_MAP))
+    rings = sw.rings()
+    for name in ("dcm1", "dcm2"):
+        opts = rings[name]["options"]
+        assert opts["egress"] == "p3", opts
+        assert opts["egress-max-rate"] == "1000000000", opts
+    assert rings["dcm2"]["options"]["max-rate"] == "1000000000"
+    assert "egress-max-rate" not in rings["dcm3"]["options"]
+    for name in ("dcm1", "dcm2"):
+        deadline = time.monotonic() + WAIT_S
+        while sw.vsctl("--if-exists", "get", "Interface", name,
+                       "status:egress_sharing_rings").strip() != '"2"':
+            assert time.monotonic() < deadline, sw.vsctl(
+                "get", "Interface", name, "status", "error")
+            time.sleep(0.1)
+        assert sw.vsctl("get", "Interface", name,
+                        "status:egress_max_rate").strip() == '"1000000000"'
+    js = json.loads(sw.daqctl("show", "-f", "json").stdout)
+    rows = {r["dcm"]: r for r in js["switches"][0]["dcms"]}
+    assert (rows["dcm1"]["egress_max_rate"],
+            rows["dcm1"]["egress_sharing_rings"]) == (10**9, 2)
+    assert rows["dcm3"]["egress_sharing_rings"] is None
+    p = sw.daqctl("show")
+    assert "egress shared at 1.00 Gbit/s by 2 rings" in p.stdout, p.stdout
+    p = sw.daqctl("apply", write(tmp_path, "share.yaml",
+                                 EGRESS_SHARE_MAP))
+    assert "no changes" in p.stdout
+    before = sw.rings()
+    p = sw.daqctl("add-dcm", "dcm4", "--ip", "10.0.0.4", "--egress", "p3",
+                  "--steering", "bound", "--egress-max-rate", "500mbit",
+                  check=2)
+    assert "DCM dcm4: the DCMs of egress p3 must share it alike" \
+        in p.stderr, p.stderr
+    assert sw.rings() == before
 
 
 def test_show(sw: Switch) -> None:

@@ -130,7 +130,8 @@ def cmd_add_dcm(args: argparse.Namespace) -> int:
         values["tuples"] = args.tuple
     for k in ("ring", "ring_size", "max_burst", "poll_interval", "rate",
               "frame_overhead", "numa_id", "ofport", "steering",
-              "flow_buckets", "max_burst_bytes"):
+              "flow_buckets", "max_burst_bytes", "egress_max_rate",
+              "egress_max_burst_bytes"):
         v = getattr(args, k)
         if v is not None:
             values[k] = v
@@ -234,6 +235,13 @@ def show_rows(db: Any, bridge: str) -> List[Dict[str, Any]]:
             "shaping_burst_bytes": _int_or_none(
                 st.get("shaping_burst_bytes")),
             "shaping_rate": st.get("shaping_rate"),
+            # The share of the egress port (egress-max-rate): its rate and
+            # burst bound in force, and how many daqrings share it.
+            "egress_max_rate": _int_or_none(st.get("egress_max_rate")),
+            "egress_max_burst_bytes": _int_or_none(
+                st.get("egress_max_burst_bytes")),
+            "egress_sharing_rings": _int_or_none(
+                st.get("egress_sharing_rings")),
             "rate": d.rate if d else None,
             "config_error": st.get("config_error"),
             "error": _opt(r.iface.error),
@@ -294,6 +302,8 @@ def print_show(sw: Dict[str, Any], out: Any) -> None:
                                                  n(r["max_burst"]))
             if r["max_burst_bytes"]:
                 shaping += ", %d bytes" % r["max_burst_bytes"]
+        elif r["egress_max_rate"]:
+            shaping = "burst %s" % n(r["max_burst"])
         elif r["poll_interval"] == 0:
             shaping = "unshaped, burst %s" % n(r["max_burst"])
         else:
@@ -302,6 +312,10 @@ def print_show(sw: Dict[str, Any], out: Any) -> None:
                                         n(r["poll_interval"]), rate)
             if r["rate"]:
                 shaping += " (asked %s)" % r["rate"]
+        if r["egress_max_rate"]:
+            shaping += ", egress shared at %s by %s rings" % (
+                format_rate(r["egress_max_rate"]),
+                n(r["egress_sharing_rings"]))
         drops = r["tx_dropped"]
         if r["ring_full_drops"] is not None and r["ring_full_drops"] != drops:
             drops = "%s (%s full)" % (n(drops), r["ring_full_drops"])
@@ -607,6 +621,14 @@ See ovs-daqctl(8) and utilities/dcm-map.example.yaml.""")
                    "bytes on the wire (two full frames, 3084 with the "
                    "default overhead, to 16777216; default: max-burst "
                    "full frames)")
+    d.add_argument("--egress-max-rate", metavar="RATE",
+                   help="with --steering bound: the rate of the egress "
+                   "port (e.g. 1gbit), shared by the daqrings bound to it "
+                   "(work-conserving); they must all give the same")
+    d.add_argument("--egress-max-burst-bytes", metavar="BYTES",
+                   help="with --egress-max-rate: the largest burst of the "
+                   "shared egress beyond its rate, in bytes on the wire "
+                   "(bounds of --max-burst-bytes)")
     d.add_argument("--numa-id", metavar="N", help="NUMA node of the ring")
     d.add_argument("--flow-buckets", metavar="N",
                    help="flow fairness: the ring serves its flows "

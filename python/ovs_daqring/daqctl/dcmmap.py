@@ -480,6 +480,19 @@ def with_defaults(defaults: Dict[str, Tuple[Any, int]], item: LineDict,
     return values, lines
 
 
+def _rate_value(v: Any, what: str) -> int:
+    """A rate (text like 'rate': 1gbit, 190mbit...) in bit/s, in range."""
+    if isinstance(v, bool):
+        raise ValueError("%s must be a rate, not %r" % (what, v))
+    text = str(v).strip()
+    bps = int(round(parse_rate(text)))
+    if not MAX_RATE_MIN <= bps <= MAX_RATE_MAX:
+        raise ValueError("%s %s is out of range %s..%s"
+                         % (what, text, format_rate(MAX_RATE_MIN),
+                            format_rate(MAX_RATE_MAX)))
+    return bps
+
+
 def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
               at: Any, problems: List[Problem], tolerance: float,
               rate_notes: List[str]) -> Optional[Dcm]:
@@ -581,6 +594,28 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
                 "of overhead" % (rate_text, max_rate,
                                  FRAME_OVERHEAD_DEFAULT if overhead is None
                                  else overhead))
+    egress_rate = 0
+    if "egress_max_rate" in values:
+        # The rate of the egress port, shared by the daqrings bound to it
+        # (work-conserving): the switch needs options:egress.
+        try:
+            egress_rate = _rate_value(values["egress_max_rate"],
+                                      "egress-max-rate")
+        except ValueError as e:
+            bad("egress_max_rate", label + str(e))
+        if (steering or STEERING_DEFAULT) != "bound":
+            bad("egress_max_rate", label + "egress-max-rate is the rate "
+                "that the daqrings bound to their egress port share: it "
+                "needs 'steering: bound'")
+        if poll:
+            bad("egress_max_rate", label + "egress-max-rate (byte shaping) "
+                "and poll-interval (packet shaping) exclude each other")
+    egress_burst = get("egress_max_burst_bytes", _int_value,
+                       "egress-max-burst-bytes", min_burst_bytes(overhead),
+                       MAX_BURST_BYTES_MAX)
+    if egress_burst is not None and "egress_max_rate" not in values:
+        bad("egress_max_burst_bytes", label + "egress-max-burst-bytes bounds "
+            "the bursts of a shared egress: it needs 'egress-max-rate'")
     if len(problems) > before or not isinstance(egress, str):
         return None
     return Dcm(name=name, ring=ring, egress=egress, ip=ip,
@@ -592,6 +627,8 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
                              else buckets),
                max_rate=max_rate, frame_overhead=overhead,
                max_burst_bytes=burst_bytes or 0, ofport=ofport, rate=rate_text,
+               egress_max_rate=egress_rate,
+               egress_max_burst_bytes=egress_burst or 0,
                steering=steering or STEERING_DEFAULT, where=at(line))
 
 
@@ -635,6 +672,7 @@ def validate_dcms(dcms: List[Dcm], where: str) -> List[Problem]:
         cookies.setdefault(c, d)
         for t in d.tuples:
             by_dst.setdefault((t.proto, t.dst), []).append((t, d))
+    problems += _check_egress_shares(dcms, where)
     for d in dcms:
         if d.egress in rings:
             problems.append(Problem(d.where or where, "DCM %s: egress %s is "
@@ -655,4 +693,43 @@ def validate_dcms(dcms: List[Dcm], where: str) -> List[Problem]:
                         d2.where or where, "DCM %s: tuple %s overlaps %s of "
                         "DCM %s" % (d2.name, t2.canonical(), t1.canonical(),
                                     d1.name)))
+    return problems
+
+
+def _check_egress_shares(dcms: List[Dcm], where: str) -> List[Problem]:
+    """The DCMs of one egress port share it (egress-max-rate) only if
+    they all give the same egress-max-rate, egress-max-burst-bytes and
+    frame-overhead: the switch refuses a daqring that disagrees with the
+    others of its egress, and one without egress-max-rate would not be
+    held back by the share."""
+    problems: List[Problem] = []
+    first: Dict[str, Dcm] = {}
+    for d in dcms:
+        if d.egress_max_rate:
+            first.setdefault(d.egress, d)
+
+    def share_text(d: Dcm) -> str:
+        if not d.egress_max_rate:
+            return "no egress-max-rate"
+        text = "egress-max-rate %d" % d.egress_max_rate
+        if d.egress_max_burst_bytes:
+            text += ", egress-max-burst-bytes %d" % d.egress_max_burst_bytes
+        if d.frame_overhead is not None:
+            text += ", frame-overhead %d" % d.frame_overhead
+        return text
+
+    def key(d: Dcm) -> Tuple[int, int, int]:
+        return (d.egress_max_rate, d.egress_max_burst_bytes,
+                FRAME_OVERHEAD_DEFAULT if d.frame_overhead is None
+                else d.frame_overhead)
+
+    for d in dcms:
+        f = first.get(d.egress)
+        if f is None or f is d or key(d) == key(f):
+            continue
+        problems.append(Problem(
+            d.where or where, "DCM %s: the DCMs of egress %s must share it "
+            "alike: DCM %s gives %s, DCM %s (at %s) gives %s"
+            % (d.name, d.egress, d.name, share_text(d), f.name, f.where,
+               share_text(f))))
     return problems

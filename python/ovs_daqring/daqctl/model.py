@@ -73,7 +73,8 @@ EXT_RATE = "daqctl-rate"
 # Map keys ('-' and '_' are interchangeable in maps).
 SHAPING_KEYS = ("ring_size", "max_burst", "poll_interval", "rate",
                 "frame_overhead", "numa_id", "flow_buckets",
-                "max_burst_bytes")
+                "max_burst_bytes", "egress_max_rate",
+                "egress_max_burst_bytes")
 DEFAULT_KEYS = ("egress", "steering") + SHAPING_KEYS
 DCM_KEYS = ("name", "ring", "ip", "tuples", "ofport") + DEFAULT_KEYS
 SWITCH_KEYS = ("name", "db", "of", "bridge", "defaults", "dcms")
@@ -81,12 +82,13 @@ TOP_KEYS = ("db", "of", "bridge", "defaults", "dcms", "switches")
 CSV_COLUMNS = ("name", "ring", "ip", "tuples", "egress", "ring_size",
                "max_burst", "poll_interval", "rate", "numa_id", "ofport",
                "frame_overhead", "steering", "flow_buckets",
-               "max_burst_bytes")
+               "max_burst_bytes", "egress_max_rate", "egress_max_burst_bytes")
 # The Interface options ovs-daqctl owns on its daqrings (Dcm.options()):
 # those a ring's DCM no longer sets are removed from it.
 RING_OPTIONS = ("ring-size", "max-burst", "poll-interval", "max-rate",
                 "frame-overhead", "max-burst-bytes", "numa-id",
-                "flow-buckets", "egress")
+                "flow-buckets", "egress", "egress-max-rate",
+                "egress-max-burst-bytes")
 
 # Steering modes: "two-rule" (a rule into the ring and one from the ring to
 # the egress port) or "bound" (options:egress: the switch sends what the
@@ -231,6 +233,10 @@ class Dcm:
     max_rate: int = 0                     # byte shaping, bit/s ('rate')
     frame_overhead: Optional[int] = None  # bytes per frame for max_rate
     max_burst_bytes: int = 0              # byte shaping burst bound, 0 = none
+    # The rate of the egress port that the daqrings bound to it share
+    # (work-conserving), bit/s, 0 = none; and that share's burst bound.
+    egress_max_rate: int = 0
+    egress_max_burst_bytes: int = 0
     numa_id: Optional[int] = None
     flow_buckets: int = FLOW_BUCKETS_DEFAULT  # 0 = strict FIFO
     ofport: Optional[int] = None          # ofport_request of the ring
@@ -258,6 +264,10 @@ class Dcm:
             opts["numa-id"] = str(self.numa_id)
         if self.steering == "bound":
             opts["egress"] = self.egress
+        if self.egress_max_rate:
+            opts["egress-max-rate"] = str(self.egress_max_rate)
+        if self.egress_max_burst_bytes:
+            opts["egress-max-burst-bytes"] = str(self.egress_max_burst_bytes)
         return opts
 
     def external_ids(self) -> Dict[str, str]:
@@ -277,11 +287,20 @@ class Dcm:
 
     def shaping_text(self) -> str:
         if self.max_rate:
-            return "max-rate %s (burst %d%s)" % (
+            text = "max-rate %s (burst %d%s)" % (
                 format_rate(self.max_rate), self.max_burst,
                 ", %d bytes" % self.max_burst_bytes
                 if self.max_burst_bytes else "")
-        return shaping_text(self.max_burst, self.poll_interval)
+        elif self.egress_max_rate:
+            text = "burst %d" % self.max_burst
+        else:
+            return shaping_text(self.max_burst, self.poll_interval)
+        if self.egress_max_rate:
+            text += ", egress %s shared at %s%s" % (
+                self.egress, format_rate(self.egress_max_rate),
+                " (burst %d bytes)" % self.egress_max_burst_bytes
+                if self.egress_max_burst_bytes else "")
+        return text
 
     def match_summary(self) -> str:
         if self.ip:

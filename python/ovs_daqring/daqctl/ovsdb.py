@@ -345,6 +345,8 @@ def dcm_from_row(port: Any, iface: Any) -> Dcm:
                poll_interval=num("poll-interval", 0),
                max_rate=num("max-rate", 0),
                max_burst_bytes=num("max-burst-bytes", 0),
+               egress_max_rate=num("egress-max-rate", 0),
+               egress_max_burst_bytes=num("egress-max-burst-bytes", 0),
                flow_buckets=num("flow-buckets", 0),
                frame_overhead=(int(overhead) if overhead and overhead.isdigit()
                                else None),

@@ -832,6 +832,8 @@ def describe_update(old: Optional[Dcm], new: Dcm) -> str:
                         ("poll_interval", "poll-interval"),
                         ("max_rate", "max-rate"),
                         ("max_burst_bytes", "max-burst-bytes"),
+                        ("egress_max_rate", "egress-max-rate"),
+                        ("egress_max_burst_bytes", "egress-max-burst-bytes"),
                         ("frame_overhead", "frame-overhead"),
                         ("numa_id", "numa-id"),
                         ("flow_buckets", "flow-buckets"), ("egress", "egress"),
