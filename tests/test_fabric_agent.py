@@ -34,15 +34,16 @@ import signal
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import ovs.stream
 import pytest
 
+from ovs_daqring import hugepages
 from ovs_daqring.daqctl.openflow import parse_group
 from ovs_daqring.fabric.db import FabricDb
 from ovs_daqring.process import RunError
-from ovs_daqring.sandbox import Sandbox, tree_binaries
+from ovs_daqring.sandbox import Sandbox, dpdk_settings, tree_binaries
 
 from fabric_helpers import Cluster, Pki, _tool, wait_for
 
@@ -53,6 +54,9 @@ EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"
 OVS = ROOT / "ovs"
 PYTHON = "/usr/bin/python3"
 WAIT_S = 60
+# dpdk-socket-mem of a switch that holds daqrings (tests/conftest.py
+# reserves the hugepages when root).
+DPDK_MB = 128
 INTERVAL = "0.5"
 # The fabric ports of the example's switches, and where each one's routes
 # go: a spine's to the HLT leaf (down2), the ROS leaf's to the DCM's spine.
@@ -110,16 +114,29 @@ class Node:
         self.ctl = os.path.join(self.dir, "agent.ctl")
         self.state = os.path.join(self.dir, "agent.json")
         self.log = os.path.join(self.dir, "agent.log")
+        self.dpdk_prefix = ""
 
-    def start_switch(self, cables: Optional[str] = None) -> None:
+    def start_switch(self, cables: Optional[str] = None,
+                     dpdk: bool = False) -> None:
         """With 'cables' (a directory), each link port is cabled to its
         peer's through a unix socket there (netdev-dummy's stream
         options: the spine's end listens): packets, BFD's too, cross
-        it."""
+        it.  With 'dpdk', DPDK is initialised too (hugepages, one PMD
+        thread on CPU 1), so that the switch can hold daqrings; its
+        ports and datapath are still dummy ones."""
         # The dummy datapath: several switches in one network namespace
         # (a netdev datapath's internal port is a tap device of the
         # namespace).
-        self.sb.start([], dummy=True, vswitchd_args=["--disable-system"])
+        if dpdk:
+            # DPDK memory is --in-memory, freed with the process; the
+            # runtime directory of its file prefix is removed by stop().
+            self.dpdk_prefix = "dqa%d-%s" % (os.getpid(), self.name)
+            self.sb.start(dpdk_settings(
+                "0x2", ["other_config:dpdk-socket-mem=%d" % DPDK_MB],
+                "--no-pci --in-memory --file-prefix=" + self.dpdk_prefix),
+                vswitchd_args=["--enable-dummy", "--disable-system"])
+        else:
+            self.sb.start([], dummy=True, vswitchd_args=["--disable-system"])
         self.sb.vsctl("add-br", "br0", "--", "set", "Bridge", "br0",
                       "datapath_type=dummy", "fail_mode=secure")
         for p in PORTS[self.name]:
@@ -299,14 +316,21 @@ class Node:
 
     def stop(self) -> None:
         self.kill_agent()
-        self.sb.stop(fast=True)
+        try:
+            self.sb.stop(fast=True)
+        finally:
+            if self.dpdk_prefix:
+                shutil.rmtree(os.path.join(hugepages.DPDK_RUNDIR,
+                                           self.dpdk_prefix),
+                              ignore_errors=True)
 
 
 class Fabric:
     def __init__(self, names: List[str], cabled: bool = False,
-                 ssl: bool = False) -> None:
+                 ssl: bool = False, dpdk: Sequence[str] = ()) -> None:
         """cabled: the switches' link ports are cabled to each other;
-        ssl: the fabric database is reached over SSL only."""
+        ssl: the fabric database is reached over SSL only; dpdk: the
+        switches that initialise DPDK (Node.start_switch())."""
         self.base = tempfile.mkdtemp(prefix="dqa.", dir="/tmp")
         self.cluster: Optional[Cluster] = None
         self.nodes: Dict[str, Node] = {}
@@ -318,7 +342,8 @@ class Fabric:
             for n in names:
                 node = Node(self.base, n, self.cluster)
                 self.nodes[n] = node
-                node.start_switch(self.cables if cabled else None)
+                node.start_switch(self.cables if cabled else None,
+                                  dpdk=n in dpdk)
         except BaseException:
             self.stop()
             raise
@@ -454,6 +479,53 @@ def test_agent_applies_its_slice_and_apply_wait_returns(
                                                  "10.0.0.2": "down1"}
     assert fabric.nodes["ros-leaf1"].ros_routes() == {"10.0.0.1": "h1",
                                                       "10.0.0.2": "h2"}
+
+
+def test_agent_gives_the_rings_of_a_host_its_shared_egress(
+        tmp_path: Path) -> None:
+    """A fabric map's egress-max-rate (issues 27 and 28) reaches the HLT
+    leaf's daqrings through the fabric database and the leaf's agent:
+    the two DCMs of hlt1 are bound to its port h1 and share its rate, as
+    the switch's status says."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (DPDK)")
+    if (hugepages.free_mb() < DPDK_MB
+            or not hugepages.hugetlbfs_mounted()):
+        pytest.skip("needs %d MB of free huge pages and a hugetlbfs"
+                    % DPDK_MB)
+    m = write_map(str(tmp_path), "share.yaml", 2)
+    text = Path(m).read_text().replace(
+        "defaults:\n  rate: 190mbit\n",
+        "defaults:\n  rate: 1gbit\n  steering: bound\n"
+        "  egress-max-rate: 1gbit\n  egress-max-burst-bytes: 9000\n")
+    assert "egress-max-rate" in text
+    Path(m).write_text(text)
+    f = Fabric(["hlt-leaf1", "spine1"], dpdk=["hlt-leaf1"])
+    try:
+        for n in f.nodes.values():
+            n.start_agent()
+        assert f.cluster is not None
+        p = daqctl("fabric", "apply", m, "--wait", "--timeout", str(WAIT_S),
+                   "--db", f.cluster.remotes(), "-f", "json")
+        assert p.returncode == 0, p.stdout + p.stderr
+        rep = json.loads(p.stdout)["fabric"]
+        assert sorted(rep["applied"]) == ["hlt-leaf1", "spine1"], rep
+        leaf = f.nodes["hlt-leaf1"]
+        ifaces = leaf.sb.interfaces("name,options,status,error")
+        for ring in ("dcm0", "dcm1"):
+            i = ifaces[ring]
+            assert i["error"] in (None, []), i
+            assert (i["options"]["egress"], i["options"]["egress-max-rate"],
+                    i["options"]["egress-max-burst-bytes"]) == (
+                "h1", "1000000000", "9000"), i
+        wait_for(lambda: all(
+            leaf.sb.interfaces("name,status")[r]["status"].get(
+                "egress_sharing_rings") == "2" for r in ("dcm0", "dcm1")),
+            "the two rings to share h1", WAIT_S)
+        st = leaf.sb.interfaces("name,status")["dcm0"]["status"]
+        assert st["egress_max_rate"] == "1000000000", st
+    finally:
+        f.stop()
 
 
 def test_unknown_node_leaves_its_switch_alone(fabric: Fabric,

@@ -524,6 +524,55 @@ def test_routes_towards_the_ros_follow_each_dcm() -> None:
                                     ("up1",))]]
 
 
+def test_egress_max_rate_in_the_fabric() -> None:
+    """A fabric map's egress-max-rate and egress-max-burst-bytes reach the
+    fabric database's DCM row (schema 1.3.0), and from it and from a
+    slice the agents' rings, bound to their host's leaf port; the DCMs of
+    one host must give the same."""
+    import json
+    from types import SimpleNamespace
+    from ovs_daqring.fabric import schema_path
+    from ovs_daqring.fabric.agent import dcm_json, dcm_of_json
+    from ovs_daqring.fabric.db import dcm_columns, dcm_from_fabric_row
+    st = parse(fabric_yaml(dcms_per_host=2)
+               + "defaults: {rate: 1gbit, steering: bound, "
+               "egress-max-rate: 1gbit, egress-max-burst-bytes: 9000}\n")
+    d = st.dcms[0]
+    assert d.dcm.options()["egress-max-rate"] == "1000000000"
+    assert d.dcm.options()["egress-max-burst-bytes"] == "9000"
+    cols = dcm_columns(d)
+    assert (cols["egress_max_rate"], cols["egress_max_burst_bytes"]) == (
+        10**9, 9000)
+    with open(schema_path()) as f:
+        schema = json.load(f)
+    assert schema["version"] == "1.3.0"
+    assert set(cols) <= set(schema["tables"]["DCM"]["columns"])
+    back = dcm_from_fabric_row(SimpleNamespace(name=d.name, **cols),
+                               d.dcm.egress)
+    assert back.key() == d.dcm.key()
+    assert dcm_of_json(dcm_json(d.dcm)).key() == d.dcm.key()
+    # A slice kept by an agent of before 1.3.0: no share.
+    old = {k: v for k, v in dcm_json(d.dcm).items()
+           if not k.startswith("egress_max")}
+    assert "egress-max-rate" not in dcm_of_json(old).options()
+    # On its leaf, each ring is bound to its host's port with the share.
+    sl = slices(st, assign(st, {}))
+    rings = [r for s in sl.values() for r in s.rings
+             if r.name in ("d0-0", "d0-1")]
+    assert len(rings) == 2
+    assert [(r.egress, r.options()["egress"],
+             r.options()["egress-max-rate"]) for r in rings] == [
+        ("h0", "h0", "1000000000")] * 2
+    text = fabric_yaml(dcms_per_host=2).replace(
+        "{name: d0-1, host: hlt0,",
+        "{name: d0-1, host: hlt0, steering: bound, egress-max-rate: 2gbit,")
+    text += "defaults: {steering: bound, egress-max-rate: 1gbit}\n"
+    assert any("the DCMs of egress" in p and "DCM d0-1" in p
+               for p in refused(text)), refused(text)
+    assert any("it needs 'steering: bound'" in p for p in refused(
+        fabric_yaml() + "defaults: {egress-max-rate: 1gbit}\n"))
+
+
 def test_max_burst_bytes_in_the_fabric() -> None:
     """A fabric map's max-burst-bytes reaches the fabric database's DCM
     row, and from it and from a slice the agents' rings."""

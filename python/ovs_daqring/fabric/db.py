@@ -472,6 +472,8 @@ def dcm_columns(d: FabricDcm) -> Dict[str, Any]:
             "poll_interval": m.poll_interval, "max_rate": m.max_rate,
             "rate": _o(m.rate), "frame_overhead": _o(m.frame_overhead),
             "max_burst_bytes": m.max_burst_bytes,
+            "egress_max_rate": m.egress_max_rate,
+            "egress_max_burst_bytes": m.egress_max_burst_bytes,
             "numa_id": _o(m.numa_id), "flow_buckets": m.flow_buckets,
             "ofport": _o(m.ofport), "steering": m.steering}
 
@@ -484,6 +486,8 @@ def dcm_from_fabric_row(r: Any, egress: str) -> Dcm:
                poll_interval=r.poll_interval, max_rate=r.max_rate,
                frame_overhead=_opt(r.frame_overhead),
                max_burst_bytes=r.max_burst_bytes,
+               egress_max_rate=r.egress_max_rate,
+               egress_max_burst_bytes=r.egress_max_burst_bytes,
                numa_id=_opt(r.numa_id), flow_buckets=r.flow_buckets,
                ofport=_opt(r.ofport), rate=_opt(r.rate),
                steering=r.steering, where="DCM %s" % r.name)
