@@ -304,6 +304,55 @@ def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
         assert "max-rate 198000000 bit/s" in p.stdout
 
 
+def test_ring_sharing_shared_on_one_switch(tmp_path: Any,
+                                           monkeypatch: Any) -> None:
+    """--ring-sharing shared with DCMs that share a host's link on one
+    switch: each ring gets the link's whole ring rate and the rings of a
+    host share it as egress-max-rate, bound to the host's port; the map
+    daq-incast hands to ovs-daqctl says so and ovs-daqctl accepts it.
+    Without a shared link there is nothing to share."""
+    c = cfg("--dcms", "4", "--dcms-per-host", "2", "--modes", "daqring",
+            "--ring-sharing", "shared")
+    (mode, params, _), = runner.mode_runs(c)
+    assert (params["max_rate_bps"], params["egress_max_rate_bps"]) == (
+        c.max_rate_bps, c.max_rate_bps)
+    assert params["sharing"].startswith("shared: 2 DCMs")
+    static = runner.mode_runs(cfg("--dcms", "4", "--dcms-per-host", "2",
+                                  "--modes", "daqring"))[0][1]
+    assert static["max_rate_bps"] == c.max_rate_bps // 2
+    assert not static["egress_max_rate_bps"]
+    with pytest.raises(ConfigError, match="--ring-sharing shared"):
+        cfg("--dcms", "4", "--ring-sharing", "shared")
+    plan = topology.make_plan(4242, 4, 4, 1, 32, 2)
+    assert len({d.port_name for d in plan.dcms}) == 2
+    calls: List[List[str]] = []
+
+    class FakeSwitch:
+        dir = str(tmp_path)
+        cfg = c
+
+        def iface_types(self) -> List[str]:
+            return ["daqring", "dpdk"]
+
+        def _check_ports(self, names: List[str]) -> None:
+            pass
+
+    monkeypatch.setattr(switch, "daqctl",
+                        lambda sw, *args, **kw: calls.append(list(args)))
+    switch.program_daqrings(FakeSwitch(), plan, 2048,  # type: ignore
+                            params["max_burst"], 0, params["max_rate_bps"],
+                            24, 0,
+                            egress_max_rate=params["egress_max_rate_bps"])
+    with open(calls[0][1]) as f:
+        doc = json.load(f)
+    assert doc["defaults"]["steering"] == "bound"
+    assert doc["defaults"]["egress-max-rate"] == "%dbit" % c.max_rate_bps
+    p = subprocess.run([sys.executable, os.path.join(UTILITIES, "ovs-daqctl"),
+                        "check", calls[0][1]], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "4 DCMs, map OK" in p.stdout
+
+
 def test_flow_buckets() -> None:
     assert cfg().flow_buckets is None                 # auto
     assert cfg("--flow-buckets", "auto").flow_buckets is None

@@ -104,6 +104,13 @@ def test_dry_run_prints_the_limit_and_the_sharing() -> None:
     assert "limit (thesis 6.2.2)" in p.stdout
     assert "N_H 2, N_R 6" in p.stdout
     assert "/ 2 DCMs" in p.stdout
+    p = subprocess.run([PYTHON, SCRIPT, "--topology", "fabric", "--ros",
+                        "6", "--dcms", "4", "--hlt-hosts", "2",
+                        "--ring-sharing", "shared", "--dry-run"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "ring sharing: shared: 2 DCMs bound to their host's link" \
+        in p.stdout, p.stdout
 
 
 # ================================================================== plan
@@ -211,6 +218,45 @@ def test_ring_map_gives_rings_on_the_hlt_leaf_and_routes(mode: str) -> None:
             assert sum(r.max_burst for r in rs) <= max(c.max_burst, 3)
     else:
         assert all(r.poll_interval == 0 and not r.max_rate for r in rings)
+
+
+def test_shared_ring_sharing_binds_the_rings_to_their_host() -> None:
+    """--ring-sharing shared: every ring of an HLT host may use the whole
+    link (max-rate = the rate one ring gets alone) and the rings of a
+    host share it (bound to the host's port, egress-max-rate = that
+    rate); 'static' splits it and shares nothing."""
+    c = cfg("--ros", "8", "--dcms", "6", "--hlt-hosts", "2",
+            "--ros-leaves", "2", "--ring-sharing", "shared")
+    assert c.ring_sharing == "shared"
+    params = fabric.ring_params(c, "daqring")
+    assert (params["max_rate_bps"], params["egress_max_rate_bps"]) == (
+        c.max_rate_bps, c.max_rate_bps)
+    assert params["max_burst"] == c.max_burst
+    assert params["sharing"].startswith("shared: 3 DCMs")
+    p = fabric.make_fabric_plan(77, c)
+    doc = fabric.fabric_map(p, params)
+    assert doc["defaults"]["steering"] == "bound"
+    assert doc["defaults"]["egress-max-rate"] == "%dbit" % c.max_rate_bps
+    state = _state(doc)
+    assign, _ = fabric_plan(state, {}, set(), {}, 0)
+    rings = slices(state, assign)["hlt-leaf"].rings
+    assert len(rings) == 6
+    for d in p.dcms:
+        r = next(x for x in rings if x.ring == p.ring_name(d))
+        opts = r.options()
+        assert (opts["egress"], opts["max-rate"], opts["egress-max-rate"]) \
+            == (d.veth, str(c.max_rate_bps), str(c.max_rate_bps)), opts
+    # Unshaped rings share nothing; nor do static ones.
+    unshaped = fabric.ring_params(c, "daqring-unshaped")
+    assert not unshaped["egress_max_rate_bps"]
+    assert "egress-max-rate" not in fabric.fabric_map(
+        p, unshaped)["defaults"]
+    c = cfg("--ros", "8", "--dcms", "6", "--hlt-hosts", "2",
+            "--ros-leaves", "2")
+    state = _state(fabric.fabric_map(p, fabric.ring_params(c, "daqring")))
+    assign, _ = fabric_plan(state, {}, set(), {}, 0)
+    assert not any("egress-max-rate" in r.options() or r.steering == "bound"
+                   for r in slices(state, assign)["hlt-leaf"].rings)
 
 
 def test_two_spines_share_the_dcms_and_flood_over_one() -> None:

@@ -121,7 +121,7 @@ MAX_HLT_HOSTS = 8
 MAX_FABRIC_DCMS = 32
 MAX_FABRIC_ROS_PER_HOST = 254
 FABRIC_DB_MEMBERS = (1, 3)
-RING_SHARING = ("static",)
+RING_SHARING = ("static", "shared")
 SWEEP_PARAMS = {
     # parameter -> (mode it applies to, minimum value)
     "ring-size": ("daqring", 1),
@@ -563,9 +563,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="members of the fabric database's Raft cluster: "
                    "3 or 1 (default: %(default)s)")
     g.add_argument("--ring-sharing", choices=RING_SHARING, default="static",
-                   help="how the daqrings of one HLT host share its "
-                   "link: static = each gets the link's rate / its DCMs "
-                   "(default: %(default)s)")
+                   help="how the daqrings of one HLT host (or DCM host, "
+                   "--dcms-per-host) share its link: static = each gets "
+                   "the link's rate / its DCMs; shared = each may use the "
+                   "whole rate, all bound to the link's port with it as "
+                   "egress-max-rate (work-conserving) (default: "
+                   "%(default)s)")
     g.add_argument("--failover", default="", metavar="DOWN/UP",
                    help="in every mode, take the HLT leaf's link to the "
                    "second spine down DOWN seconds into the events and up "
@@ -852,11 +855,15 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         for opt, default in (("hlt_hosts", 1), ("ros_leaves", 1),
                              ("spines", 1), ("planes", 1),
                              ("fabric_db_members", 3),
-                             ("ring_sharing", "static"),
                              ("fabric_dpdk", "on"), ("failover", "")):
             if getattr(ns, opt, default) != default:
                 raise ConfigError("--%s needs --topology fabric"
                                   % opt.replace("_", "-"))
+        if (getattr(ns, "ring_sharing", "static") != "static"
+                and per == 1):
+            raise ConfigError("--ring-sharing %s: the DCMs of a host share "
+                              "its link with --topology fabric or "
+                              "--dcms-per-host >= 2" % ns.ring_sharing)
     # Hosts with their own access link (and ethdev port): each DCM host
     # on one switch, each HLT host in a fabric.
     dcms_per_host = 1 if fabric else getattr(ns, "dcms_per_host", 1)

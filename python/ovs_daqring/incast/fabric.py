@@ -263,25 +263,48 @@ def ring_params(cfg: Config, mode: str) -> Dict[str, Any]:
     'static' (thesis Fig. 6.8g) gives each of the N rings of an HLT host
     max-rate = the rate one ring would get alone / N, and max-burst = the
     single ring's / N (at least 1), so that N rings released together
-    never put more in front of the shared link than one ring would."""
+    never put more in front of the shared link than one ring would.
+    'shared' gives each ring the whole rate as max-rate and binds the N
+    rings to the host's port with that rate as egress-max-rate: they draw
+    from one token bucket (work-conserving), so one busy DCM may use the
+    whole link and several split it."""
     n = cfg.dcms_per_host
     if mode == "daqring-unshaped":
         return {"ring_size": cfg.ring_size, "max_burst": 32,
                 "poll_interval_us": 0, "max_rate_bps": 0, "rate_bps": 0,
+                "egress_max_rate_bps": 0, "egress_max_burst_bytes": 0,
                 "flow_buckets": cfg.flow_buckets_for(cfg.ring_size, 0,
                                                      False),
                 "sharing": "none (unshaped)"}
+    # Flow fairness is chosen for a ring's share when all N are busy
+    # (a full ring drains at rate / N), with either policy.
+    buckets = cfg.flow_buckets_for(cfg.ring_size, cfg.max_rate_bps // n,
+                                   True)
+    if cfg.ring_sharing == "shared":
+        rate = cfg.max_rate_bps
+        return {"ring_size": cfg.ring_size, "max_burst": cfg.max_burst,
+                "poll_interval_us": 0, "max_rate_bps": rate,
+                "rate_bps": rate, "frame_overhead": cfg.link_overhead,
+                "egress_max_rate_bps": rate,
+                # The link's burst bound, if any, is the shared bucket's.
+                "egress_max_burst_bytes": cfg.max_burst_bytes,
+                "flow_buckets": buckets,
+                "sharing": "shared: %d DCMs bound to their host's link, "
+                "max-rate %s each and egress-max-rate %s for all "
+                "(work-conserving; max-burst %d, flow-buckets %d)"
+                % (n, format_rate(rate), format_rate(rate), cfg.max_burst,
+                   buckets)}
     rate = cfg.max_rate_bps // n
     return {"ring_size": cfg.ring_size,
             "max_burst": max(1, cfg.max_burst // n),
             "poll_interval_us": 0, "max_rate_bps": rate, "rate_bps": rate,
             "frame_overhead": cfg.link_overhead,
-            "flow_buckets": cfg.flow_buckets_for(cfg.ring_size, rate, True),
+            "egress_max_rate_bps": 0, "egress_max_burst_bytes": 0,
+            "flow_buckets": buckets,
             "sharing": "%s: %s / %d DCMs = %s per ring (max-burst %d, "
             "flow-buckets %d)"
             % (cfg.ring_sharing, format_rate(cfg.max_rate_bps), n,
-               format_rate(rate), max(1, cfg.max_burst // n),
-               cfg.flow_buckets_for(cfg.ring_size, rate, True))}
+               format_rate(rate), max(1, cfg.max_burst // n), buckets)}
 
 
 def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
@@ -315,6 +338,15 @@ def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
                          "frame-overhead": params["frame_overhead"]})
     else:
         defaults["poll-interval"] = 0
+    if params.get("egress_max_rate_bps"):
+        # Each ring bound to its HLT host's port (the DCM's egress on the
+        # HLT leaf), the rings of one host sharing its rate.
+        defaults.update({"steering": "bound",
+                         "egress-max-rate": "%dbit"
+                         % params["egress_max_rate_bps"]})
+        if params.get("egress_max_burst_bytes"):
+            defaults["egress-max-burst-bytes"] = params[
+                "egress_max_burst_bytes"]
     doc["defaults"] = defaults
     doc["dcms"] = [{"name": plan.dcm_name(d), "ring": plan.ring_name(d),
                     "host": plan.dcm_host[d.index], "ip": d.ips[0]}

@@ -148,11 +148,12 @@ def share_ring(cfg: Config, p: Dict[str, Any]) -> None:
     """The daqring parameters P of one of the DCMs that share a link,
     with the fabric's sharing policy (incast/fabric.py, ring_params():
     'static', each of the K rings gets the link's ring rate / K and
-    max-burst / K)."""
+    max-burst / K; 'shared', each the whole rate, the K rings bound to
+    the link's port sharing it as egress-max-rate)."""
     from .fabric import ring_params
     shared = ring_params(cfg, "daqring")
     for k in ("max_burst", "max_rate_bps", "rate_bps", "flow_buckets",
-              "sharing"):
+              "egress_max_rate_bps", "egress_max_burst_bytes", "sharing"):
         p[k] = shared[k]
 
 
@@ -705,6 +706,10 @@ class Runner:
                              params["flow_buckets"],
                              max_burst_bytes=params.get("max_burst_bytes",
                                                         0),
+                             egress_max_rate=params.get(
+                                 "egress_max_rate_bps", 0),
+                             egress_max_burst_bytes=params.get(
+                                 "egress_max_burst_bytes", 0),
                              ring_sizes={
                                  d.index: self.cfg.ring_size_of(d.index)
                                  for d in self.plan.dcms}

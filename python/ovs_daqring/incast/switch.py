@@ -212,14 +212,19 @@ def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
                      frame_overhead: int = 24,
                      flow_buckets: int = FLOW_BUCKETS_DEFAULT,
                      max_burst_bytes: int = 0,
-                     ring_sizes: Optional[Dict[int, int]] = None
+                     ring_sizes: Optional[Dict[int, int]] = None,
+                     egress_max_rate: int = 0,
+                     egress_max_burst_bytes: int = 0
                      ) -> Dict[str, int]:
     """Per DCM a daqring, priority=100 ip,nw_dst=DCM -> ring and
     priority=101 in_port=ring -> DCM port, through ovs-daqctl (one OVSDB
     transaction, one OpenFlow bundle); NORMAL (priority 0) stays for
     everything else.  RING_SIZES: per DCM index a ring size other than
-    RING_SIZE.  Raises ModeUnavailable if the switch has no daqring
-    support or refuses the map."""
+    RING_SIZE.  EGRESS_MAX_RATE: the rings are bound to their DCM's port
+    (no priority=101 flow) and the rings of one port share that rate
+    (egress-max-rate, bounded by EGRESS_MAX_BURST_BYTES if not 0).
+    Raises ModeUnavailable if the switch has no daqring support or
+    refuses the map."""
     types = sw.iface_types()
     if "daqring" not in types:
         raise ModeUnavailable(
@@ -243,6 +248,11 @@ def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
             defaults["max-burst-bytes"] = max_burst_bytes
     else:
         defaults["poll-interval"] = poll_us
+    if egress_max_rate:
+        defaults.update({"steering": "bound",
+                         "egress-max-rate": "%dbit" % egress_max_rate})
+        if egress_max_burst_bytes:
+            defaults["egress-max-burst-bytes"] = egress_max_burst_bytes
     doc = {"defaults": defaults, "dcms": dcms}
     path = os.path.join(sw.dir, "dcm-map.json")
     with open(path, "w") as f:
