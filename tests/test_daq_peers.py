@@ -314,6 +314,9 @@ def test_parse_points() -> None:
     for name, (_, args) in peers.GRID.items():
         c = cfg("--modes", "daqring,deep-fifo", *args)
         assert "deep-fifo" in c.modes, name
+        # Rings behind one link share its rate, work-conserving.
+        assert c.ring_sharing == ("shared" if c.dcms_per_host > 1
+                                  else "static"), name
     assert bench_cli.parse_args(["--peers-points", "r12-16k-100m"]
                                 ).peers_points == "r12-16k-100m"
     for argv in (["--peers-points", "x"], ["--peers-runs", "0"],
