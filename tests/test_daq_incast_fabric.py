@@ -444,6 +444,8 @@ def _dump(sl: Any, rings: bool = True) -> Any:
             lines.append('cookie=0xdac7000000000001, n_packets=0, '
                          'priority=100,ip,nw_dst=%s actions=output:"%s"'
                          % (d.ip, d.ring))
+            if "egress" in d.options():
+                continue            # Bound: no drain flow.
             lines.append('cookie=0xdac7000000000001, n_packets=0, '
                          'priority=101,in_port="%s" actions=output:%s'
                          % (d.ring, d.egress))
@@ -495,6 +497,37 @@ def test_switches_hold_both_directions(mode: str) -> None:
     less["ros-leaf1"] = flows["ros-leaf1"][1:]
     msg = fabric.check_routes(p, less, asg)
     assert len(msg) == 1 and "ros-leaf1: missing ['to" in msg[0]
+
+
+def test_bound_rings_route_through_their_binding() -> None:
+    """--ring-sharing shared: the HLT leaf's rings are bound to their
+    host's port (options:egress) and have no drain flow; the emulator's
+    check takes the binding as the ring's way out, and still names a ring
+    bound to the wrong port."""
+    c = cfg("--ros", "6", "--dcms", "4", "--hlt-hosts", "2",
+            "--ring-sharing", "shared")
+    p = fabric.make_fabric_plan(77, c)
+    state = _state(fabric.fabric_map(p, fabric.ring_params(c, "daqring")))
+    assign, _ = fabric_plan(state, {}, set(), {}, 0)
+    asg = {n: "%d/%s" % (a.plane, a.spine) for n, a in assign.items()}
+    sl = slices(state, assign)
+    flows = {s.name: fabric.fabric_flows(s, *_dump(sl[s.name]))
+             for s in p.switches}
+    ifaces = {d.ring: {"type": "daqring", "options": d.options()}
+              for d in sl["hlt-leaf"].rings}
+    ifaces["h0"] = {"type": "dpdk", "options": {"egress": "x"}}
+    msg = fabric.check_routes(p, flows, asg)
+    assert len(msg) == 1 and "missing ['ring " in msg[0], msg
+    drains = fabric.bound_drains(ifaces)
+    assert len(drains) == 4
+    ok = dict(flows, **{"hlt-leaf": sorted(flows["hlt-leaf"] + drains)})
+    assert fabric.check_routes(p, ok, asg) == []
+    ring = drains[0][1]
+    ifaces[ring]["options"] = dict(ifaces[ring]["options"], egress="up0")
+    bad = dict(flows, **{"hlt-leaf": sorted(flows["hlt-leaf"]
+                                            + fabric.bound_drains(ifaces))})
+    msg = fabric.check_routes(p, bad, asg)
+    assert len(msg) == 1 and "unexpected ['ring %s up0']" % ring in msg[0]
 
 
 def test_normal_packets_counts_only_normal() -> None:

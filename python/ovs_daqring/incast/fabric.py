@@ -655,6 +655,20 @@ def fabric_flows(fsw: FabricSwitch, dump: str,
     return sorted(out)
 
 
+def bound_drains(ifaces: Dict[str, Dict[str, Any]]) -> List[List[str]]:
+    """The way out of each daqring bound to its egress (options:egress,
+    --ring-sharing shared), as fabric_flows gives a ring's drain flow in
+    two-rule mode: ["ring", ring, egress port].  A bound ring needs no
+    drain flow, the binding is its route."""
+    out = []
+    for name, row in sorted(ifaces.items()):
+        opts = row.get("options")
+        if row.get("type") == "daqring" and isinstance(opts, dict) \
+                and opts.get("egress"):
+            out.append(["ring", name, str(opts["egress"])])
+    return out
+
+
 def expected_flows(plan: FabricPlan, assignments: Dict[str, str]
                    ) -> Dict[str, List[List[str]]]:
     """What the fabric's cabling says each switch of PLAN must hold, as
@@ -1086,8 +1100,10 @@ class FabricRunner(Runner):
                 self.fplan.switch(name),
                 sw.ofctl("--names", "dump-flows", BRIDGE),
                 sw.ofctl("--names", "dump-groups", BRIDGE))
-        rings = sorted(n for n, row in self.switches[HLT_LEAF].interfaces(
-            "name,type").items() if row.get("type") == "daqring")
+        ifaces = self.switches[HLT_LEAF].interfaces("name,type,options")
+        rings = sorted(n for n, row in ifaces.items()
+                       if row.get("type") == "daqring")
+        flows[HLT_LEAF] = sorted(flows[HLT_LEAF] + bound_drains(ifaces))
         return {"rings": rings, "flows": flows}
 
     def announce(self) -> None:
