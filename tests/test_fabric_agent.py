@@ -621,7 +621,8 @@ def test_vswitchd_restart_while_cluster_down(
     node.restart_vswitchd()
     wait_for(lambda: node.routes_once_up() == want, "the routes to be back",
              WAIT_S)
-    assert node.agent_status()["fabric"] == "not connected"
+    assert node.agent_status()["fabric"].startswith(
+        "not connected: the fabric database is unreachable")
     # And an agent that starts while the cluster is still down does so
     # from the slice kept on the node.
     node.exit_agent()
@@ -634,6 +635,54 @@ def test_vswitchd_restart_while_cluster_down(
     wait_for(lambda: node.routes_once_up() == want, "the routes to be back",
              WAIT_S)
     assert "last applied slice of generation 1" in Path(node.log).read_text()
+
+
+@pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)
+def test_agent_says_when_the_database_is_unreachable(
+        fabric: Fabric, tmp_path: Path) -> None:
+    """Every member down: the agent's status says that the fabric
+    database is unreachable, for its own connection and its planner's
+    (which gives up its epoch: its lock went with the connection); the
+    members back, both connect again and the planner takes over again."""
+    node = fabric.nodes["ros-leaf1"]
+    node.start_agent()
+    m4 = write_map(str(tmp_path), "m4.yaml", 4)
+    p = daqctl("fabric", "apply", m4, "--wait", "--timeout",
+               str(WAIT_S), "--db", fabric.cluster.remotes())
+    assert p.returncode == 0, p.stdout + p.stderr
+    wait_for(lambda: node.agent_status().get("planner") == "epoch 1",
+             "the agent's planner to take over", WAIT_S)
+    assert node.agent_status()["fabric"].startswith("connected to ")
+    for i in list(fabric.cluster.procs):
+        fabric.cluster.kill(i)
+    gone = "not connected: the fabric database is unreachable"
+
+    def says_gone() -> bool:
+        s = node.agent_status()
+        return (s["fabric"].startswith(gone)
+                and s["planner"].startswith(gone))
+    wait_for(says_gone, "the agent to say the database is unreachable",
+             WAIT_S)
+    for i in range(1, 4):
+        fabric.cluster.start(i)
+    wait_for(fabric.cluster.leader, "a leader again", WAIT_S)
+
+    last: List[Dict[str, Any]] = []
+
+    def back() -> bool:
+        s = node.agent_status()
+        last[:] = [s]
+        return (s["fabric"].startswith("connected to ")
+                and s["planner"].startswith("epoch ")
+                and int(s["planner"].split()[1]) >= 2)
+    try:
+        wait_for(back, "the agent and its planner to be back", WAIT_S)
+    except AssertionError as e:
+        raise AssertionError("%s: %s\n%s" % (e, last, node.agent_out()))
+    # Its reports go on, without an error.
+    wait_for(lambda: fabric_db(fabric.cluster)["nodes"]["ros-leaf1"]
+             ["error"] is None, "a report without an error", WAIT_S)
+    assert "fabric database: connected to" in Path(node.log).read_text()
 
 
 def test_planner_agent_killed_another_takes_over(

@@ -34,6 +34,7 @@ from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
 
+from ovs_daqring.daqctl.model import DaqctlError
 from ovs_daqring.fabric.db import FabricDb, Planner
 from ovs_daqring.fabric.fabmap import (FabricMapReader, state_digest,
                                        state_json)
@@ -465,3 +466,105 @@ def test_apply_wait_judges_the_nodes_that_are_up(cluster: Cluster) -> None:
     rep = json.loads(p.stdout)["fabric"]
     assert rep["generation"] == 3 and rep["applied"] == ["spine1"]
     assert rep["lagging"] == [] and "spine2" in rep["down"]
+
+
+# ============================================================ unreachable
+def _run_until(dbs: List[FabricDb], cond: Callable[[], bool], what: str,
+               timeout: float = 60) -> None:
+    def once() -> bool:
+        for d in dbs:
+            d.run()
+        return cond()
+    wait_for(once, what, timeout)
+
+
+def test_all_members_down_is_unreachable_until_back(cluster: Cluster) -> None:
+    """connected() follows the session, not the IDL's last state: every
+    member killed, a leader-only client and an any-member client say the
+    database is unreachable (and a planner that it is not connected,
+    which gives up its epoch); back when the members restart, the
+    planner with a new epoch."""
+    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
+                  cluster.remotes()).returncode == 0
+    lead = FabricDb(cluster.remotes(), 30)
+    anyone = FabricDb(cluster.remotes(), 30, leader_only=False)
+    a = Planner(cluster.remotes(), "A", 30)
+    try:
+        assert lead.connected() and lead.unreachable() is None
+        assert _until(a, lambda s: s == "planned") == "planned"
+        assert a.epoch == 1
+        for i in list(cluster.procs):
+            cluster.kill(i)
+        _run_until([lead, anyone], lambda: not lead.connected()
+                   and not anyone.connected(), "the clients to see that "
+                   "every member is gone")
+        for d in (lead, anyone):
+            why = d.unreachable()
+            assert why is not None
+            assert why.startswith("the fabric database is unreachable")
+            assert d.root() is not None     # the last copy is kept
+        what = _until(a, lambda s: s.startswith("not connected"))
+        assert "unreachable" in what and a.epoch is None
+        assert not a.has_lock()
+        p = daqctl("fabric", "status", "--db", cluster.remotes(),
+                   "--timeout", "3")
+        assert p.returncode == 1
+        assert "the fabric database is unreachable" in p.stderr, p.stderr
+        for i in range(1, 4):
+            cluster.start(i)
+        wait_for(cluster.leader, "a leader again")
+        _run_until([lead, anyone], lambda: lead.connected()
+                   and anyone.connected(), "the clients to connect again")
+        assert lead.unreachable() is None and lead.generation() == 1
+        assert _until(a, lambda s: s in ("planned", "unchanged")) in (
+            "planned", "unchanged")
+        assert a.epoch == 2
+    finally:
+        lead.close()
+        anyone.close()
+        a.close()
+
+
+@pytest.mark.parametrize("when", ["built", "sent"])
+def test_every_member_killed_at_commit(cluster: Cluster, tmp_path: Path,
+                                       monkeypatch: Any, when: str) -> None:
+    """The whole cluster dies with the transaction built or sent: the
+    apply fails at its timeout saying that the database is unreachable
+    (and, sent, that it may have been committed); nothing half-done."""
+    import ovs.db.idl
+    m = write_map(str(tmp_path), "m.yaml", 20)
+    state = FabricMapReader(m).read()
+    db = FabricDb(cluster.remotes(), 8)
+    real_commit = ovs.db.idl.Transaction.commit
+    killed: List[int] = []
+
+    def kill_all() -> None:
+        for i in list(cluster.procs):
+            killed.append(i)
+            cluster.kill(i)
+
+    def commit(txn: Any) -> Any:
+        if not killed and when == "built":
+            kill_all()
+        status = real_commit(txn)
+        if not killed and when == "sent":
+            kill_all()
+        return status
+
+    monkeypatch.setattr(ovs.db.idl.Transaction, "commit", commit)
+    try:
+        with pytest.raises(DaqctlError) as e:
+            db.apply(state, state_digest(state), "test", "test")
+    finally:
+        monkeypatch.undo()
+        db.close()
+    assert sorted(killed) == [1, 2, 3]
+    assert "the fabric database is unreachable" in str(e.value), e.value
+    if when == "sent":
+        assert "may or may not have been committed" in str(e.value)
+    for i in range(1, 4):
+        cluster.start(i)
+    wait_for(cluster.leader, "a leader again")
+    got = db_content(cluster.remotes())
+    assert (got["generation"], got["state"]["dcms"]) == (0, []) or (
+        got["generation"] == 1 and got["state"] == state_json(state))

@@ -273,6 +273,8 @@ class Agent:
         # them: port -> Interface:bfd_status.
         self.bfd: Dict[str, Dict[str, str]] = {}
         self.exiting = False
+        # Whether fabric_up() was, the last time.
+        self.was_up = False
 
     def close(self) -> None:
         if self.rec is not None:
@@ -283,10 +285,17 @@ class Agent:
 
     # ------------------------------------------------------------- fabric
     def fabric_up(self) -> bool:
-        """Connected to a member and monitoring (the IDL's state alone
-        stays "monitoring" until it reconnects)."""
-        return (self.fabric.connected()
-                and self.fabric.idl._session.is_connected())
+        """Connected to a member of the fabric database, synced on it
+        (FabricDb.connected()); a change is logged."""
+        up = self.fabric.connected()
+        if up != self.was_up:
+            if up:
+                vlog.info("fabric database: connected to %s"
+                          % self.fabric.idl.session_name())
+            else:
+                vlog.warn(self.fabric.unreachable() or "not connected")
+            self.was_up = up
+        return up
 
     def read_fabric(self) -> None:
         """The slice the fabric database gives this node now."""
@@ -541,6 +550,11 @@ class Agent:
                                    for r, v in rings.items()}
         row.ring_drops = {r: v["drops"] for r, v in rings.items()}
         err = self.error or self.fabric_note
+        if (err is None and self.planner is not None
+                and self.planner.db.down_for() > 3 * self.interval):
+            # This agent reaches a member, its planner not the leader
+            # (not just while it connects).
+            err = "planner: %s" % self.planner_state()
         row.error = [err[:1000]] if err else []
         status = txn.commit()
         if status == Txn.INCOMPLETE:
@@ -593,7 +607,7 @@ class Agent:
             self.rec.db.idl.run()
         self.report()
         self.plan()
-        if (self.fabric.connected()
+        if (self.fabric_up()
                 and self.fabric.changes(*SLICE_TABLES) != self.seqno):
             # Only what the slice depends on: not the nodes' reports.
             self.seqno = self.fabric.changes(*SLICE_TABLES)
@@ -638,7 +652,8 @@ class Agent:
         out: Dict[str, Any] = {
             "node": self.node,
             "fabric": ("connected to %s" % self.fabric.idl.session_name()
-                       if self.fabric_up() else "not connected"),
+                       if self.fabric_up() else "not connected: %s"
+                       % self.fabric.unreachable()),
             "applied_generation": self.applied_gen,
             "wanted_generation": w["generation"] if w else None,
             "rings": len(w["slice"]["rings"]) if w else 0,
@@ -652,10 +667,19 @@ class Agent:
             "reports": self.reports,
             "error": self.error or self.fabric_note or "-"}
         if self.planner is not None:
-            out["planner"] = (("epoch %d" % self.planner.epoch)
-                              if self.planner.epoch is not None
-                              else self.plan_what or "starting")
+            out["planner"] = self.planner_state()
         return out
+
+    def planner_state(self) -> str:
+        """The planner's state in a few words ("epoch 3", "not
+        connected: the fabric database is unreachable...")."""
+        p = self.planner
+        assert p is not None
+        if not p.db.connected():
+            return "not connected: %s" % p.db.unreachable()
+        if p.epoch is not None:
+            return "epoch %d" % p.epoch
+        return self.plan_what or "starting"
 
 
 def _text(v: Any) -> str:

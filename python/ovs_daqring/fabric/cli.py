@@ -169,6 +169,12 @@ def _wait(args: argparse.Namespace, db: FabricDb, gen: int) -> int:
         if not lag or time.monotonic() > deadline:
             break
         _pause(db, 0.2)
+    gone = db.unreachable() if lag else None
+    if gone is not None:
+        # The reports of those that lag are as old as the IDL's copy.
+        raise DaqctlError("fabric: generation %d is written, but %s: "
+                          "whether the nodes applied it is not known"
+                          % (gen, gone))
     args.report["fabric"].update(lagging=lag, down=down,
                                  applied=[n["switch"] for n in up
                                           if n["switch"] not in lag])

@@ -118,6 +118,8 @@ class FabricDb:
         # assignments(), by row: converted again only when their row
         # changed.
         self._asgs: Dict[Any, Tuple[int, Assignment]] = {}
+        # Since when (time.monotonic()) connected() has been false.
+        self._down_since: Optional[float] = time.monotonic()
         if lock:
             self.idl.set_lock(lock)
         if wait:
@@ -127,11 +129,58 @@ class FabricDb:
         self.idl.close()
 
     def connected(self) -> bool:
-        return self.idl.state == self.idl.IDL_S_MONITORING
+        """Whether the IDL holds the database as a member serves it now:
+        its session is up and the IDL has synced on it since it last
+        (re)connected (the IDL's state alone stays "monitoring" while its
+        session is down and reconnecting).  The IDL syncs only on a
+        member that is connected to its cluster, and, leader_only, that
+        is its leader (it leaves one that stops being either)."""
+        idl = self.idl
+        s = idl._session
+        up = (idl.state == idl.IDL_S_MONITORING and s.rpc is not None
+              and not s.rpc.get_status() and s.reconnect.is_connected()
+              and s.get_seqno() == idl._last_seqno)
+        now = time.monotonic()
+        if up:
+            self._down_since = None
+        elif self._down_since is None:
+            self._down_since = now
+        return up
+
+    def down_for(self) -> float:
+        """For how long connected() has been false (seconds, 0 while it
+        is true)."""
+        if self.connected() or self._down_since is None:
+            return 0.0
+        return time.monotonic() - self._down_since
+
+    def unreachable(self) -> Optional[str]:
+        """None while connected(), else why not, in words: "the fabric
+        database is unreachable (for 12 s): no member answers"."""
+        if self.connected():
+            return None
+        s = self.idl._session
+        if s.rpc is not None and not s.rpc.get_status():
+            why = ("%s answers but is not %s (yet)"
+                   % (s.get_name(), "the cluster's leader"
+                      if self.idl.leader_only
+                      else "connected to its cluster"))
+        else:
+            why = "no member answers"
+        since = self._down_since
+        return "the fabric database is unreachable%s: %s" % (
+            " (for %d s)" % (time.monotonic() - since)
+            if since is not None and self.idl.has_ever_connected()
+            else "", why)
 
     def wait_connected(self, timeout: Optional[float] = None) -> None:
-        self.run_until(self.connected, "connect to the fabric database "
-                       "leader", timeout)
+        try:
+            self.run_until(self.connected, "connect to the fabric "
+                           "database %s" % ("leader" if self.idl.leader_only
+                                            else "member"), timeout)
+        except DaqctlError as e:
+            raise DaqctlError("%s: %s" % (e, self.unreachable()
+                                          or "connected again"))
 
     def run_until(self, done: Callable[[], bool], what: str,
                   timeout: Optional[float] = None) -> None:
@@ -150,11 +199,13 @@ class FabricDb:
             return sum(c.values())
         return sum(c.get(t, 0) for t in tables)
 
-    def plan_key(self) -> Tuple[int, int, bool]:
+    def plan_key(self) -> Tuple[int, int, bool, int]:
         """What a planner's plan depends on: every table but the nodes'
-        reports, and whether it holds the lock."""
+        reports, whether it holds the lock, and on which connection (a
+        planner that reconnects takes over again)."""
         return (self.changes(*DESIRED_TABLES, "Assignment"),
-                self.idl.node_changes, bool(self.idl.has_lock))
+                self.idl.node_changes, bool(self.idl.has_lock),
+                self.idl._session.get_seqno())
 
     def away(self) -> bool:
         """Whether a DCM is away from its home path (it moves back after
@@ -279,7 +330,12 @@ class FabricDb:
             if early is not None:
                 txn.abort()
                 return "done", early
-            status = commit_block(self.idl, txn, deadline, self.remote)
+            try:
+                status = commit_block(self.idl, txn, deadline, self.remote)
+            except DaqctlError as e:
+                why = self.unreachable()
+                raise DaqctlError("%s%s" % (e, " (%s)" % why if why
+                                            else "")) from None
             if status in (Txn.SUCCESS, Txn.UNCHANGED):
                 return status, None
             if status == Txn.NOT_LOCKED or not retry:
@@ -514,23 +570,38 @@ class Planner:
         self.up_since: Dict[Endpoint, int] = {}
         self.down: Optional[Set[Endpoint]] = None
         self.started = now_ms()
+        # The connection (session seqno) it took over on: its lock and
+        # so its epoch are that connection's.
+        self.conn: Optional[int] = None
         self.notes: List[str] = []
 
     def close(self) -> None:
         self.db.close()
 
     def has_lock(self) -> bool:
-        return bool(self.db.idl.has_lock)
+        """Whether it holds the lock now: a lock held on a connection
+        that is gone is not (the server released it; the IDL says so
+        only once it has connected again)."""
+        return bool(self.db.idl.has_lock) and self.db.connected()
 
     def take_over(self) -> str:
         """Increments the epoch if this planner holds the lock and has
         not taken over yet.  Returns what happened."""
         self.db.run()
+        if not self.db.connected():
+            # It takes over again once connected: the server released
+            # its lock with the connection.
+            self.epoch = None
+            return "not connected: %s" % self.db.unreachable()
         if not self.has_lock():
             self.epoch = None
             return "waiting for the lock"
-        if self.epoch is not None:
+        conn = self.db.idl._session.get_seqno()
+        if self.epoch is not None and conn == self.conn:
             return "planner (epoch %d)" % self.epoch
+        # First, or again with the lock of a new connection (another
+        # planner may have held it meanwhile).
+        self.epoch = None
         got: Dict[str, int] = {}
 
         def build(txn: Txn) -> Optional[str]:
@@ -549,6 +620,7 @@ class Planner:
             return str(early)
         if status == Txn.SUCCESS:
             self.epoch = got["epoch"]
+            self.conn = conn
             return "took over (epoch %d)" % self.epoch
         return "take-over failed (%s)" % status
 
@@ -627,14 +699,18 @@ class Planner:
             return "lost the lock"
         # TRY_AGAIN: someone changed the epoch, the generation or an
         # assignment meanwhile.  Once the change is here, see whether this
-        # planner is still the planner.
-        db.run_until(lambda: db.root() is not None, "read the fabric")
+        # planner is still the planner (a stale copy, of a connection
+        # gone, says nothing: it no longer holds the lock).
         seqno = db.idl.change_seqno
         try:
-            db.run_until(lambda: db.idl.change_seqno != seqno, "receive "
-                         "the change", min(db.timeout, 5))
+            db.run_until(lambda: db.idl.change_seqno != seqno
+                         or not db.connected(), "receive the change",
+                         min(db.timeout, 5))
         except DaqctlError:
             pass
+        if not db.connected() or db.root() is None:
+            return "not connected: %s" % (db.unreachable()
+                                          or "the fabric is gone")
         cur = int(db.root().planner_epoch)
         if cur != epoch:
             return self._deposed(cur)
