@@ -568,3 +568,132 @@ def test_every_member_killed_at_commit(cluster: Cluster, tmp_path: Path,
     got = db_content(cluster.remotes())
     assert (got["generation"], got["state"]["dcms"]) == (0, []) or (
         got["generation"] == 1 and got["state"] == state_json(state))
+
+
+# ============================================================== try again
+def test_apply_builds_again_after_a_concurrent_change(
+        cluster: Cluster, tmp_path: Path, monkeypatch: Any) -> None:
+    """Another client changes the generation (which an apply verifies)
+    between the apply's build and its commit: TRY_AGAIN, and the apply
+    builds again at once from the new contents and lands on top."""
+    import ovs.db.idl
+    m5 = FabricMapReader(write_map(str(tmp_path), "m5.yaml", 5)).read()
+    m7 = FabricMapReader(write_map(str(tmp_path), "m7.yaml", 7)).read()
+    db = FabricDb(cluster.remotes(), 120)
+    other = FabricDb(cluster.remotes(), 30)
+    assert db.apply(m5, state_digest(m5), "test", "m5") == 1
+    real_commit = ovs.db.idl.Transaction.commit
+    done: List[int] = []
+
+    def commit(txn: Any) -> Any:
+        if txn.idl is db.idl and not done:
+            done.append(other.apply(m7, state_digest(m7), "other", "m7"))
+        return real_commit(txn)
+
+    monkeypatch.setattr(ovs.db.idl.Transaction, "commit", commit)
+    try:
+        gen = db.apply(m5, state_digest(m5), "test", "m5 again")
+    finally:
+        monkeypatch.undo()
+        db.close()
+        other.close()
+    assert done == [2]
+    assert gen == 3 and db.attempts == 2
+    got = db_content(cluster.remotes())
+    assert got["generation"] == 3 and got["state"] == state_json(m5)
+
+
+def test_planner_plans_again_after_a_concurrent_apply(
+        cluster: Cluster, tmp_path: Path, monkeypatch: Any) -> None:
+    """A new generation lands between a planner's plan and its commit:
+    the round plans again at once, from the new generation (not a round
+    later), and it is the planner still."""
+    import ovs.db.idl
+    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
+                  cluster.remotes()).returncode == 0
+    a = Planner(cluster.remotes(), "A", 120)
+    try:
+        assert _until(a, lambda s: s == "planned") == "planned"
+        m6 = write_map(str(tmp_path), "m6.yaml", 6)
+        m7 = FabricMapReader(write_map(str(tmp_path), "m7.yaml", 7)).read()
+        assert daqctl("fabric", "apply", m6, "--db",
+                      cluster.remotes()).returncode == 0
+        a.db.run_until(lambda: a.db.generation() == 2, "generation 2")
+        other = FabricDb(cluster.remotes(), 30)
+        real_commit = ovs.db.idl.Transaction.commit
+        done: List[int] = []
+
+        def commit(txn: Any) -> Any:
+            if txn.idl is a.db.idl and not done:
+                done.append(other.apply(m7, state_digest(m7), "o", "m7"))
+            return real_commit(txn)
+
+        monkeypatch.setattr(ovs.db.idl.Transaction, "commit", commit)
+        try:
+            what = a.step()
+        finally:
+            monkeypatch.undo()
+            other.close()
+        assert done == [3]
+        assert what == "planned" and a.epoch == 1
+    finally:
+        a.close()
+    db = FabricDb(cluster.remotes(), 30)
+    try:
+        fab = db.root()
+        assert fab.planned_generation == 3 and fab.planner_epoch == 1
+        assert sorted(db.assignments()) == ["dcm%d" % k for k in range(7)]
+    finally:
+        db.close()
+
+
+def test_planner_deposed_at_commit_writes_nothing(
+        cluster: Cluster, tmp_path: Path, monkeypatch: Any) -> None:
+    """Another planner takes over (the epoch changes) between a
+    planner's plan and its commit: its transaction fails, it retries
+    nothing, it is deposed, and nothing of its plan is written."""
+    import ovs.db.idl
+    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
+                  cluster.remotes()).returncode == 0
+    a = Planner(cluster.remotes(), "A", 120)
+    try:
+        assert _until(a, lambda s: s == "planned") == "planned"
+        m6 = write_map(str(tmp_path), "m6.yaml", 6)
+        assert daqctl("fabric", "apply", m6, "--db",
+                      cluster.remotes()).returncode == 0
+        a.db.run_until(lambda: a.db.generation() == 2, "generation 2")
+        other = FabricDb(cluster.remotes(), 30)
+        real_commit = ovs.db.idl.Transaction.commit
+        done: List[str] = []
+
+        def take_over(txn: Any) -> None:
+            f = other.root()
+            f.verify("planner_epoch")
+            f.planner_epoch = int(f.planner_epoch) + 1
+            f.planner = "B"
+
+        def commit(txn: Any) -> Any:
+            if txn.idl is a.db.idl and not done:
+                done.append(other.commit(take_over, "B takes over")[0])
+            return real_commit(txn)
+
+        monkeypatch.setattr(ovs.db.idl.Transaction, "commit", commit)
+        try:
+            what = a.step()
+        finally:
+            monkeypatch.undo()
+            other.close()
+        assert done == ["success"]
+        assert what.startswith("deposed"), what
+        assert a.epoch is None and a.db.attempts == 1
+    finally:
+        a.close()
+    db = FabricDb(cluster.remotes(), 30)
+    try:
+        fab = db.root()
+        assert fab.planner == "B" and fab.planner_epoch == 2
+        assert fab.planned_generation == 1
+        assert sorted(db.assignments()) == ["dcm1", "dcm2", "dcm3",
+                                            "dcm4"]
+    finally:
+        db.close()

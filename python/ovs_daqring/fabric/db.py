@@ -37,6 +37,12 @@ from .model import (Assignment, FabricDcm, FabricHost, FabricLink,
 from .planner import Endpoint, changed, plan
 
 PLANNER_LOCK = "daqfabric_planner"
+# After a TRY_AGAIN, how long a transaction waits for the news that
+# made it fail (seconds) before it is tried again anyway.
+RETRY_WAIT = 1.0
+# How many times a planner round plans again at once after a TRY_AGAIN
+# that left it the planner.
+PLAN_RETRIES = 3
 Txn = ovs.db.idl.Transaction
 
 
@@ -120,6 +126,8 @@ class FabricDb:
         self._asgs: Dict[Any, Tuple[int, Assignment]] = {}
         # Since when (time.monotonic()) connected() has been false.
         self._down_since: Optional[float] = time.monotonic()
+        # How many transactions the last commit() sent.
+        self.attempts = 0
         if lock:
             self.idl.set_lock(lock)
         if wait:
@@ -315,11 +323,16 @@ class FabricDb:
         contents after a TRY_AGAIN (another client changed what build()
         verified, or the leader changed) until the timeout.  build()
         returns None to go on, anything else to stop without committing
-        (that value is returned).  Returns (status, value)."""
+        (that value is returned).  Returns (status, value).  Without
+        'retry', a TRY_AGAIN is returned once the IDL holds what made it
+        fail (as after a retry's wait): the caller decides.
+        self.attempts: how many transactions it sent."""
         deadline = time.monotonic() + self.timeout
+        self.attempts = 0
         while True:
             self.wait_connected(max(0.1, deadline - time.monotonic()))
             seqno = self.idl.change_seqno
+            conn = self.idl._session.get_seqno()
             txn = Txn(self.idl)
             txn.add_comment(comment)
             try:
@@ -330,6 +343,7 @@ class FabricDb:
             if early is not None:
                 txn.abort()
                 return "done", early
+            self.attempts += 1
             try:
                 status = commit_block(self.idl, txn, deadline, self.remote)
             except DaqctlError as e:
@@ -338,24 +352,49 @@ class FabricDb:
                                             else "")) from None
             if status in (Txn.SUCCESS, Txn.UNCHANGED):
                 return status, None
-            if status == Txn.NOT_LOCKED or not retry:
+            if status == Txn.NOT_LOCKED:
                 return status, txn.get_error()
             if status == Txn.ERROR and "constraint" not in str(
                     txn.get_error()):
+                if not retry:
+                    return status, txn.get_error()
                 raise DaqctlError("%s: transaction failed (%s); nothing "
                                   "changed" % (self.remote,
                                                txn.get_error()))
+            # TRY_AGAIN (or two first writers both creating the Fabric
+            # row): build again once the IDL holds what made it fail.
+            self._await_news(seqno, conn, deadline, retry)
+            if not retry:
+                return status, txn.get_error()
             if time.monotonic() > deadline:
                 raise DaqctlError("%s: the database kept changing for %g s; "
                                   "nothing changed" % (self.remote,
                                                        self.timeout))
-            # TRY_AGAIN (or two first writers both creating the Fabric
-            # row): once the change that made it fail has arrived (or the
-            # connection is back), build again.
-            self.run_until(lambda: self.idl.change_seqno != seqno
-                           or not self.connected(),
-                           "receive the database's changes",
-                           max(0.1, deadline - time.monotonic()))
+
+    def _await_news(self, seqno: int, conn: int, deadline: float,
+                    sync: bool) -> None:
+        """After a TRY_AGAIN of a transaction built on the IDL's contents
+        at change_seqno 'seqno', on the connection of session seqno
+        'conn': runs the IDL until it holds a newer snapshot, synced (the
+        change that made it fail arrived, or the IDL reconnected and
+        synced again), for RETRY_WAIT seconds at most (a TRY_AGAIN whose
+        cause does not show: the server's own), and never past
+        'deadline'.  With 'sync', an IDL that is not connected then is
+        waited for (wait_connected(): DaqctlError if the database stays
+        unreachable until 'deadline'); without, the caller sees that it
+        is not."""
+        def news() -> bool:
+            return (self.idl.change_seqno != seqno
+                    or self.idl._session.get_seqno() != conn
+                    or not self.connected())
+        left = min(RETRY_WAIT, deadline - time.monotonic())
+        if left > 0:
+            try:
+                self.run_until(news, "receive the database's changes", left)
+            except DaqctlError:
+                pass
+        if sync and not self.connected():
+            self.wait_connected(max(0.1, deadline - time.monotonic()))
 
     def apply(self, state: FabricState, digest: str, who: str,
               comment: str) -> int:
@@ -627,7 +666,18 @@ class Planner:
     def step(self, now: Optional[int] = None) -> str:
         """One planning round: the plan from the database's contents now,
         written if it differs, fenced by the epoch.  Returns what
-        happened: 'unchanged', 'planned', 'deposed', or why not."""
+        happened: 'unchanged', 'planned', 'deposed', or why not.  A
+        transaction that fails because the database changed meanwhile
+        (a new generation, an assignment) is planned again at once from
+        the new contents while this planner is still the planner."""
+        what = self._step(now)
+        for _ in range(PLAN_RETRIES):
+            if not what.startswith("retry"):
+                break
+            what = self._step(now)
+        return what
+
+    def _step(self, now: Optional[int]) -> str:
         what = self.take_over()
         if self.epoch is None:
             return what
@@ -698,16 +748,9 @@ class Planner:
             self.epoch = None
             return "lost the lock"
         # TRY_AGAIN: someone changed the epoch, the generation or an
-        # assignment meanwhile.  Once the change is here, see whether this
-        # planner is still the planner (a stale copy, of a connection
-        # gone, says nothing: it no longer holds the lock).
-        seqno = db.idl.change_seqno
-        try:
-            db.run_until(lambda: db.idl.change_seqno != seqno
-                         or not db.connected(), "receive the change",
-                         min(db.timeout, 5))
-        except DaqctlError:
-            pass
+        # assignment meanwhile, and commit() waited for the change.  See
+        # whether this planner is still the planner (a stale copy, of a
+        # connection gone, says nothing: it no longer holds the lock).
         if not db.connected() or db.root() is None:
             return "not connected: %s" % (db.unreachable()
                                           or "the fabric is gone")
