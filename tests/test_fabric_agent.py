@@ -169,14 +169,15 @@ class Node:
             "-vconsole:off", "--enable-dummy", "--disable-system"], True)
         self.sb._wait_for(self.sb.ctl, self.sb.vswitchd, "ovs-vswitchd")
 
-    def start_agent(self, planner: bool = True) -> None:
+    def start_agent(self, planner: bool = True,
+                    interval: str = INTERVAL) -> None:
         assert self.agent is None or self.agent.poll() is not None
         out = open(os.path.join(self.dir, "agent.out"), "ab")
         try:
             self.agent = subprocess.Popen(
                 [PYTHON, str(AGENT), "--node", self.name,
                  "--db", self.cluster.remotes(), "--ovsdb", self.sb.db,
-                 "--bridge", "br0", "--interval", INTERVAL,
+                 "--bridge", "br0", "--interval", interval,
                  "--timeout", "20", "--state-file", self.state,
                  "--unixctl", self.ctl, "--log-file=" + self.log,
                  "--ofctl", str(OVS / "utilities" / "ovs-ofctl"),
@@ -550,9 +551,11 @@ def test_unknown_node_leaves_its_switch_alone(fabric: Fabric,
 def test_switch_that_refuses_its_slice_lags(fabric: Fabric) -> None:
     """The HLT leaf's daqrings need DPDK, which a dummy switch has not:
     its agent says why, keeps reporting its old generation, and
-    'apply --wait' names it."""
+    'apply --wait' names it.  (The agents report every 2 s here: a node
+    whose report is 3 intervals old counts as down, and a loaded machine
+    has held the refusing agent up for more than 3 x 0.5 s.)"""
     for n in fabric.nodes.values():
-        n.start_agent()
+        n.start_agent(interval="2")
     p = daqctl("fabric", "apply", str(EXAMPLE), "--wait", "--timeout", "20",
                "--db", fabric.cluster.remotes(), "-f", "json")
     assert p.returncode == 1, p.stdout + p.stderr
