@@ -603,32 +603,51 @@ def test_apply_builds_again_after_a_concurrent_change(
     assert got["generation"] == 3 and got["state"] == state_json(m5)
 
 
-def test_planner_plans_again_after_a_concurrent_apply(
-        cluster: Cluster, tmp_path: Path, monkeypatch: Any) -> None:
-    """A new generation lands between a planner's plan and its commit:
-    the round plans again at once, from the new generation (not a round
-    later), and it is the planner still."""
-    import ovs.db.idl
+def _planner_behind(cluster: Cluster, tmp_path: Path) -> Planner:
+    """A planner that planned generation 1 (the example) and has seen
+    generation 2 (6 DCMs) come, not planned yet."""
     assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
                   cluster.remotes()).returncode == 0
     a = Planner(cluster.remotes(), "A", 120)
     try:
         assert _until(a, lambda s: s == "planned") == "planned"
         m6 = write_map(str(tmp_path), "m6.yaml", 6)
-        m7 = FabricMapReader(write_map(str(tmp_path), "m7.yaml", 7)).read()
         assert daqctl("fabric", "apply", m6, "--db",
                       cluster.remotes()).returncode == 0
         a.db.run_until(lambda: a.db.generation() == 2, "generation 2")
+    except BaseException:
+        a.close()
+        raise
+    return a
+
+
+def _first_commit_of(monkeypatch: Any, idl: Any,
+                     before: Callable[[], Any]) -> List[Any]:
+    """Makes the next commit of a transaction on IDL call BEFORE first;
+    returns the list that gets what it returned."""
+    import ovs.db.idl
+    real_commit = ovs.db.idl.Transaction.commit
+    done: List[Any] = []
+
+    def commit(txn: Any) -> Any:
+        if txn.idl is idl and not done:
+            done.append(before())
+        return real_commit(txn)
+    monkeypatch.setattr(ovs.db.idl.Transaction, "commit", commit)
+    return done
+
+
+def test_planner_plans_again_after_a_concurrent_apply(
+        cluster: Cluster, tmp_path: Path, monkeypatch: Any) -> None:
+    """A new generation lands between a planner's plan and its commit:
+    the round plans again at once, from the new generation (not a round
+    later), and it is the planner still."""
+    a = _planner_behind(cluster, tmp_path)
+    try:
+        m7 = FabricMapReader(write_map(str(tmp_path), "m7.yaml", 7)).read()
         other = FabricDb(cluster.remotes(), 30)
-        real_commit = ovs.db.idl.Transaction.commit
-        done: List[int] = []
-
-        def commit(txn: Any) -> Any:
-            if txn.idl is a.db.idl and not done:
-                done.append(other.apply(m7, state_digest(m7), "o", "m7"))
-            return real_commit(txn)
-
-        monkeypatch.setattr(ovs.db.idl.Transaction, "commit", commit)
+        done = _first_commit_of(monkeypatch, a.db.idl, lambda: other.apply(
+            m7, state_digest(m7), "o", "m7"))
         try:
             what = a.step()
         finally:
@@ -652,19 +671,9 @@ def test_planner_deposed_at_commit_writes_nothing(
     """Another planner takes over (the epoch changes) between a
     planner's plan and its commit: its transaction fails, it retries
     nothing, it is deposed, and nothing of its plan is written."""
-    import ovs.db.idl
-    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
-                  cluster.remotes()).returncode == 0
-    a = Planner(cluster.remotes(), "A", 120)
+    a = _planner_behind(cluster, tmp_path)
     try:
-        assert _until(a, lambda s: s == "planned") == "planned"
-        m6 = write_map(str(tmp_path), "m6.yaml", 6)
-        assert daqctl("fabric", "apply", m6, "--db",
-                      cluster.remotes()).returncode == 0
-        a.db.run_until(lambda: a.db.generation() == 2, "generation 2")
         other = FabricDb(cluster.remotes(), 30)
-        real_commit = ovs.db.idl.Transaction.commit
-        done: List[str] = []
 
         def take_over(txn: Any) -> None:
             f = other.root()
@@ -672,12 +681,8 @@ def test_planner_deposed_at_commit_writes_nothing(
             f.planner_epoch = int(f.planner_epoch) + 1
             f.planner = "B"
 
-        def commit(txn: Any) -> Any:
-            if txn.idl is a.db.idl and not done:
-                done.append(other.commit(take_over, "B takes over")[0])
-            return real_commit(txn)
-
-        monkeypatch.setattr(ovs.db.idl.Transaction, "commit", commit)
+        done = _first_commit_of(monkeypatch, a.db.idl, lambda: other.commit(
+            take_over, "B takes over")[0])
         try:
             what = a.step()
         finally:
