@@ -580,11 +580,7 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
         # counting frame-overhead bytes per frame.
         rate_text = str(values["rate"]).strip()
         try:
-            max_rate = int(round(parse_rate(rate_text)))
-            if not MAX_RATE_MIN <= max_rate <= MAX_RATE_MAX:
-                raise ValueError("rate %s is out of range %s..%s"
-                                 % (rate_text, format_rate(MAX_RATE_MIN),
-                                    format_rate(MAX_RATE_MAX)))
+            max_rate = _rate_value(values["rate"], "rate")
         except ValueError as e:
             bad("rate", label + str(e))
         else:
