@@ -16,7 +16,7 @@
 changes, its poll loop waits for a change or its next deadline instead
 of waking at once (a planner tick left in the past made a planner agent
 spin).  Asserts the poller's timeout the agent asks for, not a CPU
-share.
+share: never 0 ms twice in a row.
 
 Run: /usr/bin/python3 -m pytest -q tests/test_fabric_idle.py
 """
@@ -79,6 +79,11 @@ def test_idle_planner_agent_sleeps(cluster: Cluster, tmp_path: Path) -> None:
         wait_for(lambda: timeouts.append(round_()) or len(timeouts) >= 8,
                  "8 rounds", 30)
         assert agent.plan_what in ("planned", "unchanged")
-        assert all(t != 0 for t in timeouts), timeouts
+        # A round may find a deadline already due (two deadlines less
+        # than a round apart: the report's and the slice check's drift
+        # into each other), but that round handles it: a spinning agent
+        # asks for 0 ms round after round.
+        assert all(a != 0 or b != 0 for a, b in zip(timeouts, timeouts[1:])), \
+            timeouts
     finally:
         agent.close()

@@ -31,6 +31,7 @@ and, while it holds it, is the fabric's planner."""
 
 import argparse
 import json
+import math
 import os
 import socket
 import sys
@@ -644,8 +645,10 @@ class Agent:
             self.planner.db.idl.wait(poller)
             if self.plan_again and self.planner.db.connected():
                 deadlines.append(self.next_plan)
+        # Rounded up: a deadline less than 1 ms away is not due yet, and
+        # a 0 ms wait would make one more round that finds nothing to do.
         left = min(deadlines) - time.monotonic()
-        poller.timer_wait(max(0, int(left * 1000)))
+        poller.timer_wait(max(0, math.ceil(left * 1000)))
 
     def status(self) -> Dict[str, Any]:
         w = self.want
