@@ -27,6 +27,7 @@ Run: /usr/bin/python3 -m pytest -q tests/test_fabric_cluster.py
 
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -546,6 +547,12 @@ def test_every_member_killed_at_commit(cluster: Cluster, tmp_path: Path,
     def commit(txn: Any) -> Any:
         if not killed and when == "built":
             kill_all()
+        if not killed and when == "sent":
+            # Frozen before the send, killed after: the transaction sits
+            # unread in their sockets.  (Killed one by one without this,
+            # the members left could commit it and answer first.)
+            for p in cluster.procs.values():
+                p.send_signal(signal.SIGSTOP)
         status = real_commit(txn)
         if not killed and when == "sent":
             kill_all()
