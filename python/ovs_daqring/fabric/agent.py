@@ -235,6 +235,11 @@ class Agent:
         # interval, and N agents that each received every report would
         # spend their CPU on N^2 rows (the planner gets them all).
         self.fabric.idl.cond_change("Node", [["name", "==", self.node]])
+        # Of the DCMs and assignments, those its slice is computed from
+        # (FabricDb.watch_slice()): at thousands of DCMs, an HLT leaf's
+        # agent would otherwise parse every row of both tables.  Its
+        # planner (another IDL) monitors everything.
+        self.fabric.watch_slice(self.node)
         self.planner: Optional[Planner] = None
         if args.planner:
             self.planner = Planner(args.db, self.node, args.timeout,
@@ -608,7 +613,12 @@ class Agent:
             self.rec.db.idl.run()
         self.report()
         self.plan()
-        if (self.fabric_up()
+        # Never a slice from rows selected by conditions the server has
+        # not acknowledged (FabricDb.narrow()): it could lack rows it
+        # needs, and the switch would lose their rings or routes until
+        # the rows arrive.  The switch holds the last slice meanwhile;
+        # self.seqno stays, so the slice is read once they are in.
+        if (self.fabric_up() and self.fabric.narrow()
                 and self.fabric.changes(*SLICE_TABLES) != self.seqno):
             # Only what the slice depends on: not the nodes' reports.
             self.seqno = self.fabric.changes(*SLICE_TABLES)
@@ -666,6 +676,12 @@ class Agent:
                        else "-"),
             "state_file": self.cache_path,
             "applies": self.n_applies,
+            # What its IDL holds of the big tables (FabricDb.narrow()).
+            "monitored": "%d DCMs, %d assignments%s" % (
+                len(self.fabric.idl.tables["DCM"].rows),
+                len(self.fabric.idl.tables["Assignment"].rows),
+                "" if self.fabric.narrowed() else
+                " (conditions not acknowledged yet)"),
             "bfd": {p: bfd_text(st) for p, st in sorted(self.bfd.items())},
             "reports": self.reports,
             "error": self.error or self.fabric_note or "-"}

@@ -35,6 +35,7 @@ from . import schema_path
 from .model import (Assignment, FabricDcm, FabricHost, FabricLink,
                     FabricState, FabricSwitch)
 from .planner import Endpoint, changed, plan
+from .slice import monitored
 
 PLANNER_LOCK = "daqfabric_planner"
 # After a TRY_AGAIN, how long a transaction waits for the news that
@@ -62,6 +63,8 @@ def now_ms() -> int:
 
 # What the desired state is made of (FabricDb.state()).
 DESIRED_TABLES = ("Fabric", "Switch", "Link", "Host", "DCM")
+# The tables FabricDb.watch_slice() monitors part of.
+NARROWED_TABLES = ("DCM", "Assignment")
 # Node columns that every report rewrites and that neither a slice nor a
 # plan depends on.
 REPORT_COLUMNS = frozenset(("agent", "generation", "updated",
@@ -124,6 +127,11 @@ class FabricDb:
         # assignments(), by row: converted again only when their row
         # changed.
         self._asgs: Dict[Any, Tuple[int, Assignment]] = {}
+        # watch_slice()'s node, the conditions narrow() last set (table
+        # -> condition) and the changes() of the rows it set them for.
+        self._slice_node: Optional[str] = None
+        self._conds: Dict[str, List[Any]] = {}
+        self._conds_key: Optional[int] = None
         # Since when (time.monotonic()) connected() has been false.
         self._down_since: Optional[float] = time.monotonic()
         # How many transactions the last commit() sent.
@@ -214,6 +222,69 @@ class FabricDb:
         return (self.changes(*DESIRED_TABLES, "Assignment"),
                 self.idl.node_changes, bool(self.idl.has_lock),
                 self.idl._session.get_seqno())
+
+    # ------------------------------------------------ conditional monitoring
+    def watch_slice(self, node: str) -> None:
+        """From now on, monitors of the DCM and Assignment tables only
+        the rows switch 'node's slice is computed from (as ovn-controller
+        monitors its chassis' part of the southbound database): at
+        thousands of DCMs, an HLT leaf's agent holds its hosts' DCMs
+        instead of every DCM.  Nothing of them until the IDL holds the
+        hosts: narrow() sets the conditions.  The other tables are
+        small and monitored whole.  Only for an agent's own IDL: a
+        planner needs every row."""
+        self._slice_node = node
+        self._conds = {t: [False] for t in NARROWED_TABLES}
+        self._conds_key = None
+        for t, cond in self._conds.items():
+            self.idl.cond_change(t, cond)
+
+    def narrow(self) -> bool:
+        """Sets the conditions of watch_slice() for the rows the IDL
+        holds now (slice.monitored(): the DCM conditions follow the
+        assignments held, and the Assignment conditions the DCMs), and
+        returns whether the slice can be computed from them: whether the
+        server has acknowledged the conditions the IDL holds rows by, and
+        those are the ones these rows give (a fixed point: then the IDL
+        holds every row the slice reads).  A slice computed from rows
+        selected by conditions not acknowledged yet could miss rows it
+        needs: a DCM that moved to a host of this leaf, say, arrives
+        before its assignment, which the new condition on Assignment
+        selects only once the server has it.
+
+        The acknowledgement is the IDL's own record
+        (table.condition_state, the same in the Python IDLs of OVS 3.1
+        and 3.5): the condition it sent last and the server answered
+        (the IDL receives the rows a new condition selects before the
+        answer), with none sent and unanswered nor waiting to be sent.
+        Not cond_seqno, which starts again at 0 when the IDL reconnects.
+        On a reconnection the IDL monitors by its acknowledged
+        conditions again (the monitor request carries them) and is not
+        connected() until the server has sent those rows.  Without
+        watch_slice(), True."""
+        node = self._slice_node
+        if node is None:
+            return True
+        key = self.changes("Host", *NARROWED_TABLES)
+        if key != self._conds_key:
+            self._conds_key = key
+            # [] is [False] to the IDL (and so what it acknowledges).
+            self._conds = {t: c or [False] for t, c in monitored(
+                node, self.state().hosts, self.state().dcms,
+                self.assignments().values()).items()}
+            for t, cond in self._conds.items():
+                self.idl.cond_change(t, cond)
+        return self.narrowed()
+
+    def narrowed(self) -> bool:
+        """Whether the server acknowledged narrow()'s conditions and
+        no other is on its way (narrow() says why that matters)."""
+        for t, cond in self._conds.items():
+            cs = self.idl.tables[t].condition_state
+            if (cs.new is not None or cs.requested is not None
+                    or cs.acked != cond):
+                return False
+        return True
 
     def away(self) -> bool:
         """Whether a DCM is away from its home path (it moves back after

@@ -30,10 +30,10 @@ host without an address in the map gets no routes towards it."""
 
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..daqctl.model import PRIO_TO_RING, Dcm
-from .model import Assignment, FabricHost, FabricState
+from .model import Assignment, FabricDcm, FabricHost, FabricState
 
 # A route's flows are at the priority of the flows into a ring (a switch
 # holds either a DCM's ring or a route towards it, never both; a ROS
@@ -187,3 +187,42 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
                                           tuple(ups[1:]),
                                           priority=PRIO_FROM_DCM))
     return out
+
+
+def monitored(node: str, hosts: Iterable[FabricHost],
+              dcms: Iterable[FabricDcm], assigned: Iterable[Assignment]
+              ) -> Dict[str, List[Any]]:
+    """The OVSDB conditions (monitor_cond's "where") on the DCM and
+    Assignment tables that select every row slices(..., only=node) reads,
+    given every host and the DCMs and assignments a client holds now
+    (those its conditions selected so far).  slices() reads, of a DCM
+    and its assignment (both, or it skips the DCM):
+
+    - those of a DCM on a host cabled to 'node' (its ring and its way
+      back are on the host's leaf): the DCMs by host, their assignments
+      by DCM;
+    - every assignment of a plane in which 'node' is a ROS host's leaf
+      (it routes towards every DCM of the plane), and their DCMs by name;
+    - the assignments naming 'node' as their spine, and their DCMs by
+      name.
+
+    The DCM clauses follow the assignments held, and the Assignment
+    clauses the DCMs held: a client has every row it needs once the
+    conditions it holds rows by (acknowledged by the server) are the ones
+    this returns for those rows (FabricDb.narrow()).  Every clause is an
+    equality (ovsdb-server hashes those), sorted, so that the same rows
+    give the same conditions; no clause: [False]."""
+    hosts = list(hosts)
+    mine = sorted({h.name for h in hosts
+                   for _, leaf, _ in h.attachments if leaf == node})
+    ros_planes = sorted({p for h in hosts if h.role == "ros"
+                         for p, leaf, _ in h.attachments if leaf == node})
+    cabled = set(mine)
+    on_mine = {d.name for d in dcms if d.host in cabled}
+    by_name = {a.dcm for a in assigned} - on_mine
+    asg: List[Any] = ([["spine", "==", node]]
+                      + [["plane", "==", p] for p in ros_planes]
+                      + [["dcm", "==", n] for n in sorted(on_mine)])
+    dcm: List[Any] = ([["host", "==", h] for h in mine]
+                      + [["name", "==", n] for n in sorted(by_name)])
+    return {"DCM": dcm or [False], "Assignment": asg or [False]}
