@@ -17,7 +17,8 @@
 conditions select is the one computed from the whole database, on a
 fabric of 2 planes of 2 spines, a ROS leaf and HLT leaves, and after a
 DCM is added, removed, moved to another host and after a link fails and
-the planner moves the DCMs that crossed it; a condition that drops rows
+the planner moves the DCMs that crossed it, and after the views
+reconnect while they change their conditions; a condition that drops rows
 a slice needs is caught; and an agent never computes its slice from
 rows selected by a condition the server has not acknowledged yet.
 Against a real (1-member) clustered ovsdb-server.
@@ -209,6 +210,22 @@ def test_narrowed_slices_are_the_full_views(cluster: Cluster) -> None:
         f.plan()
         after = f.full.assignments()
         assert any(before[d].spine != a.spine for d, a in after.items())
+        f.check()
+
+        # The views reconnect while they change their conditions (a DCM
+        # moved to another leaf's host: the leaves' DCM rows and their
+        # conditions on Assignment change): they monitor by the
+        # conditions the server had acknowledged, then change them again.
+        d = next(d for d in state.dcms if d.host == "hlt1-1")
+        state = dataclasses.replace(state, dcms=[
+            dataclasses.replace(d, host="hlt2-2") if d is x else x
+            for x in state.dcms])
+        f.apply(state)
+        for v in f.views.values():
+            v.run()
+            v.narrow()
+            v.run()
+            v.idl.force_reconnect()
         f.check()
     finally:
         f.close()
