@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -201,3 +201,14 @@ class Cluster:
                     p.kill()
                     p.wait(10)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(name="cluster")
+def one_member_cluster() -> Iterator[Cluster]:
+    """Fixture "cluster": a clustered fabric database of one member,
+    stopped after the test, for the test modules that import this."""
+    c = Cluster(1)
+    try:
+        yield c
+    finally:
+        c.stop()

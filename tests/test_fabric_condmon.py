@@ -29,7 +29,7 @@ Run: /usr/bin/python3 -m pytest -q tests/test_fabric_condmon.py
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, List
 
 import pytest
 
@@ -43,19 +43,11 @@ from ovs_daqring.fabric.model import FabricState
 from ovs_daqring.fabric.slice import Slice, monitored, slices
 
 from fabric_helpers import Cluster, wait_for
+from fabric_helpers import one_member_cluster  # noqa: F401
 
 SHAPE = Shape(planes=2, spines=2, ros_leaves=1, leaves=3, hosts=2, ros=2,
               dcms=24, ring_size=64)
 WAIT_S = 30.0
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    c = Cluster(1)
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 class Fabric:

@@ -22,10 +22,8 @@ Run: /usr/bin/python3 -m pytest -q tests/test_fabric_idle.py
 """
 
 from pathlib import Path
-from typing import Iterator
 
 import ovs.poller
-import pytest
 
 from ovs_daqring.bench.fabric import Shape, map_text
 from ovs_daqring.fabric import agent as fa
@@ -33,15 +31,7 @@ from ovs_daqring.fabric.db import FabricDb
 from ovs_daqring.fabric.fabmap import FabricMapReader, state_digest
 
 from fabric_helpers import Cluster, wait_for
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    c = Cluster(1)
-    try:
-        yield c
-    finally:
-        c.stop()
+from fabric_helpers import one_member_cluster  # noqa: F401
 
 
 def test_idle_planner_agent_sleeps(cluster: Cluster, tmp_path: Path) -> None:
