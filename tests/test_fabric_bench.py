@@ -316,3 +316,29 @@ def test_check_finds_a_real_switch_whose_flows_differ(
     switch.ofctl("add-flow", target, "priority=1,actions=drop")
     p = fb.check_switch(sl, fb.read_switch(switch, target))
     assert [x.split(":")[0] for x in p] == ["flows missing 1"]
+
+
+def test_cpu_accounting_counts_threads_and_reaped_children() -> None:
+    """proc_cpu_s() adds up a process's own CPU and that of the children
+    it reaped (an agent's ovs-ofctl runs), which is what the bench's
+    per-class CPU figures are made of."""
+    import subprocess
+    import sys
+    burn = ("import time\nt = time.process_time()\n"
+            "while time.process_time() - t < 0.3:\n    pass\n"
+            "print(time.process_time())")
+    before = fb.proc_cpu_s(os.getpid())
+    child = float(subprocess.run([sys.executable, "-c", burn], check=True,
+                                 capture_output=True,
+                                 text=True).stdout)
+    after = fb.proc_cpu_s(os.getpid())
+    assert child >= 0.3
+    # Clock ticks of 10 ms, and the child's start-up on top.
+    assert after - before >= child - 0.05, (before, after, child)
+    assert fb.proc_cpu_s(2 ** 22 + 1) == 0.0     # above pid_max: gone
+    d = fb.cpu_delta({"agents": 1.0, "bench": 2.0},
+                     {"agents": 4.0, "bench": 2.5, "ovs-vswitchd": 1.5}, 2.0)
+    assert d["cpu_s"]["agents"] == 3.0 and d["cpu_s"]["bench"] == 0.5
+    assert d["cpu_s"]["ovs-vswitchd"] == 1.5 and d["cores"] == 2.5
+    assert set(d["cpu_s"]) == set(fb.CPU_CLASSES)
+    assert "agents 3.0 s" in fb.cpu_text(d)

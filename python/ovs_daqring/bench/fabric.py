@@ -509,6 +509,43 @@ class FlowEvents(threading.Thread):
 
 
 # =================================================================== bench
+def proc_cpu_s(pid: int) -> float:
+    """CPU seconds of process 'pid' (every thread), plus those of the
+    children it has reaped (an agent's ovs-ofctl runs): utime, stime,
+    cutime and cstime of /proc/PID/stat.  0 for a process gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            # After the command's name, which may hold spaces and ")":
+            # field 3 (the state) on; utime is field 14.
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+# What cpu_snapshot() adds up, in the order the results list it.
+CPU_CLASSES = ("agents", "switch ovsdb-servers", "ovs-vswitchd",
+               "fabric database", "flow monitors", "bench")
+
+
+def cpu_delta(before: Dict[str, float], after: Dict[str, float],
+              wall_s: float) -> Dict[str, Any]:
+    """The CPU seconds of each class of process between two
+    cpu_snapshot()s over 'wall_s' seconds, and their sum as cores busy
+    on average."""
+    cpu = {c: max(0.0, after.get(c, 0.0) - before.get(c, 0.0))
+           for c in CPU_CLASSES}
+    return {"wall_s": wall_s, "cpu_s": cpu,
+            "cores": sum(cpu.values()) / wall_s if wall_s > 0 else None}
+
+
+def cpu_text(c: Dict[str, Any]) -> str:
+    return ("CPU over its %.1f s: %s (%.2f cores busy on average)"
+            % (c["wall_s"], ", ".join("%s %.1f s" % (k, c["cpu_s"][k])
+                                      for k in CPU_CLASSES),
+               c["cores"] or 0.0))
+
+
 def _stats(values: List[float]) -> Dict[str, Any]:
     v = sorted(values)
     if not v:
@@ -661,6 +698,21 @@ class FabricBench:
                         g.write(text[-200000:])
 
     # ------------------------------------------------------- measuring
+    def cpu_snapshot(self) -> Dict[str, float]:
+        """CPU seconds so far of each class of process (CPU_CLASSES):
+        the bench runs every process of the fabric's control plane on
+        the same core(s), and the one that takes them sets its pace."""
+        def total(procs: Sequence[Any]) -> float:
+            return sum(proc_cpu_s(p.pid) for p in procs if p is not None)
+        nodes = list(self.nodes.values())
+        return {
+            "agents": total([n.agent for n in nodes]),
+            "switch ovsdb-servers": total([n.sb.ovsdb for n in nodes]),
+            "ovs-vswitchd": total([n.sb.vswitchd for n in nodes]),
+            "fabric database": total(self.db_procs),
+            "flow monitors": total([n.monitor for n in nodes]),
+            "bench": proc_cpu_s(os.getpid())}
+
     def asg_changes(self) -> int:
         """A number that changes with the Assignment table (the fabric
         IDL's count, or any change where it has none)."""
@@ -799,12 +851,15 @@ class FabricBench:
         from ..fabric.fabmap import FabricMapReader, state_digest
         state = FabricMapReader("fabric map").parse(
             map_text(self.shape, dcms))
+        cpu0 = self.cpu_snapshot()
         t0 = time.monotonic()
         gen = self.fdb.apply(state, state_digest(state), "daq-bench",
                              "daq-bench --fabric: " + comment)
         t_commit = time.monotonic() - t0
         res = self.wait(t0, gen, what)
-        res.update(generation=gen, commit_s=t_commit, rows=self.fdb.applied)
+        res.update(generation=gen, commit_s=t_commit, rows=self.fdb.applied,
+                   cpu=cpu_delta(cpu0, self.cpu_snapshot(),
+                                 time.monotonic() - t0))
         return res
 
     def scenario_empty(self) -> Dict[str, Any]:
@@ -830,6 +885,7 @@ class FabricBench:
         # The link fails: its ports go down on the switches (so that the
         # agents' next reports agree), and the bench writes them down
         # into the fabric database as the agents would report it.
+        cpu0 = self.cpu_snapshot()
         t0 = time.monotonic()
         for sw, port in ends:
             self.nodes[sw].set_port_down(port)
@@ -851,7 +907,9 @@ class FabricBench:
         res = self.wait(t0, None, "a link failure", (asg, before, n_asg))
         moved = sum(1 for d, a in self.fdb.assignments().items()
                     if asg.get(d) is not None and asg[d].path != a.path)
-        res.update(link=lk.name, commit_s=t_commit, moved=moved)
+        res.update(link=lk.name, commit_s=t_commit, moved=moved,
+                   cpu=cpu_delta(cpu0, self.cpu_snapshot(),
+                                 time.monotonic() - t0))
         return res
 
     def run_once(self, k: int) -> Dict[str, Any]:
@@ -871,8 +929,9 @@ class FabricBench:
                     break
                 res["scenarios"][sc] = r
                 st = r["stats"]
-                self.say("%s: max %.3f s, p50 %.3f s over %d nodes"
-                         % (sc, st["max"] or 0, st["p50"] or 0, st["n"]))
+                self.say("%s: max %.3f s, p50 %.3f s over %d nodes; %s"
+                         % (sc, st["max"] or 0, st["p50"] or 0, st["n"],
+                            cpu_text(r["cpu"])))
         except RunError as e:
             res["error"] = str(e)
             self.say("run %d FAILED: %s" % (k, e))
@@ -1071,6 +1130,8 @@ def markdown(res: Dict[str, Any]) -> str:
                                                 _f(s["plan_s"]), st["n"],
                                                 _f(st["max"]),
                                                 _f(st["p50"]), extra))
+            if s.get("cpu"):
+                lines += ["", cpu_text(s["cpu"]) + "."]
             lines += ["", "| node | role | report s | flows s | converged "
                       "s |", "|---|---|---|---|---|"]
             for n, v in sorted(s["nodes"].items()):
