@@ -169,8 +169,8 @@ class Node:
             "-vconsole:off", "--enable-dummy", "--disable-system"], True)
         self.sb._wait_for(self.sb.ctl, self.sb.vswitchd, "ovs-vswitchd")
 
-    def start_agent(self, planner: bool = True,
-                    interval: str = INTERVAL) -> None:
+    def start_agent(self, planner: bool = True, interval: str = INTERVAL,
+                    more: Sequence[str] = ()) -> None:
         assert self.agent is None or self.agent.poll() is not None
         out = open(os.path.join(self.dir, "agent.out"), "ab")
         try:
@@ -182,7 +182,7 @@ class Node:
                  "--unixctl", self.ctl, "--log-file=" + self.log,
                  "--ofctl", str(OVS / "utilities" / "ovs-ofctl"),
                  "-vconsole:off", "--no-chdir"]
-                + (["--planner"] if planner else [])
+                + (["--planner"] if planner else []) + list(more)
                 + (self.cluster.pki.options(self.name)
                    if self.cluster.pki is not None else []),
                 stdout=out, stderr=out, env=env())
@@ -638,6 +638,51 @@ def test_vswitchd_restart_while_cluster_down(
     wait_for(lambda: node.routes_once_up() == want, "the routes to be back",
              WAIT_S)
     assert "last applied slice of generation 1" in Path(node.log).read_text()
+
+
+@pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)
+def test_agent_puts_right_what_others_change_on_its_switch(
+        fabric: Fabric, tmp_path: Path) -> None:
+    """Between its full checks (--full-check-every), the agent compares
+    only the bridge's flow count and its daqrings: a flow deleted by hand
+    is back at the next check, a flow modified in place (the same count)
+    at the next full one."""
+    node = fabric.nodes["ros-leaf1"]
+    # First without full checks after the first one.
+    node.start_agent(more=["--full-check-every", "100000"])
+    m4 = write_map(str(tmp_path), "m4.yaml", 4)
+    p = daqctl("fabric", "apply", m4, "--wait", "--timeout",
+               str(WAIT_S), "--db", fabric.cluster.remotes())
+    assert p.returncode == 0, p.stdout + p.stderr
+    asg = fabric_db(fabric.cluster)["assignments"]
+    want = {10000 + int(d[3:]): UPLINK[s] for d, s in asg.items()}
+    assert len(want) == 4 and node.routes() == want
+    wait_for(lambda: node.agent_status()["checks"]["quick"] > 0,
+             "a check between full ones")
+    flow = next(f for f in node.flows() if f.get("tp_dst") == "10000")
+    match = "tcp,nw_dst=%s,tp_dst=10000" % flow["nw_dst"]
+    full = node.agent_status()["checks"]["full"]
+    node.sb.ofctl("--strict", "del-flows", "br0",
+                  "priority=%s,%s" % (flow["priority"], match))
+    assert 10000 not in node.routes()
+    wait_for(lambda: node.routes() == want, "the deleted route to be back",
+             WAIT_S)
+    # Put right by a full check that the flow count called for.
+    assert node.agent_status()["checks"]["full"] == full + 1
+    # Then one full check in 3.
+    node.exit_agent()
+    node.start_agent(more=["--full-check-every", "3"])
+    wait_for(lambda: node.agent_status()["checks"]["quick"] > 0,
+             "a check between full ones")
+    other = "up2" if want[10000] == "up1" else "up1"
+    node.sb.ofctl("--strict", "mod-flows", "br0",
+                  "cookie=%s/-1,priority=%s,%s,actions=output:%s"
+                  % (flow["cookie"], flow["priority"], match, other))
+    assert node.routes()[10000] == other
+    full = node.agent_status()["checks"]["full"]
+    wait_for(lambda: node.routes() == want, "the modified route to be put "
+             "right", WAIT_S)
+    assert node.agent_status()["checks"]["full"] > full
 
 
 @pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)

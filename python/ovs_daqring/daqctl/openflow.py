@@ -220,6 +220,16 @@ class OpenFlow:
                 out.setdefault(f.cookie, set()).add(f.compared())
         return out
 
+    def flow_count(self) -> int:
+        """How many flows the bridge has, of any cookie (dump-aggregate:
+        one short reply, where dump() lists every flow)."""
+        out = self.run(["dump-aggregate", self.target])
+        m = re.search(r"\bflow_count=(\d+)", out)
+        if m is None:
+            raise DaqctlError("%s dump-aggregate: no flow count in %r"
+                              % (os.path.basename(self.ofctl), out[:200]))
+        return int(m.group(1))
+
     def groups(self) -> Dict[int, Group]:
         """Our groups on the switch, by id."""
         out: Dict[int, Group] = {}

@@ -651,6 +651,18 @@ class Reconciler:
                             installed if self.manage_groups else None)
 
     # -------------------------------------------------------------- apply
+    def holds(self, want: Callable[[List[Dcm]], List[Dcm]],
+              flow_count: int) -> bool:
+        """Whether the switch's daqrings are want(its current DCMs), as
+        its database says (the IDL has it: nothing to dump), and its
+        bridge holds 'flow_count' flows (one short OpenFlow request): the
+        check between two apply()s of the fabric agent, which dump every
+        flow, group and port.  A restarted ovs-vswitchd, or flows added
+        or deleted by someone else, change the count."""
+        if not self.plan(want(self.current())).empty():
+            return False
+        return self.of.flow_count() == flow_count
+
     def apply(self, want: Callable[[List[Dcm]], List[Dcm]], comment: str,
               dry_run: bool, verbose: bool) -> bool:
         """Makes the switch's DCMs want(its current DCMs).  Returns True if
