@@ -41,6 +41,7 @@ import pytest
 
 from ovs_daqring import hugepages
 from ovs_daqring.daqctl.openflow import parse_group
+from ovs_daqring.daqctl.ovsdb import Ovsdb
 from ovs_daqring.fabric.db import FabricDb
 from ovs_daqring.process import RunError
 from ovs_daqring.sandbox import Sandbox, dpdk_settings, tree_binaries
@@ -686,6 +687,44 @@ def test_agent_puts_right_what_others_change_on_its_switch(
 
 
 @pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)
+def test_switch_configuration_count(fabric: Fabric) -> None:
+    """Ovsdb.config_seqno, which the agent's checks between full ones
+    compare, counts configuration changes, not the columns that
+    ovs-vswitchd rewrites by itself (statistics, link_state,
+    bfd_status)."""
+    node = fabric.nodes["ros-leaf1"]
+    db = Ovsdb(node.sb.db, 20)
+    try:
+        def iface(name: str) -> Any:
+            return next(i for i in db.idl.tables["Interface"].rows.values()
+                        if i.name == name)
+
+        def seen(name: str, column: str, key: str) -> bool:
+            db.idl.run()
+            return key in getattr(iface(name), column)
+
+        n = db.config_seqno
+        node.sb.vsctl("set", "Interface", "h1", "statistics:pytest=1")
+        wait_for(lambda: seen("h1", "statistics", "pytest"),
+                 "the statistics change")
+        assert db.config_seqno == n
+        node.sb.vsctl("set", "Interface", "h1", "external_ids:pytest=1")
+        wait_for(lambda: seen("h1", "external_ids", "pytest"),
+                 "the external_ids change")
+        assert db.config_seqno > n
+        n = db.config_seqno
+        node.sb.vsctl("add-port", "br0", "pytest0", "--", "set",
+                      "Interface", "pytest0", "type=dummy")
+        wait_for(lambda: (db.idl.run() or True) and any(
+            i.name == "pytest0"
+            for i in db.idl.tables["Interface"].rows.values()),
+            "the new port")
+        assert db.config_seqno > n
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)
 def test_agent_says_when_the_database_is_unreachable(
         fabric: Fabric, tmp_path: Path) -> None:
     """Every member down: the agent's status says that the fabric
@@ -1006,3 +1045,29 @@ def test_fabric_database_over_ssl(ssl_fabric: Fabric,
                f.pki.ca)
     assert p.returncode == 1, p.stdout + p.stderr
     assert "timed out" in p.stderr, p.stderr
+
+
+def test_holds_compares_the_rings_again_after_a_change() -> None:
+    """Reconciler.holds() plans (compares the daqrings with the IDL's)
+    again only when the configuration count or the DCMs changed, and
+    always compares the flow count."""
+    from types import SimpleNamespace
+    from ovs_daqring.daqctl.reconcile import Reconciler
+    rec = Reconciler.__new__(Reconciler)
+    planned: List[Any] = []
+    empty = [True]
+    rec.db = SimpleNamespace(config_seqno=1)
+    rec.of = SimpleNamespace(flow_count=lambda: 7)
+    rec.held_config = None
+    rec.plan = lambda dcms: (planned.append(dcms)
+                             or SimpleNamespace(empty=lambda: empty[0]))
+    assert rec.holds(["a"], 7) and planned == [["a"]]
+    assert rec.holds(["a"], 7) and planned == [["a"]]
+    assert not rec.holds(["a"], 8)              # the flows changed
+    rec.db.config_seqno = 2                     # the configuration did
+    empty[0] = False
+    assert not rec.holds(["a"], 7) and len(planned) == 2
+    assert not rec.holds(["a"], 7) and len(planned) == 3
+    empty[0] = True
+    assert rec.holds(["b"], 7) and planned[-1] == ["b"]
+    assert rec.holds(["b"], 7) and len(planned) == 4

@@ -42,6 +42,13 @@ COLUMNS = {
                   "link_state"],
 }
 
+# Columns that ovs-vswitchd rewrites by itself while it runs, and the
+# configuration counters that every write of a client increments (its
+# other changes count): a change of them alone is no change of the
+# switch's configuration (config_seqno).
+STATUS_COLUMNS = frozenset(("statistics", "link_state", "bfd_status",
+                            "next_cfg", "cur_cfg"))
+
 
 def _opt(v: Any) -> Any:
     """The value of an optional column ([] or [x]) or of a plain one."""
@@ -72,6 +79,14 @@ class Ovsdb:
             helper.register_columns(table, cols + (columns or {}).get(
                 table, []))
         self.idl = ovs.db.idl.Idl(remote, helper)
+        # Counts the changes of the configuration (rows added or deleted,
+        # columns other than STATUS_COLUMNS changed) the IDL received:
+        # what the fabric agent's checks between full ones compare
+        # (Reconciler.holds()).  Interface statistics change every few
+        # seconds; reading every ring's row again each time costs the
+        # agents of an emulated fabric their shared CPU.
+        self.config_seqno = 0
+        self.idl.notify = self._notify
         self._run_until(lambda: (self.idl.state
                                  == self.idl.IDL_S_MONITORING
                                  and self.idl.change_seqno > 0),
@@ -79,6 +94,14 @@ class Ovsdb:
         if not self.idl.tables["Open_vSwitch"].rows:
             raise DaqctlError("%s: the database has no Open_vSwitch record "
                               "(run 'ovs-vsctl init')" % remote)
+
+    def _notify(self, event: str, row: Any, updates: Any = None) -> None:
+        """The IDL's hook for every row change it applies."""
+        # 'updates' holds the old values of the changed columns only
+        # (Row._data, in the IDLs of OVS 3.1 and 3.5).
+        if (event != ovs.db.idl.ROW_UPDATE or updates is None
+                or not set(updates._data) <= STATUS_COLUMNS):
+            self.config_seqno += 1
 
     def _request(self, method: str, params: List[Any], what: str) -> Any:
         """One JSON-RPC request on a connection of its own (not the IDL's):

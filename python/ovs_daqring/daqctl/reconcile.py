@@ -132,6 +132,9 @@ class Reconciler:
         self.routes: Routes = {}
         # Whether sync() keeps our groups (those of 'routes', no others).
         self.manage_groups = False
+        # holds(): the configuration count and 'want' with which the
+        # switch's daqrings were found as wanted last.
+        self.held_config: Any = None
 
     def close(self) -> None:
         self.db.close()
@@ -651,16 +654,21 @@ class Reconciler:
                             installed if self.manage_groups else None)
 
     # -------------------------------------------------------------- apply
-    def holds(self, want: Callable[[List[Dcm]], List[Dcm]],
-              flow_count: int) -> bool:
-        """Whether the switch's daqrings are want(its current DCMs), as
+    def holds(self, dcms: List[Dcm], flow_count: int) -> bool:
+        """Whether the switch's daqrings are those of 'dcms', as
         its database says (the IDL has it: nothing to dump), and its
         bridge holds 'flow_count' flows (one short OpenFlow request): the
         check between two apply()s of the fabric agent, which dump every
         flow, group and port.  A restarted ovs-vswitchd, or flows added
-        or deleted by someone else, change the count."""
-        if not self.plan(want(self.current())).empty():
-            return False
+        or deleted by someone else, change the count.  The daqrings are
+        compared again only when the switch's configuration changed
+        (Ovsdb.config_seqno) or 'dcms' are not the last ones: they are
+        the same from one full check to the next."""
+        seqno = self.db.config_seqno
+        if (seqno, dcms) != self.held_config:
+            if not self.plan(dcms).empty():
+                return False
+            self.held_config = (seqno, dcms)
         return self.of.flow_count() == flow_count
 
     def apply(self, want: Callable[[List[Dcm]], List[Dcm]], comment: str,
