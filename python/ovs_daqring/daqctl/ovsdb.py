@@ -87,6 +87,8 @@ class Ovsdb:
         # agents of an emulated fabric their shared CPU.
         self.config_seqno = 0
         self.idl.notify = self._notify
+        self._ports: Dict[str, Any] = {}
+        self._ports_key: Any = None
         self._run_until(lambda: (self.idl.state
                                  == self.idl.IDL_S_MONITORING
                                  and self.idl.change_seqno > 0),
@@ -210,7 +212,16 @@ class Ovsdb:
         return {i.name for i in self.idl.tables["Interface"].rows.values()}
 
     def ports(self, br: Any) -> Dict[str, Any]:
-        return {p.name: p for p in br.ports}
+        """Bridge 'br''s ports by name (kept while the configuration is
+        the same, config_seqno; not inside a transaction, whose changes
+        are not the database's yet)."""
+        if self.idl.txn is not None:
+            return {p.name: p for p in br.ports}
+        key = (br.uuid, self.config_seqno)
+        if self._ports_key != key:
+            self._ports = {p.name: p for p in br.ports}
+            self._ports_key = key
+        return dict(self._ports)
 
     def rings(self, br: Any) -> List[Ring]:
         """The daqrings of bridge 'br', managed or not."""

@@ -280,6 +280,10 @@ class Agent:
         # What the last full check brought the switch to (self.want but
         # its generation, as JSON).
         self.full_want: Optional[str] = None
+        # What apply() derives from self.want, kept until it changes: the
+        # want, its slice as JSON, its rings as DCMs, its routes, the
+        # ports those go through, the want but its generation as JSON.
+        self.prepared: Optional[Tuple[Any, ...]] = None
         self.error: Optional[str] = None
         self.fabric_note: Optional[str] = None
         self.seqno = -1
@@ -428,18 +432,23 @@ class Agent:
         """Brings the switch to self.want (usually a check that finds
         nothing to do)."""
         want = self.want
-        text = json.dumps(want["slice"], sort_keys=True)
-        rings = [dcm_of_json(d) for d in want["slice"]["rings"]]
+        if self.prepared is None or self.prepared[0] is not want:
+            # Once per slice, not per check (a ROS leaf's routes are a
+            # DCM each).
+            self.prepared = (
+                want, json.dumps(want["slice"], sort_keys=True),
+                [dcm_of_json(d) for d in want["slice"]["rings"]],
+                route_table(want["slice"]["routes"]),
+                {p for r in want["slice"]["routes"] for p in route_ports(r)},
+                json.dumps(dict(want, generation=0), sort_keys=True))
+        _, text, rings, routes, route_ports_, whole = self.prepared
         try:
             rec = self.reconciler()
             rec.result["messages"] = []
-            rec.routes = route_table(want["slice"]["routes"])
+            rec.routes = routes
             self.set_bfd(rec)
             br = rec.db.bridge(rec.spec.bridge)
-            missing = sorted({p for r in want["slice"]["routes"]
-                              for p in route_ports(r)}
-                             - set(rec.db.ports(br)))
-            whole = json.dumps(dict(want, generation=0), sort_keys=True)
+            missing = sorted(route_ports_ - set(rec.db.ports(br)))
             if (not missing and self.error is None
                     and text == self.applied and whole == self.full_want
                     and self.flow_count is not None
