@@ -61,9 +61,14 @@ def test_idle_planner_agent_sleeps(cluster: Cluster, tmp_path: Path) -> None:
             poller.block()
             return timeout
 
+        # Until the planner has planned and the agent has its slice from
+        # acknowledged conditions (each change of its conditions wakes
+        # it at once, FabricDb.narrow(): rounds of 0 ms in a row).
         wait_for(lambda: round_() is not None
                  and agent.plan_what in ("planned", "unchanged")
-                 and not agent.plan_again, "the planner to plan")
+                 and not agent.plan_again and agent.want is not None
+                 and agent.fabric.narrowed(),
+                 "the planner to plan and the agent to have its slice")
         # Past the planner's tick (PLAN_TICK) with nothing to plan.
         timeouts = []
         wait_for(lambda: timeouts.append(round_()) or len(timeouts) >= 8,
