@@ -399,6 +399,9 @@ def fabric_db(cluster: Cluster) -> Dict[str, Any]:
                                "links": dict(n.links),
                                "bfd": dict(n.bfd),
                                "error": n.error[0] if n.error else None,
+                               "failed_generation":
+                               n.failed_generation[0]
+                               if n.failed_generation else None,
                                "agent": n.agent}
                       for n in db.rows("Node")}}
     finally:
@@ -551,19 +554,25 @@ def test_unknown_node_leaves_its_switch_alone(fabric: Fabric,
                          indirect=True)
 def test_switch_that_refuses_its_slice_lags(fabric: Fabric) -> None:
     """The HLT leaf's daqrings need DPDK, which a dummy switch has not:
-    its agent says why, keeps reporting its old generation, and
-    'apply --wait' names it.  (The agents report every 2 s here: a node
-    whose report is 3 intervals old counts as down, and a loaded machine
-    has held the refusing agent up for more than 3 x 0.5 s.)"""
+    its agent says why, keeps reporting its old generation, reports the
+    generation it failed to apply, and 'apply --wait' returns on that
+    report (not at its --timeout, a safety net here), naming it and
+    why.  (The agents report every 2 s here: a node whose report is 3
+    intervals old counts as down, and a loaded machine has held the
+    refusing agent up for more than 3 x 0.5 s.)"""
     for n in fabric.nodes.values():
         n.start_agent(interval="2")
-    p = daqctl("fabric", "apply", str(EXAMPLE), "--wait", "--timeout", "20",
-               "--db", fabric.cluster.remotes(), "-f", "json")
+    p = daqctl("fabric", "apply", str(EXAMPLE), "--wait", "--timeout",
+               str(WAIT_S), "--db", fabric.cluster.remotes(), "-f", "json")
     assert p.returncode == 1, p.stdout + p.stderr
     rep = json.loads(p.stdout)["fabric"]
     assert rep["lagging"] == ["hlt-leaf1"] and rep["applied"] == ["spine1"]
+    # Ended by the refusal: no node that is up is still waited for.
+    assert list(rep["refused"]) == ["hlt-leaf1"], rep
+    assert "DPDK" in rep["refused"]["hlt-leaf1"], rep
     st = fabric_db(fabric.cluster)["nodes"]
     assert st["hlt-leaf1"]["generation"] == 0
+    assert st["hlt-leaf1"]["failed_generation"] == 1
     assert "DPDK" in st["hlt-leaf1"]["error"], st["hlt-leaf1"]["error"]
     # Rolled back: no ring left behind, no flows.
     leaf = fabric.nodes["hlt-leaf1"]
@@ -571,6 +580,39 @@ def test_switch_that_refuses_its_slice_lags(fabric: Fabric) -> None:
                                                   + ["br0"])
     assert leaf.routes() == {}
     assert st["spine1"]["generation"] == 1 and st["spine1"]["error"] is None
+    assert st["spine1"]["failed_generation"] is None
+
+
+@pytest.mark.parametrize("fabric", [["spine1"]], indirect=True)
+def test_switch_that_failed_its_slice_applies_it_later(
+        fabric: Fabric) -> None:
+    """A spine whose bridge is missing fails its slice: 'apply --wait'
+    names it at once, and why.  Its agent tries again every interval:
+    once the bridge is there, it applies the generation it failed, and
+    its failure is cleared."""
+    node = fabric.nodes["spine1"]
+    node.sb.vsctl("del-br", "br0")
+    node.start_agent()
+    p = daqctl("fabric", "apply", str(EXAMPLE), "--wait", "--timeout",
+               str(WAIT_S), "--db", fabric.cluster.remotes(), "-f", "json")
+    assert p.returncode == 1, p.stdout + p.stderr
+    rep = json.loads(p.stdout)["fabric"]
+    assert rep["lagging"] == ["spine1"], rep
+    assert "no bridge br0" in rep["refused"]["spine1"], rep
+    p = daqctl("fabric", "status", "--db", fabric.cluster.remotes())
+    assert p.returncode == 0, p.stderr
+    assert "generation 0, failed generation 1" in p.stdout, p.stdout
+    assert "error: " in p.stdout and "no bridge br0" in p.stdout, p.stdout
+    node.sb.vsctl("add-br", "br0", "--", "set", "Bridge", "br0",
+                  "datapath_type=dummy", "fail_mode=secure")
+    for port in PORTS["spine1"]:
+        node.sb.vsctl("add-port", "br0", port, "--", "set", "Interface",
+                      port, "type=dummy")
+    wait_for(lambda: fabric_db(fabric.cluster)["nodes"]["spine1"][
+        "generation"] == 1, "spine1 to apply generation 1", WAIT_S)
+    st = fabric_db(fabric.cluster)["nodes"]["spine1"]
+    assert st["failed_generation"] is None and st["error"] is None, st
+    assert node.agent_status()["failed_generation"] == "-"
 
 
 def test_one_agent_down_others_unaffected_converges_on_restart(

@@ -31,7 +31,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -428,8 +428,11 @@ def test_leader_killed_at_commit(cluster: Cluster, tmp_path: Path,
     assert got["generation"] == 1 and got["state"] == state_json(state)
 
 
-def _report(remote: str, node: str, generation: int, age_ms: int) -> None:
-    """Writes a Node row as an agent would."""
+def _report(remote: str, node: str, generation: int, age_ms: int,
+            failed: Optional[int] = None, error: Optional[str] = None
+            ) -> None:
+    """Writes a Node row as an agent would ('failed': the generation
+    whose apply failed, with 'error')."""
     from ovs_daqring.fabric.db import now_ms
     db = FabricDb(remote, 30)
     try:
@@ -441,6 +444,8 @@ def _report(remote: str, node: str, generation: int, age_ms: int) -> None:
             r.generation = generation
             r.report_interval = 60000      # up for 3 minutes
             r.updated = now_ms() - age_ms
+            r.failed_generation = [] if failed is None else [failed]
+            r.error = [] if error is None else [error]
         status, _ = db.commit(build, "test node")
         assert status == "success", status
     finally:
@@ -467,6 +472,79 @@ def test_apply_wait_judges_the_nodes_that_are_up(cluster: Cluster) -> None:
     rep = json.loads(p.stdout)["fabric"]
     assert rep["generation"] == 3 and rep["applied"] == ["spine1"]
     assert rep["lagging"] == [] and "spine2" in rep["down"]
+
+
+def test_wait_verdict_counts_failures_of_the_generation_only() -> None:
+    """A node that is up and did not apply generation G lags; it refused
+    G if its last failure is of G or of a later generation (which
+    superseded G), never of an earlier one (stale: its agent may not
+    have tried G yet).  A node that applied G did, whatever it failed
+    before or after."""
+    from ovs_daqring.fabric.cli import wait_verdict
+
+    def node(name: str, gen: int, failed: Optional[int] = None,
+             up: bool = True) -> Dict[str, Any]:
+        return {"switch": name, "up": up, "generation": gen,
+                "failed_generation": failed,
+                "error": None if failed is None else "no DPDK"}
+
+    v = wait_verdict([node("a", 5), node("b", 4, 4), node("c", 4, 5),
+                      node("d", 4, 6), node("e", 5, 5), node("f", 6, 6),
+                      node("g", 2, 5, up=False), node("h", 4)], 5)
+    assert v == {"applied": ["a", "e", "f"],
+                 "lagging": ["b", "c", "d", "h"],
+                 "refused": {"c": "no DPDK", "d": "no DPDK"},
+                 "down": ["g"]}
+
+
+def test_apply_wait_ends_on_a_failure_of_its_generation(
+        cluster: Cluster) -> None:
+    """'apply --wait' returns once every node that is up applied the new
+    generation or reported that it failed to (Node:failed_generation),
+    naming those and their error, without waiting for its --timeout; a
+    failure of an earlier generation does not end the wait."""
+    remotes = cluster.remotes()
+    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
+                  remotes).returncode == 0
+    # Both spines up; spine1 failed generation 1, spine2 applied it.
+    _report(remotes, "spine1", 0, 0, failed=1, error="no DPDK here")
+    _report(remotes, "spine2", 1, 0)
+    p = daqctl("fabric", "apply", str(EXAMPLE), "--wait", "--timeout", "3",
+               "--db", remotes, "-f", "json")
+    # Generation 2: spine1's failure is stale, and neither applied it.
+    assert p.returncode == 1, p.stdout + p.stderr
+    rep = json.loads(p.stdout)["fabric"]
+    assert rep["generation"] == 2 and rep["refused"] == {}, rep
+    assert rep["lagging"] == ["spine1", "spine2"], rep
+    # Generation 3, waited for with a long timeout: spine1 fails it,
+    # spine2 applies it, while the command waits.
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    proc = subprocess.Popen([PYTHON, str(DAQCTL), "fabric", "apply",
+                             str(EXAMPLE), "--wait", "--timeout", "600",
+                             "--db", remotes],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        db = FabricDb(remotes, 30)
+        try:
+            wait_for(lambda: db.run() or db.generation() == 3,
+                     "generation 3")
+        finally:
+            db.close()
+        _report(remotes, "spine1", 0, 0, failed=3, error="no DPDK here")
+        _report(remotes, "spine2", 3, 0)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, out + err
+    assert ("node spine1 failed to apply generation 3: no DPDK here"
+            in out), out
+    assert "within" not in out, out
+    p = daqctl("fabric", "status", "--db", remotes)
+    assert p.returncode == 0, p.stderr
+    assert "failed generation 3" in p.stdout and "no DPDK here" in p.stdout
 
 
 # ============================================================ unreachable

@@ -285,6 +285,10 @@ class Agent:
         # ports those go through, the want but its generation as JSON.
         self.prepared: Optional[Tuple[Any, ...]] = None
         self.error: Optional[str] = None
+        # The generation of the slice whose last apply failed (with
+        # self.error saying why), until a slice is held again: what the
+        # Node row's failed_generation reports.
+        self.failed_gen: Optional[int] = None
         self.fabric_note: Optional[str] = None
         self.seqno = -1
         self.next_check = 0.0
@@ -466,7 +470,7 @@ class Agent:
             self.full_want = whole
             self.flow_count = rec.of.flow_count()
         except DaqctlError as e:
-            self._failed(str(e))
+            self._failed(str(e), want["generation"])
             if self.rec is not None:
                 # Connect again next time (ovs-vswitchd's management
                 # socket may be back, the database restarted).
@@ -476,7 +480,8 @@ class Agent:
         if missing:
             self._failed("ports missing on bridge %s (routes through them "
                          "not installed, or without them as backups): %s"
-                         % (want["target"]["bridge"], ", ".join(missing)))
+                         % (want["target"]["bridge"], ", ".join(missing)),
+                         want["generation"])
             return
         self.held(want, text)
 
@@ -495,6 +500,7 @@ class Agent:
         if self.error is not None:
             vlog.info("switch %s: recovered" % self.node)
         self.error = None
+        self.failed_gen = None
         self.applied = text
         self.applied_gen = want["generation"]
         saved = json.dumps(want, sort_keys=True)
@@ -506,10 +512,19 @@ class Agent:
                 vlog.warn("%s: cannot keep the applied slice: %s"
                           % (self.cache_path, e))
 
-    def _failed(self, why: str) -> None:
+    def _failed(self, why: str, generation: int) -> None:
+        """The switch could not be brought to the slice of 'generation'
+        (it refused it and was rolled back, or it could not be reached):
+        the switch holds what it held, and the agent tries again every
+        interval.  A failure of a generation is reported at once, not an
+        interval later: 'fabric apply --wait' ends on it."""
         if why != self.error:
-            vlog.warn("switch %s: %s" % (self.node, why))
+            vlog.warn("switch %s: generation %d: %s"
+                      % (self.node, generation, why))
+        if generation != self.failed_gen:
+            self.next_report = 0.0
         self.error = why
+        self.failed_gen = generation
 
     # ------------------------------------------------------------- report
     def local_view(self, counters: bool = True
@@ -612,6 +627,8 @@ class Agent:
             # (not just while it connects).
             err = "planner: %s" % self.planner_state()
         row.error = [err[:1000]] if err else []
+        row.failed_generation = ([self.failed_gen]
+                                 if self.failed_gen is not None else [])
         status = txn.commit()
         if status == Txn.INCOMPLETE:
             self.report_txn = txn
@@ -718,6 +735,8 @@ class Agent:
                        if self.fabric_up() else "not connected: %s"
                        % self.fabric.unreachable()),
             "applied_generation": self.applied_gen,
+            "failed_generation": ("-" if self.failed_gen is None
+                                  else self.failed_gen),
             "wanted_generation": w["generation"] if w else None,
             "rings": len(w["slice"]["rings"]) if w else 0,
             "routes": len(w["slice"]["routes"]) if w else 0,

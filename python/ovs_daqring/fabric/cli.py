@@ -152,21 +152,43 @@ def node_view(db: FabricDb, now: int) -> List[Dict[str, Any]]:
                            "drops": n.ring_drops.get(r)}
                        for r in sorted(set(n.ring_occupancy)
                                        | set(n.ring_drops))},
-                error=n.error[0] if n.error else None)
+                error=n.error[0] if n.error else None,
+                failed_generation=(int(n.failed_generation[0])
+                                   if n.failed_generation else None))
         out.append(v)
     return out
 
 
+def wait_verdict(nodes: List[Dict[str, Any]], gen: int) -> Dict[str, Any]:
+    """Where node_view()'s 'nodes' stand with generation 'gen': "applied"
+    (up, and reporting 'gen' or a later generation), "lagging" (up, and
+    not), "refused" (of those that lag, the ones whose last attempt
+    failed, at 'gen' or at a later generation that superseded it: switch
+    -> Node:error), "down" (not waited for).  A failure of an earlier
+    generation says nothing about 'gen' (the agent may not have tried it
+    yet): such a node lags, and is waited for."""
+    up = [n for n in nodes if n["up"]]
+    lag = [n for n in up if (n["generation"] or 0) < gen]
+    return {
+        "applied": [n["switch"] for n in up
+                    if (n["generation"] or 0) >= gen],
+        "lagging": [n["switch"] for n in lag],
+        "refused": {n["switch"]: n.get("error") or "failed"
+                    for n in lag
+                    if (n.get("failed_generation") or 0) >= gen},
+        "down": [n["switch"] for n in nodes if not n["up"]]}
+
+
 def _wait(args: argparse.Namespace, db: FabricDb, gen: int) -> int:
-    """Until every node that is up has applied 'gen' (or the timeout)."""
+    """Until every node that is up has applied 'gen' or reported that it
+    failed to (or the timeout)."""
     deadline = time.monotonic() + args.timeout
     while True:
         db.run()
-        nodes = node_view(db, now_ms())
-        up = [n for n in nodes if n["up"]]
-        lag = [n["switch"] for n in up if (n["generation"] or 0) < gen]
-        down = [n["switch"] for n in nodes if not n["up"]]
-        if not lag or time.monotonic() > deadline:
+        v = wait_verdict(node_view(db, now_ms()), gen)
+        lag, refused = v["lagging"], v["refused"]
+        pending = [n for n in lag if n not in refused]
+        if not pending or time.monotonic() > deadline:
             break
         _pause(db, 0.2)
     gone = db.unreachable() if lag else None
@@ -175,18 +197,22 @@ def _wait(args: argparse.Namespace, db: FabricDb, gen: int) -> int:
         raise DaqctlError("fabric: generation %d is written, but %s: "
                           "whether the nodes applied it is not known"
                           % (gen, gone))
-    args.report["fabric"].update(lagging=lag, down=down,
-                                 applied=[n["switch"] for n in up
-                                          if n["switch"] not in lag])
-    if down:
+    # "lagging" keeps naming every node that did not apply it, those that
+    # refused it too.
+    args.report["fabric"].update(v)
+    if v["down"]:
         args.say("fabric: nodes down (not waited for): %s"
-                 % ", ".join(down))
-    if lag:
+                 % ", ".join(v["down"]))
+    for n in sorted(refused):
+        args.say("fabric: node %s failed to apply generation %d: %s"
+                 % (n, gen, refused[n]))
+    if pending:
         args.say("fabric: nodes that did not apply generation %d within "
-                 "%g s: %s" % (gen, args.timeout, ", ".join(lag)))
+                 "%g s: %s" % (gen, args.timeout, ", ".join(pending)))
+    if lag:
         return EXIT_FAILED
     args.say("fabric: generation %d applied by %d nodes that are up"
-             % (gen, len(up)))
+             % (gen, len(v["applied"])))
     return EXIT_OK
 
 
@@ -239,16 +265,21 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
         links = n.get("links") or {}
         dn = sorted(p for p, s in links.items() if s == "down")
         bfd = n.get("bfd") or {}
-        out.write("  %-6s %-16s plane %-2d %-8s generation %s%s%s%s\n"
+        out.write("  %-6s %-16s plane %-2d %-8s generation %s%s%s%s%s\n"
                   % (n["role"], n["switch"], n["plane"],
                      _liveness(n),
                      "-" if n["generation"] is None else n["generation"],
+                     ", failed generation %d" % n["failed_generation"]
+                     if n.get("failed_generation") is not None else "",
                      ", links down: " + ",".join(dn) if dn else "",
                      ", BFD: " + ",".join("%s %s" % (p, bfd[p])
                                           for p in sorted(bfd))
                      if bfd else "",
                      ", %d rings" % len(n["rings"]) if n.get("rings")
                      else ""))
+        if n.get("error"):
+            out.write("".join("           %s\n" % line for line in
+                              ("error: " + n["error"]).splitlines()))
     unassigned = [d["name"] for d in info["dcms"] if d["plane"] is None]
     out.write("  %d DCMs, %d assigned%s\n"
               % (len(info["dcms"]), len(info["dcms"]) - len(unassigned),
@@ -320,10 +351,12 @@ def add_fabric(sub: Any, add_common: Callable[[Any, bool], None]) -> None:
                    help="check MAP and print what each switch would get")
     a.add_argument("--wait", action="store_true",
                    help="return when every node that is up has applied "
-                   "the new generation (exit 1 if one did not within "
-                   "--timeout)")
+                   "the new generation or failed to (exit 1, naming "
+                   "those that failed and why, or did not apply it "
+                   "within --timeout)")
     s = cmd("status", cmd_fabric_status, "per node: generation, up or "
-            "down, links, rings; per DCM: its plane and spine")
+            "down, the generation it failed to apply and why, links, "
+            "rings; per DCM: its plane and spine")
     s.add_argument("--json", dest="format", action="store_const",
                    const="json", help="the same as -f json")
     p = cmd("plan", cmd_fabric_plan, "run one planner round: take the "

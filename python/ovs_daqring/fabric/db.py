@@ -69,7 +69,8 @@ NARROWED_TABLES = ("DCM", "Assignment")
 # plan depends on.
 REPORT_COLUMNS = frozenset(("agent", "generation", "updated",
                             "report_interval", "ring_occupancy",
-                            "ring_high_watermark", "ring_drops", "error"))
+                            "ring_high_watermark", "ring_drops", "error",
+                            "failed_generation"))
 
 
 class _Idl(ovs.db.idl.Idl):
