@@ -647,11 +647,11 @@ def test_one_agent_down_others_unaffected_converges_on_restart(
     assert converged(fabric, list(fabric.nodes))
 
 
-@pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)
-def test_vswitchd_restart_while_cluster_down(
-        fabric: Fabric, tmp_path: Path) -> None:
-    node = fabric.nodes["ros-leaf1"]
-    node.start_agent()
+def apply_four_dcms(fabric: Fabric, node: Node,
+                    tmp_path: Path) -> Dict[int, str]:
+    """Applies the example with 4 DCMs (--wait) to a fabric of the ROS
+    leaf 'node' alone, and returns its routes once they are there:
+    destination port -> uplink."""
     m4 = write_map(str(tmp_path), "m4.yaml", 4)
     p = daqctl("fabric", "apply", m4, "--wait", "--timeout",
                str(WAIT_S), "--db", fabric.cluster.remotes())
@@ -659,6 +659,15 @@ def test_vswitchd_restart_while_cluster_down(
     asg = fabric_db(fabric.cluster)["assignments"]
     want = {10000 + int(d[3:]): UPLINK[s] for d, s in asg.items()}
     assert len(want) == 4 and node.routes() == want
+    return want
+
+
+@pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)
+def test_vswitchd_restart_while_cluster_down(
+        fabric: Fabric, tmp_path: Path) -> None:
+    node = fabric.nodes["ros-leaf1"]
+    node.start_agent()
+    want = apply_four_dcms(fabric, node, tmp_path)
     # The whole control plane goes.
     for i in list(fabric.cluster.procs):
         fabric.cluster.kill(i)
@@ -693,13 +702,7 @@ def test_agent_puts_right_what_others_change_on_its_switch(
     node = fabric.nodes["ros-leaf1"]
     # First without full checks after the first one.
     node.start_agent(more=["--full-check-every", "100000"])
-    m4 = write_map(str(tmp_path), "m4.yaml", 4)
-    p = daqctl("fabric", "apply", m4, "--wait", "--timeout",
-               str(WAIT_S), "--db", fabric.cluster.remotes())
-    assert p.returncode == 0, p.stdout + p.stderr
-    asg = fabric_db(fabric.cluster)["assignments"]
-    want = {10000 + int(d[3:]): UPLINK[s] for d, s in asg.items()}
-    assert len(want) == 4 and node.routes() == want
+    want = apply_four_dcms(fabric, node, tmp_path)
     wait_for(lambda: node.agent_status()["checks"]["quick"] > 0,
              "a check between full ones")
     flow = next(f for f in node.flows() if f.get("tp_dst") == "10000")
