@@ -705,6 +705,18 @@ def test_agent_puts_right_what_others_change_on_its_switch(
     want = apply_four_dcms(fabric, node, tmp_path)
     wait_for(lambda: node.agent_status()["checks"]["quick"] > 0,
              "a check between full ones")
+    # A switch whose flows nobody changes: its flow monitor says so, and
+    # the checks between full ones ask the switch nothing (three in a row
+    # that did not count its flows).
+    seen: List[Any] = []
+
+    def quiet_checks() -> bool:
+        c = node.agent_status()["checks"]
+        seen.append((c["quick"], c["counted"]))
+        return any(q - q0 >= 3 and n == n0 for q0, n0 in seen
+                   for q, n in seen[-1:])
+    wait_for(quiet_checks, "three quick checks without a flow count", WAIT_S)
+    assert node.agent_status()["flow_monitor"].startswith("up")
     flow = next(f for f in node.flows() if f.get("tp_dst") == "10000")
     match = "tcp,nw_dst=%s,tp_dst=10000" % flow["nw_dst"]
     full = node.agent_status()["checks"]["full"]

@@ -21,11 +21,13 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
+from ..process import die_with_parent
 from .model import (COOKIE_MASK, COOKIE_PREFIX, DaqctlError, Dcm,
                     EXIT_BAD_INPUT, OFPP_LOCAL, PRIO_FROM_RING, PRIO_TO_RING,
                     SwitchSpec)
@@ -162,6 +164,120 @@ def group_text(gid: int, g: Group) -> str:
     return "group_id=%d,type=%s,%s" % (
         gid, kind, ",".join("bucket=watch_port:%s,actions=%s" % b
                             for b in buckets))
+
+
+class FlowWatch:
+    """Whether a bridge's flow table may have changed since the last
+    look, without asking the switch each time: a long-lived `ovs-ofctl
+    monitor TARGET watch:!initial` (an OpenFlow flow monitor, a Nicira
+    extension), which prints each flow added, modified or deleted by
+    anyone, and ends when the switch goes away.  The fabric agent looks
+    at its switch every interval; with dozens of agents on one core,
+    starting an ovs-ofctl for each look cost more than all their other
+    work.  Groups are not watched (full checks compare them)."""
+
+    def __init__(self, of: "OpenFlow") -> None:
+        self.of = of
+        self.proc: Optional["subprocess.Popen[bytes]"] = None
+        # Whether the switch has answered the monitor request: from then
+        # on, every change is printed.
+        self.ready = False
+        self.changed = True
+        self.started = 0
+        self.dir: Optional[str] = None
+
+    def start(self) -> None:
+        """Starts the monitor if it is not running (again after it
+        ended: the switch restarted, say)."""
+        if self.proc is not None:
+            return
+        if self.dir is None:
+            # ovs-ofctl monitor serves unixctl commands: on a socket of
+            # its own, not in an OVS run directory that may not exist.
+            self.dir = tempfile.mkdtemp(prefix="daqwatch.")
+        try:
+            self.proc = subprocess.Popen(
+                [self.of.ofctl] + self.of.ssl
+                + ["--unixctl=" + os.path.join(self.dir, "ctl"),
+                   "monitor", self.of.target, "watch:!initial"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        except OSError:
+            self.proc = None
+            return
+        assert self.proc.stdout is not None
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.started += 1
+        self.ready = False
+        self.changed = True
+
+    def _read(self) -> None:
+        if self.proc is None:
+            return
+        assert self.proc.stdout is not None
+        while True:
+            try:
+                data = self.proc.stdout.read(65536)
+            except OSError:
+                data = b""
+            if data is None:
+                # Nothing more for now.
+                return
+            if not data:
+                # The switch went away (or the monitor failed): what
+                # happened meanwhile is not known.
+                self.close()
+                return
+            if self.ready:
+                self.changed = True
+            elif b"NXST_FLOW_MONITOR reply" in data:
+                # The answer to the monitor request; whatever changed
+                # before it was not watched.
+                self.ready = True
+                self.changed = True
+            else:
+                self.changed = True
+
+    def news(self) -> bool:
+        """Whether take() would say True now (it consumes nothing)."""
+        self._read()
+        return self.changed or not self.ready
+
+    def take(self) -> bool:
+        """Whether the flows may have changed since the last take():
+        True until the monitor is up, and after any output of it (the
+        caller's own changes too), which this call consumes."""
+        self._read()
+        changed = self.changed or not self.ready
+        self.changed = False
+        return changed
+
+    def fd(self) -> Optional[int]:
+        """The file descriptor to wait on for news (None: no monitor)."""
+        if self.proc is None or self.proc.stdout is None:
+            return None
+        return self.proc.stdout.fileno()
+
+    def close(self) -> None:
+        p, self.proc = self.proc, None
+        self.ready = False
+        self.changed = True
+        if p is None:
+            return
+        try:
+            p.kill()
+        except OSError:
+            pass
+        p.wait()
+        if p.stdout is not None:
+            p.stdout.close()
+
+    def stop(self) -> None:
+        """close(), and the monitor's directory goes too."""
+        self.close()
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
 
 
 class OpenFlow:

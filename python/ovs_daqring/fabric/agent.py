@@ -60,7 +60,7 @@ except ImportError as _e:               # pragma: no cover
 from .. import VERSION
 from ..daqctl.dcmmap import default_db, parse_tuple
 from ..daqctl.model import DaqctlError, Dcm, SwitchSpec, dcm_cookie
-from ..daqctl.openflow import find_ofctl, set_ssl
+from ..daqctl.openflow import FlowWatch, find_ofctl, set_ssl
 from ..daqctl.reconcile import Reconciler
 from .cli import default_fabric_db
 from .db import DESIRED_TABLES, FabricDb, Planner, Txn, now_ms
@@ -254,11 +254,15 @@ class Agent:
             self.planner = Planner(args.db, self.node, args.timeout,
                                    wait=False)
         self.rec: Optional[Reconciler] = None
+        # The flow monitor on the switch's bridge (with self.rec).
+        self.watch: Optional[FlowWatch] = None
         # What the switch must hold: the cache's format (target, ports,
         # generation, slice).  From the disk at start: switching never
         # waits for the fabric database.
         self.want = load_cache(self.cache_path, self.node)
         self.saved = json.dumps(self.want, sort_keys=True)
+        # The want (the object) that self.saved is.
+        self.saved_want: Optional[Dict[str, Any]] = None
         if self.want is not None:
             vlog.info("%s: last applied slice of generation %d: %d rings, "
                       "%d routes" % (self.cache_path,
@@ -274,7 +278,9 @@ class Agent:
         # The switch's checks (apply()): full ones, and those between
         # (Reconciler.holds()) since the last full one; the bridge's flow
         # count after the last full one (None: the next is full).
-        self.n_checks = {"full": 0, "quick": 0}
+        # "counted": the quick ones that counted the bridge's flows
+        # (the flow monitor had news, or was not up).
+        self.n_checks = {"full": 0, "quick": 0, "counted": 0}
         self.quick_since_full = 0
         self.flow_count: Optional[int] = None
         # What the last full check brought the switch to (self.want but
@@ -284,6 +290,9 @@ class Agent:
         # want, its slice as JSON, its rings as DCMs, its routes, the
         # ports those go through, the want but its generation as JSON.
         self.prepared: Optional[Tuple[Any, ...]] = None
+        # read_fabric()'s slice and what goes with it, and the
+        # FabricDb.slice_changes() it was computed at.
+        self.sliced: Optional[Tuple[Any, ...]] = None
         self.error: Optional[str] = None
         # The generation of the slice whose last apply failed (with
         # self.error saying why), until a slice is held again: what the
@@ -301,6 +310,13 @@ class Agent:
         self.reports = 0
         self.last_report = 0.0
         self.reported_links: Optional[Dict[str, str]] = None
+        # What report() wrote of the Node row (column -> value) on the
+        # connection and row of written_key (see report()).
+        self.written: Dict[str, Any] = {}
+        # local_view()'s last ring counters: (the switch IDL's
+        # change_seqno, the slice, the counters).
+        self.counted: Optional[Tuple[Any, ...]] = None
+        self.written_key: Any = None
         # The BFD sessions of the link ports, as local_view() last read
         # them: port -> Interface:bfd_status.
         self.bfd: Dict[str, Dict[str, str]] = {}
@@ -309,8 +325,7 @@ class Agent:
         self.was_up = False
 
     def close(self) -> None:
-        if self.rec is not None:
-            self.rec.close()
+        self.close_switch()
         self.fabric.close()
         if self.planner is not None:
             self.planner.close()
@@ -345,9 +360,20 @@ class Agent:
                                                     int(fab.generation)))
             return
         self._note(None)
-        state = db.state()
-        sl = slices(state, db.assignments(), self.node).get(
-            self.node, Slice(self.node))
+        key = db.slice_changes()
+        if self.sliced is None or self.sliced[0] != key:
+            # Computed again only when what it depends on changed: a new
+            # generation that leaves the map as it is for this node (its
+            # DCMs, their assignments, the switches, links and hosts)
+            # leaves its slice as it is too.
+            state = db.state()
+            sl = slices(state, db.assignments(), self.node).get(
+                self.node, Slice(self.node))
+            sl_json = slice_json(sl)
+            self.sliced = (key, fabric_ports(state, self.node),
+                           dict(state.bfd), link_ports(state, self.node),
+                           sl_json, json.dumps(sl_json, sort_keys=True))
+        _, ports, bfd, bfd_ports, sl_json, _ = self.sliced
         a = self.args
         sw_db = sw.db[0] if sw.db else None
         sw_of = sw.of[0] if sw.of else None
@@ -359,18 +385,17 @@ class Agent:
             "target": {"db": a.ovsdb or sw_db or default_db(),
                        "bridge": a.bridge or sw.bridge or "br0",
                        "of": a.of or sw_of},
-            "ports": fabric_ports(state, self.node),
+            "ports": ports,
             # Interface:bfd of the link ports ({}: BFD off).
-            "bfd": dict(state.bfd),
-            "bfd_ports": link_ports(state, self.node),
-            "slice": slice_json(sl)}
+            "bfd": bfd,
+            "bfd_ports": bfd_ports,
+            "slice": sl_json}
         if want != self.want:
             old, self.want = self.want, want
             if (old is not None and self.error is None
                     and self.applied_gen == old["generation"]
                     and dict(old, generation=0) == dict(want, generation=0)
-                    and self.applied == json.dumps(old["slice"],
-                                                   sort_keys=True)):
+                    and self.applied == self.slice_text(old)):
                 # A generation that leaves this switch's slice as it is
                 # (most of a fabric's switches, when one DCM changes):
                 # the switch holds it, as checked at the last interval,
@@ -378,6 +403,13 @@ class Agent:
                 self.held(want, self.applied)
             else:
                 self.next_check = 0.0
+
+    def slice_text(self, want: Dict[str, Any]) -> str:
+        """want's slice as JSON text (read_fabric()'s, if it is that
+        one: a ROS leaf's slice routes every DCM)."""
+        if self.sliced is not None and want["slice"] is self.sliced[4]:
+            return str(self.sliced[5])
+        return json.dumps(want["slice"], sort_keys=True)
 
     def _note(self, note: Optional[str]) -> None:
         if note != self.fabric_note and note is not None:
@@ -392,15 +424,25 @@ class Agent:
         if self.rec is not None and (self.rec.spec.db, self.rec.spec.of,
                                      self.rec.spec.bridge) != (
                 spec.db, spec.of, spec.bridge):
-            self.rec.close()
-            self.rec = None
+            self.close_switch()
         if self.rec is None:
             # Nothing known of this switch yet: the next check is full.
             self.flow_count = self.full_want = None
             self.rec = Reconciler(spec, self.args, _Log(),
                                   {"Interface": ["bfd", "bfd_status"]})
             self.rec.manage_groups = True
+            self.watch = FlowWatch(self.rec.of)
         return self.rec
+
+    def close_switch(self) -> None:
+        """Forgets the connection to the switch (connected again at the
+        next check)."""
+        if self.watch is not None:
+            self.watch.stop()
+            self.watch = None
+        if self.rec is not None:
+            self.rec.close()
+            self.rec = None
 
     def set_bfd(self, rec: Reconciler) -> None:
         """Makes Interface:bfd of the switch's link ports the fabric's
@@ -440,7 +482,7 @@ class Agent:
             # Once per slice, not per check (a ROS leaf's routes are a
             # DCM each).
             self.prepared = (
-                want, json.dumps(want["slice"], sort_keys=True),
+                want, self.slice_text(want),
                 [dcm_of_json(d) for d in want["slice"]["rings"]],
                 route_table(want["slice"]["routes"]),
                 {p for r in want["slice"]["routes"] for p in route_ports(r)},
@@ -453,13 +495,21 @@ class Agent:
             self.set_bfd(rec)
             br = rec.db.bridge(rec.spec.bridge)
             missing = sorted(route_ports_ - set(rec.db.ports(br)))
+            # Whether the flows may have changed since the last check
+            # (the flow monitor's news, taken before the check: a change
+            # during it is news at the next one).
+            assert self.watch is not None
+            self.watch.start()
+            flows_news = self.watch.take()
             if (not missing and self.error is None
                     and text == self.applied and whole == self.full_want
                     and self.flow_count is not None
                     and self.quick_since_full < self.args.full_check_every - 1
-                    and rec.holds(rings, self.flow_count)):
+                    and rec.holds(rings, self.flow_count, flows_news)):
                 self.quick_since_full += 1
                 self.n_checks["quick"] += 1
+                if flows_news:
+                    self.n_checks["counted"] += 1
                 self.held(want, text)
                 return
             self.flow_count = self.full_want = None
@@ -471,11 +521,9 @@ class Agent:
             self.flow_count = rec.of.flow_count()
         except DaqctlError as e:
             self._failed(str(e), want["generation"])
-            if self.rec is not None:
-                # Connect again next time (ovs-vswitchd's management
-                # socket may be back, the database restarted).
-                self.rec.close()
-                self.rec = None
+            # Connect again next time (ovs-vswitchd's management socket
+            # may be back, the database restarted).
+            self.close_switch()
             return
         if missing:
             self._failed("ports missing on bridge %s (routes through them "
@@ -503,6 +551,9 @@ class Agent:
         self.failed_gen = None
         self.applied = text
         self.applied_gen = want["generation"]
+        if want is self.saved_want:
+            # Kept already (every check of the switch comes here).
+            return
         saved = json.dumps(want, sort_keys=True)
         if saved != self.saved:
             try:
@@ -511,6 +562,8 @@ class Agent:
             except OSError as e:
                 vlog.warn("%s: cannot keep the applied slice: %s"
                           % (self.cache_path, e))
+                return
+        self.saved_want = want
 
     def _failed(self, why: str, generation: int) -> None:
         """The switch could not be brought to the slice of 'generation'
@@ -565,6 +618,12 @@ class Agent:
                     links[name] = "down"
         if not counters:
             return links, rings
+        seqno, sl = db.idl.change_seqno, self.want["slice"]
+        if (self.counted is not None and self.counted[0] == seqno
+                and self.counted[1] is sl):
+            # Nothing changed in the switch's database since the last
+            # read (an idle ring's statistics do not change).
+            return links, self.counted[2]
         for d in self.want["slice"]["rings"]:
             p = ports.get(d["ring"])
             if p is None or len(p.interfaces) != 1:
@@ -574,6 +633,7 @@ class Agent:
                                 "high_watermark":
                                 int(st.get("high_watermark", 0)),
                                 "drops": int(st.get("ring_full_drops", 0))}
+        self.counted = (seqno, sl, rings)
         return links, rings
 
     def report(self) -> None:
@@ -585,6 +645,8 @@ class Agent:
                 return
             if status not in (Txn.SUCCESS, Txn.UNCHANGED):
                 vlog.dbg("report: %s" % status)
+                # Not written: all of it next time.
+                self.written = {}
             else:
                 self.reports += 1
             self.report_txn = None
@@ -607,29 +669,52 @@ class Agent:
         txn = Txn(db.idl)
         row = next((r for r in db.rows("Node") if r.name == self.node),
                    None)
-        if row is None:
+        key = (None if row is None else row.uuid,
+               db.idl._session.get_seqno())
+        fresh = row is None
+        if fresh:
             row = txn.insert(db.idl.tables["Node"])
             row.name = self.node
-        row.agent = "%s %d@%s" % (PROG, os.getpid(), socket.gethostname())
-        row.generation = self.applied_gen
-        row.updated = now_ms()
-        row.report_interval = max(100, int(self.interval * 1000))
-        row.links = links
-        row.bfd = {p: st.get("state", "down") for p, st in self.bfd.items()}
-        row.ring_occupancy = {r: v["occupancy"] for r, v in rings.items()}
-        row.ring_high_watermark = {r: v["high_watermark"]
-                                   for r, v in rings.items()}
-        row.ring_drops = {r: v["drops"] for r, v in rings.items()}
+        if key != self.written_key:
+            self.written = {}
+            self.written_key = key
         err = self.error or self.fabric_note
         if (err is None and self.planner is not None
                 and self.planner.db.down_for() > 3 * self.interval):
             # This agent reaches a member, its planner not the leader
             # (not just while it connects).
             err = "planner: %s" % self.planner_state()
-        row.error = [err[:1000]] if err else []
-        row.failed_generation = ([self.failed_gen]
-                                 if self.failed_gen is not None else [])
+        cols = {
+            "agent": "%s %d@%s" % (PROG, os.getpid(), socket.gethostname()),
+            "generation": self.applied_gen,
+            "report_interval": max(100, int(self.interval * 1000)),
+            "bfd": {p: st.get("state", "down")
+                    for p, st in self.bfd.items()},
+            "ring_occupancy": {r: v["occupancy"] for r, v in rings.items()},
+            "ring_high_watermark": {r: v["high_watermark"]
+                                    for r, v in rings.items()},
+            "ring_drops": {r: v["drops"] for r, v in rings.items()},
+            "error": [err[:1000]] if err else [],
+            "failed_generation": ([self.failed_gen]
+                                  if self.failed_gen is not None else [])}
+        # The heartbeat.
+        row.updated = now_ms()
+        # The row is this agent's own: the columns it wrote on this
+        # connection are only written again when they change (the IDL
+        # writes every column it is given, converting and checking each
+        # ring's counters).  The links, which the agents at a link's ends
+        # report and a test or an operator may write, are compared with
+        # the row.
+        if fresh or row.links != links:
+            row.links = links
+        for col, v in cols.items():
+            if self.written.get(col) != v:
+                setattr(row, col, v)
         status = txn.commit()
+        if status in (Txn.SUCCESS, Txn.UNCHANGED, Txn.INCOMPLETE):
+            self.written.update(cols)
+        else:
+            self.written = {}
         if status == Txn.INCOMPLETE:
             self.report_txn = txn
         elif status in (Txn.SUCCESS, Txn.UNCHANGED):
@@ -690,6 +775,11 @@ class Agent:
             # Only what the slice depends on: not the nodes' reports.
             self.seqno = self.fabric.changes(*SLICE_TABLES)
             self.read_fabric()
+        if (self.watch is not None and self.watch.ready
+                and self.watch.news()):
+            # Someone changed the switch's flows (this agent too, at its
+            # last apply): a look now, not an interval later.
+            self.next_check = min(self.next_check, time.monotonic())
         if self.want is not None and time.monotonic() >= self.next_check:
             self.apply()
             self.next_check = time.monotonic() + self.interval
@@ -703,6 +793,10 @@ class Agent:
         if self.rec is not None:
             # The switch's link states (report() reads them).
             self.rec.db.idl.wait(poller)
+        fd = self.watch.fd() if self.watch is not None else None
+        if fd is not None:
+            # A change of the switch's flows (run() looks at once).
+            poller.fd_wait(fd, ovs.poller.POLLIN)
         now = time.monotonic()
         if self.report_txn is not None:
             # The report is due once the one in flight is answered.
@@ -746,6 +840,10 @@ class Agent:
             "state_file": self.cache_path,
             "applies": self.n_applies,
             "checks": dict(self.n_checks),
+            "flow_monitor": ("-" if self.watch is None else "%s (started "
+                             "%d times)" % ("up" if self.watch.ready
+                                            else "starting",
+                                            self.watch.started)),
             # What its IDL holds of the big tables (FabricDb.narrow()).
             "monitored": "%d DCMs, %d assignments%s" % (
                 len(self.fabric.idl.tables["DCM"].rows),

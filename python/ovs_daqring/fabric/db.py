@@ -71,6 +71,12 @@ REPORT_COLUMNS = frozenset(("agent", "generation", "updated",
                             "report_interval", "ring_occupancy",
                             "ring_high_watermark", "ring_drops", "error",
                             "failed_generation"))
+# Fabric columns that say which generation is applied and planned, by
+# whom: a new generation changes them, and the desired state (state()),
+# and so a slice, does not depend on them.
+FABRIC_RECORD_COLUMNS = frozenset(("generation", "apply_id", "map_digest",
+                                   "applied_by", "planner_epoch", "planner",
+                                   "planned_generation", "external_ids"))
 
 
 class _Idl(ovs.db.idl.Idl):
@@ -84,6 +90,11 @@ class _Idl(ovs.db.idl.Idl):
         super().__init__(*args, **kwargs)
         self.table_changes: Dict[str, int] = {}
         self.node_changes = 0
+        # Changes of the desired state (DESIRED_TABLES) but those of the
+        # Fabric row's FABRIC_RECORD_COLUMNS alone: a new generation
+        # whose map changes one DCM is not a new state for the thousands
+        # of others (state(), an agent's slice).
+        self.desired_changes = 0
         # Per row (uuid): how often it changed (what FabricDb's caches of
         # converted rows are keyed by).
         self.row_changes: Dict[Any, int] = {}
@@ -96,6 +107,11 @@ class _Idl(ovs.db.idl.Idl):
                 event == ovs.db.idl.ROW_UPDATE and updates is not None
                 and set(updates._data) <= REPORT_COLUMNS):
             self.node_changes += 1
+        if name in DESIRED_TABLES and not (
+                name == "Fabric" and event == ovs.db.idl.ROW_UPDATE
+                and updates is not None
+                and set(updates._data) <= FABRIC_RECORD_COLUMNS):
+            self.desired_changes += 1
 
 
 class FabricDb:
@@ -216,6 +232,12 @@ class FabricDb:
             return sum(c.values())
         return sum(c.get(t, 0) for t in tables)
 
+    def slice_changes(self) -> int:
+        """A number that changes when what a slice is computed from
+        does: the desired state (as state() reads it) or an
+        assignment; not a new generation alone."""
+        return self.idl.desired_changes + self.changes("Assignment")
+
     def plan_key(self) -> Tuple[int, int, bool, int]:
         """What a planner's plan depends on: every table but the nodes'
         reports, whether it holds the lock, and on which connection (a
@@ -307,7 +329,7 @@ class FabricDb:
     def state(self) -> FabricState:
         """The desired state as the database holds it (the same object
         until it changes: callers must not modify it)."""
-        key = self.changes(*DESIRED_TABLES)
+        key = self.idl.desired_changes
         if self._state is not None and self._state[0] == key:
             return self._state[1]
         st = self._read_state()
@@ -378,6 +400,14 @@ class FabricDb:
             out[got[1].dcm] = got[1]
         self._asgs = cache
         return out
+
+    def assignment_rows(self) -> Dict[str, Any]:
+        """The Assignment rows by DCM (through assignments()' cache: a
+        planner writes a few of thousands)."""
+        self.assignments()
+        rows = self.idl.tables["Assignment"].rows
+        return {a.dcm: rows[u] for u, (_, a) in self._asgs.items()
+                if u in rows}
 
     def down_ports(self) -> Set[Endpoint]:
         """Ports that the nodes report down."""
@@ -786,7 +816,7 @@ class Planner:
             f.verify("generation")
             if int(f.planner_epoch) != epoch:
                 return "deposed"
-            rows = {r.dcm: r for r in db.rows("Assignment")}
+            rows = db.assignment_rows()
             for n in gone:
                 if n in rows:
                     rows[n].delete()
