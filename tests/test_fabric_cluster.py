@@ -787,3 +787,51 @@ def test_planner_deposed_at_commit_writes_nothing(
                                             "dcm4"]
     finally:
         db.close()
+
+
+# ============================================================ _Server monitor
+def test_server_row_updates_do_not_repeat_the_schema(cluster: Cluster
+                                                     ) -> None:
+    """Every commit changes the clustered database's _Server.Database row
+    (its index).  A client's updates of that row carry what changed: not
+    the database's schema, which every client (every agent) would
+    otherwise receive and parse again at each commit of any other."""
+    p = daqctl("fabric", "apply", str(EXAMPLE), "--db", cluster.remotes())
+    assert p.returncode == 0, p.stderr
+    db = FabricDb(cluster.remotes(), 30, leader_only=False)
+    writer = FabricDb(cluster.remotes(), 30)
+    try:
+        rows = db.idl.server_tables["Database"].rows
+
+        def index() -> int:
+            r = next(r for r in rows.values() if r.name == "daqfabric")
+            assert r.schema, "the schema is known (initial contents)"
+            return int(r.index[0])
+
+        seen: List[Any] = []
+        recv = db.idl._session.recv
+
+        def spy() -> Any:
+            msg = recv()
+            if msg is not None and msg.params and (
+                    msg.params[0] == str(db.idl.server_monitor_uuid)):
+                seen.append(msg.params[1])
+            return msg
+        db.idl._session.recv = spy
+        first = index()
+        for k in range(3):
+            status, _ = writer.commit(
+                lambda txn, k=k: setattr(writer.root(), "external_ids",
+                                         {"k": str(k)}), "test %d" % k)
+            assert status == "success"
+        db.run_until(lambda: index() >= first + 3, "3 commits seen")
+        assert seen, "no update of the _Server.Database row"
+        for upd in seen:
+            for row in upd.get("Database", {}).values():
+                for part in ("new", "modify"):
+                    assert "schema" not in row.get(part, {}), (
+                        "an update of the _Server.Database row repeats "
+                        "the schema")
+    finally:
+        writer.close()
+        db.close()

@@ -21,12 +21,15 @@ Remotes are a comma-separated list of every cluster member
 ("unix:a,unix:b,tcp:..."); the IDL talks to the leader only, and moves to
 the new one when the leader fails."""
 
+import inspect
 import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+import ovs.db.custom_index
 import ovs.db.data
 import ovs.db.idl
+import ovs.jsonrpc
 
 from ..daqctl.dcmmap import parse_tuple
 from ..daqctl.model import DaqctlError, Dcm
@@ -79,6 +82,23 @@ FABRIC_RECORD_COLUMNS = frozenset(("generation", "apply_id", "map_digest",
                                    "planned_generation", "external_ids"))
 
 
+def _server_monitor_v1() -> bool:
+    """Whether this Python IDL monitors the server's _Server.Database
+    with "monitor" (RFC 7047), whose updates of a row carry all its
+    columns: the Python IDLs of OVS 3.1 (Debian 12's); later ones use
+    "monitor_cond", whose updates carry what changed.  Read from the
+    IDL's own code: no version number says which."""
+    try:
+        src = inspect.getsource(
+            ovs.db.idl.Idl._Idl__send_server_monitor_request)
+    except (AttributeError, OSError, TypeError):
+        return False
+    return "monitor_cond" not in src
+
+
+SERVER_MONITOR_V1 = _server_monitor_v1()
+
+
 class _Idl(ovs.db.idl.Idl):
     """An IDL that counts the changes of each table, and separately the
     changes of Node rows beyond their reports: with dozens of agents
@@ -98,6 +118,41 @@ class _Idl(ovs.db.idl.Idl):
         # Per row (uuid): how often it changed (what FabricDb's caches of
         # converted rows are keyed by).
         self.row_changes: Dict[Any, int] = {}
+
+    def _Idl__send_server_monitor_request(self) -> None:
+        """Replaces the IDL's own request to monitor _Server.Database
+        (name-mangled: the base class's private method) where that is a
+        "monitor" of every column (SERVER_MONITOR_V1).  A clustered
+        database's row changes with every commit (its "index"), and each
+        update then carried the whole row, the database's schema too:
+        at 32 agents reporting every 2 s, every agent parsed 16 copies of
+        the schema a second, most of their CPU at rest.  Here the schema
+        is monitored apart, not on modifications (the IDL only checks
+        that it is there: a member that has joined its cluster; a schema
+        conversion reaches clients through the database's own monitor,
+        which the server cancels).  Otherwise as the IDL's own."""
+        if not SERVER_MONITOR_V1:
+            ovs.db.idl.Idl._Idl__send_server_monitor_request(self)
+            return
+        self.state = self.IDL_S_SERVER_MONITOR_REQUESTED
+        table = self.server_tables[self._server_db_table]
+        for column in table.columns.values():
+            if not hasattr(column, "alert"):
+                column.alert = True
+        table.rows = ovs.db.custom_index.IndexedRows(table)
+        table.need_table = False
+        table.idl = self
+        requests: List[Dict[str, Any]] = [
+            {"columns": [c for c in table.columns if c != "schema"]}]
+        if "schema" in table.columns:
+            requests.append({"columns": ["schema"],
+                             "select": {"initial": True, "insert": True,
+                                        "delete": True, "modify": False}})
+        msg = ovs.jsonrpc.Message.create_request(
+            "monitor", [self._server_db.name, str(self.server_monitor_uuid),
+                        {table.name: requests}])
+        self._server_monitor_request_id = msg.id
+        self.send_request(msg)
 
     def notify(self, event: str, row: Any, updates: Any = None) -> None:
         name = row._table.name
