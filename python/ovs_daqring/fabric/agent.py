@@ -72,6 +72,10 @@ vlog = ovs.vlog.Vlog(PROG)
 CACHE_VERSION = 1
 INTERVAL_MIN = 0.1          # s: Node:report_interval is at least 100 ms
 PLAN_TICK = 1.0             # s: planner rounds without changes (hold-down)
+# A Node row that did not change is written once in this many intervals
+# (its heartbeat; a node is up while its last write is younger than
+# cli.UP_INTERVALS heartbeats).
+HEARTBEAT = 3
 # --full-check-every's default: of the switch's checks every --interval,
 # one in this many dumps and compares every flow, group and port; those
 # between compare its daqrings (its OVSDB, which the agent monitors) and
@@ -302,6 +306,11 @@ class Agent:
         self.seqno = -1
         self.next_check = 0.0
         self.next_report = 0.0
+        # The Node row is written every interval when something in it
+        # changed, and at least every heartbeat (HEARTBEAT intervals)
+        # when nothing did: what its report_interval says.
+        self.heartbeat = HEARTBEAT * self.interval
+        self.next_heartbeat = 0.0
         self.next_plan = 0.0
         self.plan_key: Any = None
         self.plan_again = True
@@ -662,19 +671,14 @@ class Agent:
                     or self.local_view(False)[0] == self.reported_links):
                 return
         self.next_report = now + self.interval
-        self.last_report = now
         links, rings = self.local_view()
         self.reported_links = links
         db = self.fabric
-        txn = Txn(db.idl)
         row = next((r for r in db.rows("Node") if r.name == self.node),
                    None)
         key = (None if row is None else row.uuid,
                db.idl._session.get_seqno())
         fresh = row is None
-        if fresh:
-            row = txn.insert(db.idl.tables["Node"])
-            row.name = self.node
         if key != self.written_key:
             self.written = {}
             self.written_key = key
@@ -687,7 +691,7 @@ class Agent:
         cols = {
             "agent": "%s %d@%s" % (PROG, os.getpid(), socket.gethostname()),
             "generation": self.applied_gen,
-            "report_interval": max(100, int(self.interval * 1000)),
+            "report_interval": max(100, int(self.heartbeat * 1000)),
             "bfd": {p: st.get("state", "down")
                     for p, st in self.bfd.items()},
             "ring_occupancy": {r: v["occupancy"] for r, v in rings.items()},
@@ -697,19 +701,31 @@ class Agent:
             "error": [err[:1000]] if err else [],
             "failed_generation": ([self.failed_gen]
                                   if self.failed_gen is not None else [])}
-        # The heartbeat.
-        row.updated = now_ms()
         # The row is this agent's own: the columns it wrote on this
         # connection are only written again when they change (the IDL
         # writes every column it is given, converting and checking each
         # ring's counters).  The links, which the agents at a link's ends
         # report and a test or an operator may write, are compared with
         # the row.
-        if fresh or row.links != links:
+        news = [c for c, v in cols.items() if self.written.get(c) != v]
+        new_links = fresh or row.links != links
+        if not news and not new_links and now < self.next_heartbeat:
+            # Nothing to say: every commit wakes every client of the
+            # cluster (its _Server row changes), so a row that did not
+            # change is written once a heartbeat only.
+            return
+        self.last_report = now
+        self.next_heartbeat = now + self.heartbeat
+        txn = Txn(db.idl)
+        if fresh:
+            row = txn.insert(db.idl.tables["Node"])
+            row.name = self.node
+        # The heartbeat.
+        row.updated = now_ms()
+        if new_links:
             row.links = links
-        for col, v in cols.items():
-            if self.written.get(col) != v:
-                setattr(row, col, v)
+        for col in news:
+            setattr(row, col, cols[col])
         status = txn.commit()
         if status in (Txn.SUCCESS, Txn.UNCHANGED, Txn.INCOMPLETE):
             self.written.update(cols)
