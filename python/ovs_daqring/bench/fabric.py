@@ -787,8 +787,13 @@ class FabricBench:
                                != _slice_key(sls0.get(n))}
             last, _ = self.events.snapshot()
             quiet = now - max([t for t in last.values()] + [t0]) >= QUIET_S
+            # The switches are read (3 dumps each, on the core the
+            # fabric's control plane shares) only once every node said
+            # it is done: every report, or the flows of every node whose
+            # slice the plan changed.
             ready = (t_plan is not None and quiet and now >= next_check
-                     and (gen is None or len(reported) >= len(self.nodes)))
+                     and (len(reported) >= len(self.nodes) if gen is not None
+                          else all(last.get(n, 0) > t0 for n in changed)))
             if ready:
                 problems = self.verify(sorted(self.nodes))
                 if not any(problems.values()):

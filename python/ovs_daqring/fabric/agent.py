@@ -325,6 +325,9 @@ class Agent:
         # local_view()'s last ring counters: (the switch IDL's
         # change_seqno, the slice, the counters).
         self.counted: Optional[Tuple[Any, ...]] = None
+        # links_now()'s: (the switch IDL's change_seqno, the want, the
+        # link states).
+        self.linked: Optional[Tuple[Any, ...]] = None
         self.written_key: Any = None
         # The BFD sessions of the link ports, as local_view() last read
         # them: port -> Interface:bfd_status.
@@ -563,6 +566,15 @@ class Agent:
         if want is self.saved_want:
             # Kept already (every check of the switch comes here).
             return
+        old = self.saved_want
+        if (old is not None and old["slice"] is want["slice"]
+                and dict(old, generation=0) == dict(want, generation=0)):
+            # A new generation that leaves this switch's slice as it was
+            # (most switches, when one DCM changes): the file keeps the
+            # slice the switch holds, which is what it is for (its
+            # generation is reported once the fabric is reachable again).
+            self.saved_want = want
+            return
         saved = json.dumps(want, sort_keys=True)
         if saved != self.saved:
             try:
@@ -645,6 +657,18 @@ class Agent:
         self.counted = (seqno, sl, rings)
         return links, rings
 
+    def links_now(self) -> Dict[str, str]:
+        """local_view()'s link states, read again only after the
+        switch's database changed (every commit to the fabric database
+        wakes the agent: most rounds have nothing else to do)."""
+        if self.rec is None:
+            return self.local_view(False)[0]
+        seqno, want = self.rec.db.idl.change_seqno, self.want
+        if (self.linked is None or self.linked[0] != seqno
+                or self.linked[1] is not want):
+            self.linked = (seqno, want, self.local_view(False)[0])
+        return dict(self.linked[2])
+
     def report(self) -> None:
         """The Node row, every interval (a transaction in flight is
         finished first; none is waited for)."""
@@ -668,7 +692,7 @@ class Agent:
             # the DCMs that crossed it.
             if (self.reported_links is None
                     or now < self.last_report + INTERVAL_MIN
-                    or self.local_view(False)[0] == self.reported_links):
+                    or self.links_now() == self.reported_links):
                 return
         self.next_report = now + self.interval
         links, rings = self.local_view()
