@@ -28,7 +28,8 @@ import pytest
 from ovs_daqring.daqctl.model import MapError
 from ovs_daqring.fabric.fabmap import FabricMapReader, state_json
 from ovs_daqring.fabric.model import Assignment, FabricState
-from ovs_daqring.fabric.planner import changed, path_order, plan
+from ovs_daqring.fabric.planner import (changed, next_return, path_order,
+                                        plan)
 from ovs_daqring.fabric.agent import route_matches, route_table
 from ovs_daqring.fabric.slice import (PRIO_FROM_DCM, PRIO_ROUTE,
                                       backup_spines, slices)
@@ -597,3 +598,31 @@ def test_max_burst_bytes_in_the_fabric() -> None:
     assert dcm_of_json(dcm_json(d.dcm)).key() == d.dcm.key()
     assert any("out of range 3084..16777216" in p for p in refused(
         fabric_yaml() + "defaults: {rate: 1gbit, max-burst-bytes: 100}\n"))
+
+
+def test_next_return_is_when_the_plan_would_change() -> None:
+    """planner.next_return(): the first time plan() moves a DCM home
+    with unchanged inputs -- a planner that looks again only then plans
+    the same as one that looks at every tick."""
+    st = parse(fabric_yaml(planes=1, spines=2, hlt=1, dcms_per_host=4,
+                           hold_down=10))
+    t0 = 1000000
+    a1 = assign(st, {}, now=t0)
+    # Nobody away: nothing changes by itself.
+    assert next_return(st, a1, set(), {}) is None
+    down = {("hl0", "u1")}                      # hl0 - sp0-1
+    a2 = assign(st, a1, down, now=t0 + 1000)
+    # Away, but home is down: not until a port changes.
+    assert next_return(st, a2, down, {}) is None
+    # Back up at t0 + 5 s: the hold-down runs from then.
+    back = {("hl0", "u1"): t0 + 5000}
+    due = next_return(st, a2, set(), back)
+    assert due == t0 + 15000
+    for t in range(t0 + 5000, due, 500):
+        assert assign(st, a2, set(), back, now=t) == a2, t
+    a3 = assign(st, a2, set(), back, now=due)
+    assert a3 != a2 and all(a.home is None for a in a3.values())
+    assert next_return(st, a3, set(), back) is None
+    # Moved later than the port came up: from the move.
+    back = {("hl0", "u1"): t0}
+    assert next_return(st, a2, set(), back) == t0 + 1000 + 10000

@@ -480,6 +480,9 @@ class Reconciler:
     # -------------------------------------------------------------- flows
     def floodable(self, rings: Sequence[str]) -> List[str]:
         """Those of 'rings' that are on the switch and floodable."""
+        if not rings:
+            # A switch with routes only (a spine): nothing to ask it.
+            return []
         config = self.of.no_flood()
         return sorted(n for n in rings if config.get(n) is False)
 

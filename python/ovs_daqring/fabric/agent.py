@@ -768,8 +768,8 @@ class Agent:
         p.db.run()
         now = time.monotonic()
         # A round when what the plan depends on changed (not the nodes'
-        # reports), and every PLAN_TICK while it has to look again (a DCM
-        # away from home, a round that did not get to plan).
+        # reports), when a DCM away from home may go back (its hold-down
+        # ends), and every PLAN_TICK while a round did not get to plan.
         due = self.plan_again and now >= self.next_plan
         if not p.db.connected() or (p.db.plan_key() == self.plan_key
                                     and not due):
@@ -789,8 +789,19 @@ class Agent:
                       % (int(p.db.root().planned_generation), p.epoch))
         self.plan_what = what
         self.plan_key = p.db.plan_key()
-        self.plan_again = (what not in ("planned", "unchanged")
-                           or p.db.away())
+        if what not in ("planned", "unchanged"):
+            # Not planned (no lock yet, a failed round): again a tick
+            # later.
+            self.plan_again = True
+        elif p.next_due is not None:
+            # A DCM away from home goes back when its hold-down ends:
+            # a round then, not at every tick until then (each plans
+            # every DCM: seconds of a shared core at thousands).
+            self.plan_again = True
+            self.next_plan = now + max(0.0, (p.next_due - now_ms()) / 1000.0)
+        else:
+            # Nothing changes until what the plan depends on does.
+            self.plan_again = False
 
     # --------------------------------------------------------------- loop
     def run(self) -> None:

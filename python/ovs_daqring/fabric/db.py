@@ -37,7 +37,7 @@ from ..daqctl.ovsdb import commit_block, run_until
 from . import schema_path
 from .model import (Assignment, FabricDcm, FabricHost, FabricLink,
                     FabricState, FabricSwitch)
-from .planner import Endpoint, changed, plan
+from .planner import Endpoint, changed, next_return, plan
 from .slice import monitored
 
 PLANNER_LOCK = "daqfabric_planner"
@@ -363,11 +363,6 @@ class FabricDb:
                     or cs.acked != cond):
                 return False
         return True
-
-    def away(self) -> bool:
-        """Whether a DCM is away from its home path (it moves back after
-        the hold-down: the planner must look again in time)."""
-        return any(a.home_plane for a in self.rows("Assignment"))
 
     # --------------------------------------------------------------- read
     def rows(self, table: str) -> List[Any]:
@@ -770,6 +765,10 @@ class Planner:
         # so its epoch are that connection's.
         self.conn: Optional[int] = None
         self.notes: List[str] = []
+        # When (ms, as now_ms()) the last plan would first change with
+        # the same inputs (planner.next_return()): a DCM away from home
+        # whose hold-down ends.  None: not by itself.
+        self.next_due: Optional[int] = None
 
     def close(self) -> None:
         self.db.close()
@@ -857,9 +856,12 @@ class Planner:
         state = db.state()
         current = db.assignments()
         gen = int(fab.generation)
-        new, notes = plan(state, current, down,
-                          _with_default(up_since, self.started), now,
-                          self.epoch, gen)
+        since = _with_default(up_since, self.started)
+        new, notes = plan(state, current, down, since, now, self.epoch,
+                          gen)
+        # When to look again if nothing changes meanwhile (once this plan
+        # is written; a plan that is not has it set again next round).
+        self.next_due = next_return(state, new, down, since)
         upd, gone = changed(current, new)
         if not upd and not gone and int(fab.planned_generation) == gen:
             return "unchanged"

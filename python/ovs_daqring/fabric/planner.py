@@ -213,6 +213,38 @@ def plan(state: FabricState, current: Dict[str, Assignment],
     return out, notes
 
 
+def next_return(state: FabricState, current: Dict[str, Assignment],
+                down: Set[Endpoint], up_since: Dict[Endpoint, int]
+                ) -> Optional[int]:
+    """When (ms) plan() would first move a DCM of 'current' back home
+    given the same inputs (the same ports down, up since the same
+    times): the earliest end of a hold-down over the DCMs away from a
+    home path that is usable now.  None if no DCM can go home without a
+    change of its inputs (a port that comes up, or goes down, changes
+    them: the planner plans again then anyway).  A planner that looked
+    again only then, instead of at every tick, would plan the same."""
+    order = path_order(state)
+    hold_ms = state.hold_down * 1000
+    dcms = {d.name: d for d in state.dcms}
+    known: Dict[Tuple[str, Path], Optional[List[Endpoint]]] = {}
+    first: Optional[int] = None
+    for a in current.values():
+        d = dcms.get(a.dcm)
+        if d is None or a.home is None or a.home == a.path:
+            continue
+        if a.home not in order:
+            continue
+        k = (d.host, a.home)
+        if k not in known:
+            known[k] = path_endpoints(state, d, a.home, down)
+        need = known[k]
+        if need is None:
+            continue
+        t = max(a.moved_at, _up_since(need, up_since)) + hold_ms
+        first = t if first is None else min(first, t)
+    return first
+
+
 def changed(old: Dict[str, Assignment], new: Dict[str, Assignment]
             ) -> Tuple[List[Assignment], List[str]]:
     """What a planner writes: the assignments that differ, and the DCMs
