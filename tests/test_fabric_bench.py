@@ -263,6 +263,31 @@ def test_verdicts_count_every_run() -> None:
                for x in v)
 
 
+def test_markdown_says_what_the_fabric_costs_at_rest() -> None:
+    cpu = {"wall_s": 10.0, "cores": 0.4,
+           "cpu_s": {k: 0.5 for k in fb.CPU_CLASSES}}
+    run = {"run": 1, "setup_s": 20.0, "rest_cpu": cpu, "scenarios": {
+        "empty": {"commit_s": 1.0, "plan_s": 2.0, "rows": {},
+                  "stats": {"max": 30.0, "p50": 20.0, "n": 1}, "cpu": cpu,
+                  "nodes": {"p0-leaf1": {"role": "leaf", "report_s": 30.0,
+                                         "flows_s": None,
+                                         "converged_s": 30.0}}}}}
+    res = {"machine": {k: "?" for k in (
+        "cpu_model", "hypervisor", "mem_gib", "kernel", "os", "pmd_cpus",
+        "other_cpus", "loadavg_start")}, "command": "daq-bench --fabric",
+        "started": "now", "duration_s": 1.0, "source": {"commit": "c"},
+        "shape_text": "tiny", "config": {
+            "runs": 1, "election_timer_ms": 1000, "agent_interval_s": 2.0,
+            "planners": 1, "dpdk_mem_mb": 128}, "runs": [run], "notes": []}
+    res["machine"]["cpus"] = 2
+    res["verdicts"] = fb.verdicts(res)
+    md = fb.markdown(res)
+    assert ("At rest, once converged from empty: CPU over its 10.0 s: "
+            "agents 0.5 s" in md)
+    del run["rest_cpu"]
+    assert "At rest" not in fb.markdown(res)
+
+
 # ====================================================== on a real switch
 @pytest.fixture
 def switch() -> Iterator[Sandbox]:

@@ -65,6 +65,7 @@ BRIDGE = "br0"
 # Our flows' cookies (ovs-daqctl's and the agents'): 0xdac7 on top.
 COOKIE_MATCH = "cookie=0xdac7000000000000/0xffff000000000000"
 QUIET_S = 1.0          # no flow change for this long before checking
+REST_S = 10.0          # the converged fabric's CPU is measured this long
 
 
 # ================================================================ the map
@@ -867,6 +868,16 @@ class FabricBench:
                                  time.monotonic() - t0))
         return res
 
+    def rest(self) -> Dict[str, Any]:
+        """The CPU the converged fabric's processes use while nothing
+        changes (REST_S): what every change of the next scenarios
+        competes with on the shared core."""
+        time.sleep(QUIET_S)
+        cpu0 = self.cpu_snapshot()
+        t0 = time.monotonic()
+        time.sleep(REST_S)
+        return cpu_delta(cpu0, self.cpu_snapshot(), time.monotonic() - t0)
+
     def scenario_empty(self) -> Dict[str, Any]:
         self.say("from an empty fabric: applying %d DCMs" % self.shape.dcms)
         return self.apply_map(self.shape.dcms, "from an empty fabric",
@@ -937,6 +948,9 @@ class FabricBench:
                 self.say("%s: max %.3f s, p50 %.3f s over %d nodes; %s"
                          % (sc, st["max"] or 0, st["p50"] or 0, st["n"],
                             cpu_text(r["cpu"])))
+                if sc == "empty":
+                    res["rest_cpu"] = self.rest()
+                    self.say("at rest: " + cpu_text(res["rest_cpu"]))
         except RunError as e:
             res["error"] = str(e)
             self.say("run %d FAILED: %s" % (k, e))
@@ -1113,6 +1127,9 @@ def markdown(res: Dict[str, Any]) -> str:
         if "setup_s" in r:
             lines.append("Set-up (database, switches, agents): %.0f s."
                          % r["setup_s"])
+        if r.get("rest_cpu"):
+            lines += ["", "At rest, once converged from empty: %s."
+                      % cpu_text(r["rest_cpu"])]
         for sc in SCENARIOS:
             s = r["scenarios"].get(sc)
             if s is None:
