@@ -206,13 +206,6 @@ def monitored(node: str, hosts: Iterable[FabricHost],
     - the assignments naming 'node' as their spine, and their DCMs by
       name.
 
-    A switch that routes towards DCMs of other leaves (a spine, a ROS
-    host's leaf) monitors every DCM: DCM rows change only with the map,
-    while the DCMs it routes follow the planner's assignments, and a
-    condition by name would change (and have to be acknowledged before
-    the slice could be computed) at every failover, thousands of clauses
-    for a ROS leaf.  Its Assignment clauses are then fixed.
-
     The DCM clauses follow the assignments held, and the Assignment
     clauses the DCMs held: a client has every row it needs once the
     conditions it holds rows by (acknowledged by the server) are the ones
@@ -230,10 +223,6 @@ def monitored(node: str, hosts: Iterable[FabricHost],
     asg: List[Any] = ([["spine", "==", node]]
                       + [["plane", "==", p] for p in ros_planes]
                       + [["dcm", "==", n] for n in sorted(on_mine)])
-    dcm: List[Any]
-    if not mine or ros_planes:
-        dcm = [True]
-    else:
-        dcm = ([["host", "==", h] for h in mine]
-               + [["name", "==", n] for n in sorted(by_name)])
+    dcm: List[Any] = ([["host", "==", h] for h in mine]
+                      + [["name", "==", n] for n in sorted(by_name)])
     return {"DCM": dcm or [False], "Assignment": asg or [False]}
