@@ -341,6 +341,88 @@ def test_failover_option_and_link() -> None:
     assert cfg().failover == (0.0, 0.0)
 
 
+def _failover_drops(**extra: Dict[str, Dict[str, int]]) -> Any:
+    """FabricRunner._drops over the counters of a failover: the ROS sent
+    100 frames and the HLT host got 90, the HLT host sent 20 and the ROS
+    got 18.  spine1 took 10 from ros-leaf0 and sent none on (its port to
+    the HLT leaf, dn1, was down: ENETDOWN, no counter); the HLT leaf's
+    DPDK uplink to it sent 2 its veth never did.  EXTRA: more counters
+    of the snapshot taken after ('ports', 'links')."""
+    c = cfg("--ros", "2", "--dcms", "1", "--spines", "2",
+            "--failover", "1/2.5")
+    r = fabric.FabricRunner.__new__(fabric.FabricRunner)
+    r.cfg, r.fplan = c, fabric.make_fabric_plan(77, c)
+    before: Dict[str, Any] = {"ports": {}, "qdisc": {}, "links": {},
+                              "normal": {}}
+    after: Dict[str, Any] = {
+        "ports": {"spine1:dn0": {"rx_packets": 10},
+                  "hlt-leaf:up1": {"tx_packets": 2}},
+        "qdisc": {}, "normal": {},
+        "links": {"dqf77-ros0:e0": {"tx_packets": 60, "rx_packets": 9},
+                  "dqf77-ros1:e0": {"tx_packets": 40, "rx_packets": 9},
+                  "dqf77-hlt0:e0": {"tx_packets": 20, "rx_packets": 90},
+                  "hlt-leaf:up1": {"tx_packets": 0, "tx_dropped": 0,
+                                   "rx_packets": 0, "rx_dropped": 0}}}
+    for k, v in extra.items():
+        after[k].update(v)
+    return r._drops(before, after)
+
+
+def test_a_failover_account_balances() -> None:
+    d = _failover_drops()
+    assert d["balance"] == {"sent": 120, "delivered": 108,
+                            "counted_drops": 12, "balanced": True}
+    assert d["unaccounted"] == 0 and d["overcounted"] == 0
+    # Per link and direction, each loss from the counter that has it.
+    assert d["lost_on_links"] == {
+        "spine1:dn1->hlt-leaf:up1": {"frames": 10, "switch_inside": 10},
+        "hlt-leaf:up1->spine1:dn1": {"frames": 2, "uplink_tx_path": 2}}
+
+
+def test_an_unbalanced_failover_account() -> None:
+    # The same 10 frames in the kernel's count of spine1's veth too: a
+    # count twice over, which unaccounted alone (0) does not show.
+    d = _failover_drops(links={"spine1:dn1": {"tx_dropped": 10}})
+    assert d["unaccounted"] == 0 and d["overcounted"] == 10
+    assert d["balance"]["counted_drops"] == 22
+    assert d["balance"]["balanced"] is False
+    assert d["lost_on_links"]["spine1:dn1->hlt-leaf:up1"] == {
+        "frames": 20, "kernel_links": 10, "switch_inside": 10}
+    # 5 frames more lost, no counter has them.
+    d = _failover_drops(links={"dqf77-hlt0:e0": {"tx_packets": 20,
+                                                 "rx_packets": 85}})
+    assert d["unaccounted"] == 5 and d["overcounted"] == 0
+    assert d["balance"]["balanced"] is False
+
+
+def test_the_summary_prints_the_balance_and_the_degraded_limit() -> None:
+    c = cfg("--ros", "8", "--dcms", "4", "--spines", "2",
+            "--link-rate", "200mbit", "--failover", "1/2.5")
+    p = fabric.make_fabric_plan(77, c)
+    degraded = fabric.fabric_limit(c, p, spines=1)
+    fo = {"link": "hlt-leaf:up1-spine1:dn1", "down_at_s": 1.0,
+          "up_at_s": 2.5, "rerouted_after_s": 0.6, "back_after_s": None,
+          "recovered_after_s": 0.9, "restored_after_s": None,
+          "limit_goodput_bps": 1.9e8, "degraded_limit": degraded,
+          "degraded_limit_goodput_bps": degraded["goodput_bps"]}
+    doc = {"modes": [{"label": "daqring", "status": "ok",
+                      "drops": _failover_drops(), "failover": fo}]}
+    text = fabric.format_fabric(doc)
+    assert "daqring: frames sent 120 = delivered 108 + counted drops 12\n" \
+        in text, text
+    assert "lost on link spine1:dn1->hlt-leaf:up1: 10 frames " \
+        "(switch_inside 10)" in text, text
+    assert ("%s with N_P 1, N_S 1, N_H 1, N_R 8, b_H 200 Mbit/s, b_R inf, "
+            "b_S inf" % degraded["formula"]) in text, text
+    assert "(bound by hlt_link)" in text, text
+    assert "home after never" in text, text
+    doc["modes"][0]["drops"] = _failover_drops(
+        links={"spine1:dn1": {"tx_dropped": 10}})
+    assert "NOT BALANCED (unaccounted 0, overcounted 10)" in \
+        fabric.format_fabric(doc)
+    assert fabric.format_fabric({"modes": []}) == ""
+
+
 def test_timeline_bins_bytes_and_retransmissions() -> None:
     spans = [(0.0, 0.1), (0.1, 0.3), (0.3, 0.6), (0.6, 0.9)]
     tl = fabric.timeline(spans, [1000, 2000, 3000, 4000],
@@ -391,7 +473,8 @@ def test_fabric_run_without_dpdk(tmp_path: Any) -> None:
         assert all(b == 4 * 32 * 1024 for b in m["event_bytes"])
         assert m["valid"] is False and "no PMD" in m["invalid_reason"]
         for k in ("ros_tx_frames", "hlt_rx_frames", "unaccounted",
-                  "qdisc", "daqring", "switch_total"):
+                  "qdisc", "daqring", "switch_total", "balance",
+                  "lost_on_links"):
             assert k in m["drops"]
     prog = doc["fabric"]["programming"]
     assert [g["mode"] for g in prog] == ["stock", "credits"]

@@ -399,6 +399,22 @@ def failover_link(plan: FabricPlan) -> Tuple[str, str, str, str]:
                 if lk[0] == HLT_LEAF and lk[2] == "spine1")
 
 
+def degraded_formula(lim: Dict[str, Any]) -> str:
+    """The degraded limit (fabric_limit with one spine fewer) with its
+    formula's inputs, for the summary."""
+    i = lim["inputs"]
+
+    def r(v: Optional[float]) -> str:
+        return "inf" if v is None else format_rate(v)
+    return ("degraded limit (%s's link to one spine lost): %s with N_P %d, "
+            "N_S %d, N_H %d, N_R %d, b_H %s, b_R %s, b_S %s = %s (bound by "
+            "%s), x payload efficiency %.3f = %s goodput"
+            % (HLT_LEAF, lim["formula"], i["N_P"], i["N_S"], i["N_H"],
+               i["N_R"], r(i["b_H_bps"]), r(i["b_R_bps"]), r(i["b_S_bps"]),
+               format_rate(lim["limit_bps"]), lim["bound_by"],
+               lim["efficiency"], format_rate(lim["goodput_bps"])))
+
+
 def timeline(spans: Sequence[Tuple[float, float]], nbytes: Sequence[int],
              samples: Sequence[Tuple[float, int]], end: float,
              width: float = TIMELINE_BIN) -> List[Dict[str, float]]:
@@ -1299,6 +1315,29 @@ class FabricRunner(Runner):
                                else "received, not sent on (socket buffer "
                                "or ovs-vswitchd)")}
         total += sum(v["frames"] for v in inside.values())
+        # The same losses by link and direction (sender->receiver): what
+        # the sender's veth dropped (kernel_links), what the DPDK leaf
+        # handed its uplink's veth that it never sent (uplink_tx_path),
+        # what the receiving DPDK port never read (af_packet_rx) and,
+        # from the switch with the failed port, what it received and did
+        # not send on while the port was down (switch_inside).  Each is
+        # one term of the counted drops, so none is counted twice.
+        lost_on_links: Dict[str, Dict[str, Any]] = {}
+        for lf, lp, sp, spp in self.fplan.links:
+            a, b = "%s:%s" % (lf, lp), "%s:%s" % (sp, spp)
+            for src, dst in ((a, b), (b, a)):
+                sw = src.split(":", 1)[0]
+                parts = {"kernel_links": links.get(src, {}).get(
+                             "tx_dropped", 0),
+                         "uplink_tx_path": gone.get(src, 0),
+                         "af_packet_rx": socket.get(dst, 0),
+                         "switch_inside": (
+                             inside.get(sw, {}).get("frames", 0)
+                             if failed and src == "%s:%s" % failed else 0)}
+                parts = {k: v for k, v in parts.items() if v}
+                if parts:
+                    lost_on_links["%s->%s" % (src, dst)] = dict(
+                        frames=sum(parts.values()), **parts)
         # End to end: what the ROS hosts sent against what the HLT hosts
         # received, and the way back (the hosts send nothing else while
         # the counters run).
@@ -1329,9 +1368,18 @@ class FabricRunner(Runner):
                 "qdisc": qdisc, "af_packet_rx": sum(socket.values()),
                 "uplink_tx_path": sum(gone.values()),
                 "kernel_links": kernel, "switch_inside": inside,
+                "lost_on_links": lost_on_links,
                 "ros_tx_frames": ros_tx, "hlt_rx_frames": hlt_rx,
                 "hlt_tx_frames": hlt_tx, "ros_rx_frames": ros_rx,
+                # Every frame sent is delivered or counted once: sent =
+                # delivered + counted drops.  More counted than lost is
+                # a count twice over (overcounted), not a balance.
+                "balance": {"sent": ros_tx + hlt_tx,
+                            "delivered": hlt_rx + ros_rx,
+                            "counted_drops": counted,
+                            "balanced": lost == counted},
                 "unaccounted": max(0, lost - counted),
+                "overcounted": max(0, counted - lost),
                 "ports": ports, "qdiscs": qdiscs, "hosts": links}
 
     def run_mode(self, mode: str, params: Dict[str, Any], label: str
@@ -1366,6 +1414,7 @@ class FabricRunner(Runner):
                                     spines=self.cfg.spines - 1)
             fo["limit_goodput_bps"] = self.limit["goodput_bps"]
             fo["degraded_limit_goodput_bps"] = degraded["goodput_bps"]
+            fo["degraded_limit"] = degraded
             # The issue's failover targets, from the events themselves:
             # how long after the loss the goodput was back to 95% of the
             # degraded limit, and after the recovery to 95% of the full
@@ -1420,6 +1469,57 @@ class FabricRunner(Runner):
                                                 "daqring")["sharing"],
                          "programming": self.generations}
         return doc
+
+
+def format_fabric(doc: Dict[str, Any]) -> str:
+    """The summary's lines of a fabric run ("" if none): per mode the
+    balance of its frames, what was lost on which link and inside which
+    switch, and a failover's figures with the degraded limit's formula
+    and inputs."""
+    lines = []
+    for m in doc.get("modes", []):
+        if m.get("status") != "ok":
+            continue
+        d = m.get("drops") or {}
+        b = d.get("balance")
+        if b:
+            lines.append(
+                "%s: frames sent %d = delivered %d + counted drops %d%s"
+                % (m["label"], b["sent"], b["delivered"],
+                   b["counted_drops"], "" if b["balanced"] else
+                   " NOT BALANCED (unaccounted %d, overcounted %d)"
+                   % (d.get("unaccounted", 0), d.get("overcounted", 0))))
+        for link, v in sorted((d.get("lost_on_links") or {}).items()):
+            lines.append("  lost on link %s: %d frames (%s)" % (
+                link, v["frames"], ", ".join(
+                    "%s %s" % (k, n) for k, n in sorted(v.items())
+                    if k != "frames")))
+        for sw, v in sorted((d.get("switch_inside") or {}).items()):
+            lines.append("  %s: %d frames %s" % (sw, v["frames"],
+                                                 v["reason"]))
+        fo = m.get("failover")
+        if not fo:
+            continue
+
+        def s_(v: Optional[float]) -> str:
+            return "never" if v is None else "%.2f s" % v
+        lines.append(
+            "%s: failover of %s: down at %s, up at %s; routes off the "
+            "spine after %s, home after %s" % (
+                m["label"], fo["link"], s_(fo["down_at_s"]),
+                s_(fo["up_at_s"]), s_(fo["rerouted_after_s"]),
+                s_(fo["back_after_s"])))
+        if fo.get("degraded_limit"):
+            lines.append("  " + degraded_formula(fo["degraded_limit"]))
+        lines.append(
+            "  goodput >= %d%% of the degraded limit (%s) %s after the "
+            "loss; >= %d%% of the limit (%s) %s after the recovery"
+            % (100 * RECOVERY_FRACTION,
+               format_rate(fo["degraded_limit_goodput_bps"]),
+               s_(fo.get("recovered_after_s")), 100 * RECOVERY_FRACTION,
+               format_rate(fo["limit_goodput_bps"]),
+               s_(fo.get("restored_after_s"))))
+    return "\n".join(lines)
 
 
 # ================================================================ topology

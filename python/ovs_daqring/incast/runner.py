@@ -1059,6 +1059,11 @@ def report(doc: Dict[str, Any], cfg: Config, ideal_bps: float,
         print(shared)
     if cc_line(doc):
         print(cc_line(doc))
+    if doc.get("topology", {}).get("kind") == "fabric":
+        from .fabric import format_fabric
+        text = format_fabric(doc)
+        if text:
+            print(text)
     for note in notes:
         print("note: " + note)
     errors = validate_results(doc)
