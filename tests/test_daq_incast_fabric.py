@@ -395,6 +395,31 @@ def test_an_unbalanced_failover_account() -> None:
     assert d["balance"]["balanced"] is False
 
 
+def test_a_tbf_drop_without_dpdk_is_counted_once() -> None:
+    """--fabric-dpdk off: the HLT leaf's port to the host took 100 frames
+    for it and sent 84 on, 16 of them its tbf dropped (the qdisc's count)
+    and 10 its socket could not take (no counter).  The tbf's 16 are in
+    the qdisc drops, not again in what the switch kept (switch_inside),
+    or the account would not balance."""
+    c = cfg("--ros", "2", "--dcms", "1", "--fabric-dpdk", "off",
+            "--modes", "stock")
+    r = fabric.FabricRunner.__new__(fabric.FabricRunner)
+    r.cfg, r.fplan = c, fabric.make_fabric_plan(77, c)
+    before: Dict[str, Any] = {"ports": {}, "qdisc": {}, "links": {},
+                              "normal": {}}
+    after: Dict[str, Any] = {
+        "ports": {"hlt-leaf:up0": {"rx_packets": 100},
+                  "hlt-leaf:h0": {"tx_packets": 74}},
+        "qdisc": {"hlt-leaf:h0": {"drops": 16}}, "normal": {},
+        "links": {"dqf77-ros0:e0": {"tx_packets": 100},
+                  "dqf77-hlt0:e0": {"rx_packets": 74}}}
+    d = r._drops(before, after)
+    assert d["switch_inside"]["hlt-leaf"]["frames"] == 10, d
+    assert d["qdisc"] == 16
+    assert d["balance"] == {"sent": 100, "delivered": 74,
+                            "counted_drops": 26, "balanced": True}
+
+
 def test_the_summary_prints_the_balance_and_the_degraded_limit() -> None:
     c = cfg("--ros", "8", "--dcms", "4", "--spines", "2",
             "--link-rate", "200mbit", "--failover", "1/2.5")

@@ -1304,9 +1304,13 @@ class FabricRunner(Runner):
                 before["ports"].get("%s:%s" % (s.name, p.name), {}),
                 after["ports"].get("%s:%s" % (s.name, p.name), {}))
                 for p in s.ports}
-            # (What its sends lost in the veth is in kernel_links.)
+            # (What its sends lost in the veth is in kernel_links, what a
+            # port's tbf dropped in qdisc: the port's counters, the
+            # veth's, count neither.)
             n = sum(v.get("rx_packets", 0) - v.get("tx_packets", 0)
-                    - v.get("tx_dropped", 0) for v in d.values())
+                    - v.get("tx_dropped", 0)
+                    - qdiscs.get("%s:%s" % (s.name, p), {}).get("drops", 0)
+                    for p, v in d.items())
             if n > 0:
                 inside[s.name] = {
                     "frames": n,
