@@ -482,14 +482,14 @@ def test_fabric_run_without_dpdk(tmp_path: Any) -> None:
     what the switches hold, the results say the run is not valid (no
     PMD), and nothing is left behind."""
     out = tmp_path / "out.json"
-    before = set(subprocess.run(["ip", "netns", "list"], capture_output=True,
-                                text=True).stdout.split())
-    p = subprocess.run(
-        [PYTHON, SCRIPT, "--topology", "fabric", "--fabric-dpdk", "off",
-         "--ros", "4", "--dcms", "2", "--events", "5", "--modes",
-         "stock,credits", "--json", str(out), "-q", "--timeout", "300"],
-        capture_output=True, text=True, timeout=400)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    with subprocess.Popen(
+            [PYTHON, SCRIPT, "--topology", "fabric", "--fabric-dpdk", "off",
+             "--ros", "4", "--dcms", "2", "--events", "5", "--modes",
+             "stock,credits", "--json", str(out), "-q", "--timeout", "300"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True) as run:
+        stdout, stderr = run.communicate(timeout=400)
+    assert run.returncode == 0, stdout[-2000:] + stderr[-2000:]
     doc = json.loads(out.read_text())
     assert [m["mode"] for m in doc["modes"]] == ["stock", "credits"]
     for m in doc["modes"]:
@@ -517,9 +517,11 @@ def test_fabric_run_without_dpdk(tmp_path: Any) -> None:
     assert set(doc["topology"]["congestion_control"]["hosts"].values()) \
         == {"cubic"}
     assert doc["fabric"]["limit"]["inputs"]["N_R"] == 4
-    after = set(subprocess.run(["ip", "netns", "list"], capture_output=True,
-                               text=True).stdout.split())
-    assert not {n for n in after - before if n.startswith("dqf")}
+    # Its namespaces (dqf<its pid>-...; another run's, if one runs
+    # beside it, are not its business) are gone.
+    after = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                           text=True).stdout.split()
+    assert not [n for n in after if n.startswith("dqf%d-" % run.pid)]
 
 
 if __name__ == "__main__":      # pragma: no cover
