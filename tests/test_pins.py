@@ -2,12 +2,13 @@
 
 Debian's archive keeps only the current version of a package: a point
 release or a new upload removes the version a pin names.  The pin stays
-preferred; when it is gone, build-aux/fetch-deb (base 3.5's packages, the
-RPM's) takes the newest version of the same upstream series from the
-suite's signed index, and build-aux/deb-pin-check (base 3.1's installed
-openvswitch-source) accepts the installed version of the series.  Both
-say which version they used.  These tests give them pins that do not
-exist.  fetch-deb needs the Debian package registry, as the build does."""
+preferred; when it is gone, build-aux/fetch-deb (the packages of bases 3.5
+and 4.0, the RPM's) takes the newest version of the same upstream series
+from the suite's signed index, and build-aux/deb-pin-check (base 3.1's
+installed openvswitch-source) accepts the installed version of the
+series.  Both say which version they used.  These tests give them pins
+that do not exist.  fetch-deb needs the Debian package registry, as the
+build does."""
 
 import os
 import subprocess
@@ -91,6 +92,23 @@ def test_fetch_deb_checks_the_pinned_sha256(cache: str) -> None:
             DAQ_CACHE=cache)
     assert p.returncode == 1 and p.stdout == ""
     assert "expected %s" % ZERO_SHA in p.stderr, p.stderr
+
+
+@needs_root
+def test_fetch_deb_from_unstable(cache: str) -> None:
+    """Base 4.0's suite, sid: no keyring of its own, no security archive.
+    Its signed index is checked with debian-archive-keyring.gpg, and the
+    series fallback works there as in trixie."""
+    p = run([FETCH_DEB, "openvswitch-source", "4.0.0-0missing", ZERO_SHA,
+             "sid"], DAQ_CACHE=cache)
+    assert p.returncode == 0, p.stderr
+    used = deb_version(p.stdout.strip())
+    assert used.startswith("4.0."), used
+    assert "Debian sid" in p.stderr and "signed index" in p.stderr
+    sources = (Path(cache) / "apt-sid" / "sources.list").read_text()
+    assert sources.split("\n")[0].startswith(
+        "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ")
+    assert " sid main" in sources and "security" not in sources, sources
 
 
 def installed(pkg: str) -> str:
