@@ -1858,7 +1858,7 @@ netdev_daqring_drop_looping(struct netdev_daqring *dev,
         if (packet->queue_passes >= DAQRING_MAX_PASSES) {
             dp_packet_delete(packet);
         } else {
-            dp_packet_batch_refill(batch, packet, i);
+            dp_packet_batch_add(batch, packet);
         }
     }
     n -= dp_packet_batch_size(batch);
@@ -2084,7 +2084,14 @@ static inline void
 netdev_daqring_reenter(const struct netdev_daqring *dev,
                        struct dp_packet *packet)
 {
+#ifdef DEF_OL_FLAG
+    /* OVS 3.x: the mark is valid with offload flag DP_PACKET_OL_FLOW_MARK
+     * (one of the flags that dp-packet.h defines with DEF_OL_FLAG()). */
     *dp_packet_ol_flags_ptr(packet) &= ~DP_PACKET_OL_FLOW_MARK;
+#else
+    /* OVS 4.0 and later: with member 'has_mark'. */
+    packet->has_mark = false;
+#endif
     *dp_packet_flow_mark_ptr(packet) = 0;
     if (dp_packet_rss_valid(packet)) {
         dp_packet_set_rss_hash(packet,
