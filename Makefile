@@ -15,7 +15,7 @@ MAKEFLAGS += --no-print-directory
 
 # Goals that must work before (or without) configuration.
 # The other pinned bases, built in base-BASE/ (build-aux/local.mk).
-EXTRA_BASES = 3.5
+EXTRA_BASES = 3.5 4.0
 NOCONFIG_GOALS = deps clean distclean help man install-tools \
 	$(addprefix base-,$(EXTRA_BASES)) $(addprefix check-base-,$(EXTRA_BASES))
 # OVS_SOURCE=DIR in the environment or on the command line selects an

@@ -39,7 +39,20 @@ m4_define([daq_pin35_dpdk_deb_package], [libdpdk-dev])
 m4_define([daq_pin35_dpdk_deb_version], [24.11.8-0+deb13u1])
 m4_define([daq_pin35_dpdk_sha256],
           [a555a71c1fc3ca45fb9bd70e777fb06db5bf861232d9aedb421e2a7ef538d195])
-dnl The DPDK drivers linked into ovs-vswitchd on base 3.5: what the tests
+dnl 4.0: Debian unstable's (sid's) openvswitch-source package (architecture
+dnl all, the source tree as for 3.5) and libdpdk-dev (DPDK 25.11, static
+dnl archives), fetched like base 3.5's.  Unstable moves fastest: see "When
+dnl Debian moves" in Documentation/internals/ovs-pin.rst.
+m4_define([daq_pin40_deb_package], [openvswitch-source])
+m4_define([daq_pin40_deb_version], [4.0.0-2])
+m4_define([daq_pin40_sha256],
+          [9ba8f509b7b1e4fa2c2a592e9fd51242749dfcf42c594e043e0d6abdb8105be4])
+m4_define([daq_pin40_ovs_version], [4.0.0])
+m4_define([daq_pin40_dpdk_deb_package], [libdpdk-dev])
+m4_define([daq_pin40_dpdk_deb_version], [25.11.4-1])
+m4_define([daq_pin40_dpdk_sha256],
+          [46033a751d45f7737e79f06282379aafadd26775e151495a2144b58ada083ebf])
+dnl The DPDK drivers linked into ovs-vswitchd on bases 3.5 and 4.0: what the tests
 dnl use (vdev bus, null, ring, pcap, af_packet, tap, vhost) and the PCI NICs
 dnl of server-switch nodes; see Documentation/internals/ovs-pin.rst.
 m4_define([daq_pin35_dpdk_drivers],
@@ -95,13 +108,21 @@ dnl   otherwise the pinned Debian package, checked by version and sha256
 dnl       (--with-ovs-tarball=FILE to point elsewhere, base 3.1 only).
 AC_DEFUN([DAQ_CHECK_OVS], [
   AC_ARG_WITH([ovs-base],
-    [AS_HELP_STRING([--with-ovs-base=3.1|3.5],
+    [AS_HELP_STRING([--with-ovs-base=3.1|3.5|4.0],
                     [the pinned OVS base to build on: 3.1 (Debian 12, DPDK
-                     22.11; the default) or 3.5 (Debian 13, DPDK 24.11)])],
+                     22.11; the default), 3.5 (Debian 13, DPDK 24.11) or
+                     4.0 (Debian unstable, DPDK 25.11)])],
     [], [with_ovs_base=3.1])
   case $with_ovs_base in
-    3.1|3.5) DAQ_BASE=$with_ovs_base ;;
-    *) AC_MSG_ERROR([--with-ovs-base=$with_ovs_base: expected 3.1 or 3.5]) ;;
+    3.1|3.5|4.0) DAQ_BASE=$with_ovs_base ;;
+    *) AC_MSG_ERROR([--with-ovs-base=$with_ovs_base: expected 3.1, 3.5 or 4.0]) ;;
+  esac
+  dnl The Debian suite of the bases whose .deb files build-aux/fetch-deb
+  dnl downloads.
+  case $DAQ_BASE in
+    3.5) daq_deb_suite=trixie daq_deb_release="Debian 13" ;;
+    4.0) daq_deb_suite=sid daq_deb_release="Debian unstable" ;;
+    *) daq_deb_suite= daq_deb_release= ;;
   esac
   AC_SUBST([DAQ_BASE])
   AC_ARG_VAR([OVS_SOURCE], [upstream Open vSwitch source tree (of the chosen
@@ -109,8 +130,8 @@ AC_DEFUN([DAQ_CHECK_OVS], [
   AC_ARG_WITH([ovs-source],
     [AS_HELP_STRING([--with-ovs-source=DIR],
                     [use the Open vSwitch v3.1.x (or, with
-                     --with-ovs-base=3.5, v3.5.x) source tree in DIR
-                     instead of the pinned Debian package])],
+                     --with-ovs-base=3.5 or 4.0, v3.5.x or v4.0.x) source
+                     tree in DIR instead of the pinned Debian package])],
     [OVS_SOURCE=$withval])
   AC_ARG_WITH([ovs-tarball],
     [AS_HELP_STRING([--with-ovs-tarball=FILE],
@@ -125,11 +146,16 @@ AC_DEFUN([DAQ_CHECK_OVS], [
     DAQ_PIN_DEB_VERSION=daq_pin31_deb_version
     DAQ_PIN_SHA256=daq_pin31_sha256
     DAQ_PIN_OVS_VERSION=daq_pin31_ovs_version
-  else
+  elif test $DAQ_BASE = 3.5; then
     DAQ_PIN_DEB_PACKAGE=daq_pin35_deb_package
     DAQ_PIN_DEB_VERSION=daq_pin35_deb_version
     DAQ_PIN_SHA256=daq_pin35_sha256
     DAQ_PIN_OVS_VERSION=daq_pin35_ovs_version
+  else
+    DAQ_PIN_DEB_PACKAGE=daq_pin40_deb_package
+    DAQ_PIN_DEB_VERSION=daq_pin40_deb_version
+    DAQ_PIN_SHA256=daq_pin40_sha256
+    DAQ_PIN_OVS_VERSION=daq_pin40_ovs_version
   fi
   AC_SUBST([DAQ_PIN_DEB_PACKAGE])
   AC_SUBST([DAQ_PIN_DEB_VERSION])
@@ -152,12 +178,12 @@ AC_DEFUN([DAQ_CHECK_OVS], [
     OVS_TARBALL=
     OVS_BASE_ID="source:$OVS_SOURCE"
     OVS_BASE_DESC="Open vSwitch $ovs_version from $OVS_SOURCE (unpinned)"
-  elif test $DAQ_BASE = 3.5; then
-    AC_MSG_CHECKING([for Debian 13 package $DAQ_PIN_DEB_PACKAGE $DAQ_PIN_DEB_VERSION])
-    OVS_DEB=`build-aux/fetch-deb $DAQ_PIN_DEB_PACKAGE $DAQ_PIN_DEB_VERSION $DAQ_PIN_SHA256 2>&AS_MESSAGE_LOG_FD`
+  elif test -n "$daq_deb_suite"; then
+    AC_MSG_CHECKING([for $daq_deb_release package $DAQ_PIN_DEB_PACKAGE $DAQ_PIN_DEB_VERSION])
+    OVS_DEB=`build-aux/fetch-deb $DAQ_PIN_DEB_PACKAGE $DAQ_PIN_DEB_VERSION $DAQ_PIN_SHA256 $daq_deb_suite 2>&AS_MESSAGE_LOG_FD`
     if test -z "$OVS_DEB"; then
       AC_MSG_RESULT([no])
-      AC_MSG_ERROR([could not fetch $DAQ_PIN_DEB_PACKAGE $DAQ_PIN_DEB_VERSION from Debian 13 with the pinned sha256 $DAQ_PIN_SHA256 (see config.log)])
+      AC_MSG_ERROR([could not fetch $DAQ_PIN_DEB_PACKAGE $DAQ_PIN_DEB_VERSION from $daq_deb_release with the pinned sha256 $DAQ_PIN_SHA256 (see config.log)])
     fi
     AC_MSG_RESULT([$OVS_DEB (sha256 ok)])
     DAQ_DEB_USED([$OVS_DEB], [$DAQ_PIN_DEB_VERSION])
@@ -209,15 +235,16 @@ dnl DAQ_CHECK_DPDK
 dnl
 dnl The daqring port needs OVS built with DPDK.  Base 3.1: Debian 12's
 dnl DPDK 22.11 (libdpdk-dev), linked shared.  Base 3.5: DPDK 24.11 from
-dnl Debian 13's libdpdk-dev, linked static from a private prefix with the
-dnl drivers of --with-dpdk-drivers (build-aux/dpdk-prefix).
+dnl Debian 13's libdpdk-dev, base 4.0: DPDK 25.11 from Debian unstable's,
+dnl linked static from a private prefix with the drivers of
+dnl --with-dpdk-drivers (build-aux/dpdk-prefix).
 AC_DEFUN([DAQ_CHECK_DPDK], [
   AC_PATH_PROG([PKG_CONFIG], [pkg-config], [no])
   AS_IF([test "$PKG_CONFIG" = no],
         [AC_MSG_ERROR([pkg-config is required (Debian package pkg-config; run 'make deps')])])
   AC_ARG_WITH([dpdk-drivers],
     [AS_HELP_STRING([--with-dpdk-drivers=LIST],
-                    [base 3.5: the DPDK drivers to link, as librte_ names
+                    [bases 3.5 and 4.0: the DPDK drivers to link, as librte_ names
                      without the prefix (default: "daq_pin35_dpdk_drivers")])],
     [], [with_dpdk_drivers="daq_pin35_dpdk_drivers"])
   DAQ_DPDK_PKG_CONFIG_PATH=
@@ -236,14 +263,25 @@ AC_DEFUN([DAQ_CHECK_DPDK], [
   else
     DAQ_DPDK_MODE=static
     DAQ_DPDK_DRIVERS=`echo $with_dpdk_drivers`
-    AC_MSG_CHECKING([for Debian 13 package daq_pin35_dpdk_deb_package daq_pin35_dpdk_deb_version])
-    dpdk_deb=`build-aux/fetch-deb daq_pin35_dpdk_deb_package daq_pin35_dpdk_deb_version daq_pin35_dpdk_sha256 2>&AS_MESSAGE_LOG_FD`
+    if test $DAQ_BASE = 3.5; then
+      dpdk_pkg=daq_pin35_dpdk_deb_package
+      dpdk_pin=daq_pin35_dpdk_deb_version
+      dpdk_sha=daq_pin35_dpdk_sha256
+      dpdk_series=24.11
+    else
+      dpdk_pkg=daq_pin40_dpdk_deb_package
+      dpdk_pin=daq_pin40_dpdk_deb_version
+      dpdk_sha=daq_pin40_dpdk_sha256
+      dpdk_series=25.11
+    fi
+    AC_MSG_CHECKING([for $daq_deb_release package $dpdk_pkg $dpdk_pin])
+    dpdk_deb=`build-aux/fetch-deb $dpdk_pkg $dpdk_pin $dpdk_sha $daq_deb_suite 2>&AS_MESSAGE_LOG_FD`
     if test -z "$dpdk_deb"; then
       AC_MSG_RESULT([no])
-      AC_MSG_ERROR([could not fetch daq_pin35_dpdk_deb_package daq_pin35_dpdk_deb_version from Debian 13 with the pinned sha256 daq_pin35_dpdk_sha256 (see config.log)])
+      AC_MSG_ERROR([could not fetch $dpdk_pkg $dpdk_pin from $daq_deb_release with the pinned sha256 $dpdk_sha (see config.log)])
     fi
     AC_MSG_RESULT([$dpdk_deb (sha256 ok)])
-    DAQ_DEB_USED([$dpdk_deb], [daq_pin35_dpdk_deb_version])
+    DAQ_DEB_USED([$dpdk_deb], [$dpdk_pin])
     daq_dpdk_deb_version=$daq_deb_version
     AC_MSG_CHECKING([for the private static DPDK prefix])
     dpdk_prefix=`build-aux/dpdk-prefix "$dpdk_deb" "$DAQ_DPDK_DRIVERS" 2>&AS_MESSAGE_LOG_FD`
@@ -255,8 +293,8 @@ AC_DEFUN([DAQ_CHECK_DPDK], [
     DAQ_DPDK_PKG_CONFIG_PATH=$dpdk_prefix/lib/pkgconfig
     DPDK_VERSION=`PKG_CONFIG_PATH=$DAQ_DPDK_PKG_CONFIG_PATH $PKG_CONFIG --modversion libdpdk`
     case $DPDK_VERSION in
-      24.11*) ;;
-      *) AC_MSG_ERROR([DPDK '$DPDK_VERSION' in $dpdk_prefix; Open vSwitch 3.5 needs DPDK 24.11]) ;;
+      $dpdk_series*) ;;
+      *) AC_MSG_ERROR([DPDK '$DPDK_VERSION' in $dpdk_prefix; Open vSwitch $DAQ_BASE needs DPDK $dpdk_series]) ;;
     esac
     DPDK_VERSION="$DPDK_VERSION (Debian $daq_dpdk_deb_version, static: $DAQ_DPDK_DRIVERS)"
   fi

@@ -1,5 +1,5 @@
 PATCHES = $(addprefix patches/,$(shell sed -e "s/\#.*//" patches/series 2>/dev/null)) \
-	$(wildcard patches/3.*/*.patch)
+	$(wildcard patches/[0-9]*/*.patch)
 
 # Other pinned bases, built and tested from the same clone in base-BASE/
 # (build-aux/base-tree): "make base-3.5" builds it, "make check-base-3.5"
