@@ -350,10 +350,7 @@ def _failover_drops(**extra: Dict[str, Dict[str, int]]) -> Any:
     of the snapshot taken after ('ports', 'links')."""
     c = cfg("--ros", "2", "--dcms", "1", "--spines", "2",
             "--failover", "1/2.5")
-    r = fabric.FabricRunner.__new__(fabric.FabricRunner)
-    r.cfg, r.fplan = c, fabric.make_fabric_plan(77, c)
-    before: Dict[str, Any] = {"ports": {}, "qdisc": {}, "links": {},
-                              "normal": {}}
+    r, before = _bare_runner(c)
     after: Dict[str, Any] = {
         "ports": {"spine1:dn0": {"rx_packets": 10},
                   "hlt-leaf:up1": {"tx_packets": 2}},
@@ -366,6 +363,16 @@ def _failover_drops(**extra: Dict[str, Dict[str, int]]) -> Any:
     for k, v in extra.items():
         after[k].update(v)
     return r._drops(before, after)
+
+
+def _bare_runner(c: Any) -> Any:
+    """A FabricRunner of config 'c' (pid 77) that has run nothing, and an
+    empty snapshot of counters taken before: for FabricRunner._drops."""
+    r = fabric.FabricRunner.__new__(fabric.FabricRunner)
+    r.cfg, r.fplan = c, fabric.make_fabric_plan(77, c)
+    before: Dict[str, Any] = {"ports": {}, "qdisc": {}, "links": {},
+                              "normal": {}}
+    return r, before
 
 
 def test_a_failover_account_balances() -> None:
@@ -403,10 +410,7 @@ def test_a_tbf_drop_without_dpdk_is_counted_once() -> None:
     or the account would not balance."""
     c = cfg("--ros", "2", "--dcms", "1", "--fabric-dpdk", "off",
             "--modes", "stock")
-    r = fabric.FabricRunner.__new__(fabric.FabricRunner)
-    r.cfg, r.fplan = c, fabric.make_fabric_plan(77, c)
-    before: Dict[str, Any] = {"ports": {}, "qdisc": {}, "links": {},
-                              "normal": {}}
+    r, before = _bare_runner(c)
     after: Dict[str, Any] = {
         "ports": {"hlt-leaf:up0": {"rx_packets": 100},
                   "hlt-leaf:h0": {"tx_packets": 74}},
