@@ -89,6 +89,8 @@ class Ovsdb:
         self.idl.notify = self._notify
         self._ports: Dict[str, Any] = {}
         self._ports_key: Any = None
+        self._rings: List[Ring] = []
+        self._rings_key: Any = None
         self._run_until(lambda: (self.idl.state
                                  == self.idl.IDL_S_MONITORING
                                  and self.idl.change_seqno > 0),
@@ -224,7 +226,26 @@ class Ovsdb:
         return dict(self._ports)
 
     def rings(self, br: Any) -> List[Ring]:
-        """The daqrings of bridge 'br', managed or not."""
+        """The daqrings of bridge 'br', managed or not.  Read again only
+        after the configuration changed (config_seqno) or once a
+        transaction has changed a row (its changes are not the
+        database's yet): a reconciliation reads them four times (the plan,
+        and the plan again inside the transaction), and each read converts
+        every ring's columns, a millisecond a ring in the Python IDL."""
+        txn = self.idl.txn
+        # A transaction that has not changed a row yet (Transaction's
+        # _txn_rows, in the IDLs of OVS 3.1 and 3.5) sees the replica.
+        pristine = txn is None or not getattr(txn, "_txn_rows", True)
+        key = (br.uuid, self.config_seqno)
+        if pristine and self._rings_key == key:
+            return list(self._rings)
+        out = self._read_rings(br)
+        if pristine:
+            self._rings, self._rings_key = out, key
+        return list(out)
+
+    @staticmethod
+    def _read_rings(br: Any) -> List[Ring]:
         out = []
         for p in br.ports:
             ifaces = list(p.interfaces)
