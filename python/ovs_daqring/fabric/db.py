@@ -30,6 +30,7 @@ import ovs.db.custom_index
 import ovs.db.data
 import ovs.db.idl
 import ovs.jsonrpc
+import ovs.vlog
 
 from ..daqctl.dcmmap import parse_tuple
 from ..daqctl.model import DaqctlError, Dcm
@@ -39,6 +40,8 @@ from .model import (Assignment, FabricDcm, FabricHost, FabricLink,
                     FabricState, FabricSwitch)
 from .planner import Endpoint, changed, next_return, plan
 from .slice import monitored
+
+vlog = ovs.vlog.Vlog("fabric_db")
 
 PLANNER_LOCK = "daqfabric_planner"
 # After a TRY_AGAIN, how long a transaction waits for the news that
@@ -118,22 +121,72 @@ class _Idl(ovs.db.idl.Idl):
         # Per row (uuid): how often it changed (what FabricDb's caches of
         # converted rows are keyed by).
         self.row_changes: Dict[Any, int] = {}
+        # The stale member check (check_stale()): the newest Fabric
+        # (generation, planned_generation) seen in the cluster 'cid',
+        # and the session (seqno) last checked.
+        self.newest: Tuple[Any, Tuple[int, int]] = (None, (0, 0))
+        self.checked_seqno: Optional[int] = None
+        # How often it left a member for being stale.
+        self.stale_left = 0
+
+    def run(self) -> Any:
+        ret = super().run()
+        self.check_stale()
+        return ret
+
+    def check_stale(self) -> None:
+        """The IDL's own check of a member it connects to (that its
+        _Server index is not older than one it saw before) needs the
+        index, which _Idl__send_server_monitor_request() does not
+        monitor: the same check here, by the Fabric row, once the IDL has
+        synced on a connection.  A member of the same cluster that holds
+        an older generation than the IDL saw (one that is catching up
+        after a restart, say) is left for another at once, before a
+        slice is computed from it; "connected" alone does not say that a
+        member has caught up."""
+        s = self._session
+        if (self.state != self.IDL_S_MONITORING or s.rpc is None
+                or s.rpc.get_status()):
+            return
+        table = self.tables.get("Fabric")
+        root = next(iter(table.rows.values()), None) if table else None
+        gen = ((int(root.generation), int(root.planned_generation))
+               if root is not None else (0, 0))
+        cid = next((tuple(str(u) for u in r.cid)
+                    for r in self.server_tables["Database"].rows.values()
+                    if r.name == self._db.name), None)
+        seqno = s.get_seqno()
+        if (seqno != self.checked_seqno and cid == self.newest[0]
+                and gen < self.newest[1]):
+            vlog.warn("%s: clustered database server has stale data "
+                      "(generation %d.%d, seen %d.%d); trying another "
+                      "server" % (self.session_name(), gen[0], gen[1],
+                                  self.newest[1][0], self.newest[1][1]))
+            self.stale_left += 1
+            self.force_reconnect()
+            return
+        self.checked_seqno = seqno
+        if cid != self.newest[0] or gen > self.newest[1]:
+            self.newest = (cid, gen)
 
     def _Idl__send_server_monitor_request(self) -> None:
         """Replaces the IDL's own request to monitor _Server.Database
-        (name-mangled: the base class's private method) where that is a
-        "monitor" of every column (SERVER_MONITOR_V1).  A clustered
-        database's row changes with every commit (its "index"), and each
-        update then carried the whole row, the database's schema too:
-        at 32 agents reporting every 2 s, every agent parsed 16 copies of
-        the schema a second, most of their CPU at rest.  Here the schema
-        is monitored apart, not on modifications (the IDL only checks
-        that it is there: a member that has joined its cluster; a schema
-        conversion reaches clients through the database's own monitor,
-        which the server cancels).  Otherwise as the IDL's own."""
-        if not SERVER_MONITOR_V1:
-            ovs.db.idl.Idl._Idl__send_server_monitor_request(self)
-            return
+        (name-mangled: the base class's private method).  A clustered
+        database's row changes with every commit (its "index"), and the
+        IDL's own request, every column, sent every client an update at
+        every commit of any other: at 32 agents, each write of one woke
+        the 31 others (their IDL, their loop), most of the agents' CPU at
+        rest and the core they share when a failure makes many write.
+        With "monitor" (SERVER_MONITOR_V1) each update also carried the
+        whole row, the database's schema too.  Here "index" and "schema"
+        are monitored apart, not on modifications: the IDL checks the
+        schema is there (a member that has joined its cluster) and that
+        the index of a member it connects to is not older than the last
+        one it saw at a connection (a stale member); "connected" and
+        "leader" still arrive when they change.  A schema conversion
+        reaches clients through the database's own monitor, which the
+        server cancels.  Otherwise as the IDL's own request ("monitor"
+        or "monitor_cond", whichever it uses)."""
         self.state = self.IDL_S_SERVER_MONITOR_REQUESTED
         table = self.server_tables[self._server_db_table]
         for column in table.columns.values():
@@ -143,14 +196,16 @@ class _Idl(ovs.db.idl.Idl):
         table.need_table = False
         table.idl = self
         requests: List[Dict[str, Any]] = [
-            {"columns": [c for c in table.columns if c != "schema"]}]
+            {"columns": [c for c in table.columns
+                         if c not in ("index", "schema")]}]
         if "schema" in table.columns:
             requests.append({"columns": ["schema"],
                              "select": {"initial": True, "insert": True,
                                         "delete": True, "modify": False}})
         msg = ovs.jsonrpc.Message.create_request(
-            "monitor", [self._server_db.name, str(self.server_monitor_uuid),
-                        {table.name: requests}])
+            "monitor" if SERVER_MONITOR_V1 else "monitor_cond",
+            [self._server_db.name, str(self.server_monitor_uuid),
+             {table.name: requests}])
         self._server_monitor_request_id = msg.id
         self.send_request(msg)
 
