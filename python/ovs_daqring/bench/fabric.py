@@ -762,7 +762,7 @@ class FabricBench:
         t_plan: Optional[float] = None
         seqno = -1
         asg0, sls0, n_asg = before if before is not None else ({}, {}, 0)
-        changed: Set[str] = set()
+        changed: Optional[Set[str]] = None
         problems: Dict[str, List[str]] = {}
         next_check = 0.0
         while True:
@@ -782,19 +782,25 @@ class FabricBench:
                       and self.asg_changes() != n_asg
                       and self.fdb.assignments() != asg0):
                     t_plan = now
-                    _, _, sls = self.plan_now()
-                    changed = {n for n in self.nodes
-                               if _slice_key(sls.get(n))
-                               != _slice_key(sls0.get(n))}
             last, _ = self.events.snapshot()
             quiet = now - max([t for t in last.values()] + [t0]) >= QUIET_S
+            if (gen is None and t_plan is not None and quiet
+                    and changed is None):
+                # Which slices the plan changed: computed (every node's
+                # slice, a second of CPU) only once the flows are quiet,
+                # not on the core the agents need while they reprogram.
+                _, _, sls = self.plan_now()
+                changed = {n for n in self.nodes
+                           if _slice_key(sls.get(n))
+                           != _slice_key(sls0.get(n))}
             # The switches are read (3 dumps each, on the core the
             # fabric's control plane shares) only once every node said
             # it is done: every report, or the flows of every node whose
             # slice the plan changed.
             ready = (t_plan is not None and quiet and now >= next_check
                      and (len(reported) >= len(self.nodes) if gen is not None
-                          else all(last.get(n, 0) > t0 for n in changed)))
+                          else changed is not None
+                          and all(last.get(n, 0) > t0 for n in changed)))
             if ready:
                 problems = self.verify(sorted(self.nodes))
                 if not any(problems.values()):
@@ -839,8 +845,8 @@ class FabricBench:
                      if v["flows_s"] is not None]
             res["reprogrammed"] = sorted(n for n, v in nodes.items()
                                          if v["flows_s"] is not None)
-            res["changed_in_plan"] = sorted(changed)
-            unmoved = sorted(changed - set(res["reprogrammed"]))
+            res["changed_in_plan"] = sorted(changed or ())
+            unmoved = sorted((changed or set()) - set(res["reprogrammed"]))
             if unmoved:
                 raise RunError("%s: the plan changed the slices of %s, but "
                                "their flows did not change"
