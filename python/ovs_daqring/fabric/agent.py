@@ -30,6 +30,7 @@ never more often.  With --planner it also contends for the planner lock
 and, while it holds it, is the fabric's planner."""
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -132,14 +133,23 @@ def route_matches(match: str) -> List[List[str]]:
     """The OpenFlow matches of a route's match text: "ip:ADDR[/LEN]",
     a DCM's (Dcm.match_text()), or FROM and a DCM's (what the DCM
     sends)."""
+    return [list(m) for m in _route_matches(match)]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _route_matches(match: str) -> Tuple[Tuple[str, ...], ...]:
+    """route_matches(), kept: a ROS leaf's slice has a route per DCM, and
+    every new slice (a DCM added, one moved) would parse every DCM's
+    four-tuples again."""
     if match.startswith(FROM):
         inner = match[len(FROM):]
         if inner.startswith("ip:"):
-            return [["ip", "nw_src=%s" % inner[3:]]]
-        return [_reversed(parse_tuple(t).match()) for t in inner.split()]
+            return (("ip", "nw_src=%s" % inner[3:]),)
+        return tuple(tuple(_reversed(parse_tuple(t).match()))
+                     for t in inner.split())
     if match.startswith("ip:"):
-        return [["ip", "nw_dst=%s" % match[3:]]]
-    return [parse_tuple(t).match() for t in match.split()]
+        return (("ip", "nw_dst=%s" % match[3:]),)
+    return tuple(tuple(parse_tuple(t).match()) for t in match.split())
 
 
 def route_table(routes: List[Dict[str, Any]]
