@@ -160,9 +160,10 @@ def fwd_metrics(a: Dict[str, Any], b: Dict[str, Any],
     """Cycles per *forwarded* packet of one measurement window.
 
     a, b: snapshots {t_ns, run_ns, wait_ns, ports} at the window's ends;
-    pmd: pmd_totals() of pmd-stats-show read at the end (cleared at the
-    start); perf: parse_pmd_perf() read at the end; ins: OpenFlow ports the
-    PMD receives from (sources, daqrings); outs: ports packets leave by.
+    pmd: pmd_totals() of pmd-stats-show (OVS 4.0: pmd-perf-show) read at
+    the end (cleared at the start); perf: parse_pmd_perf() read at the
+    end; ins: OpenFlow ports the PMD receives from (sources, daqrings);
+    outs: ports packets leave by.
 
     passes = packets the PMD received / packets that left: 1 for direct
     forwarding, 2 through a daqring.  cycles_tsc is TSC cycles of busy

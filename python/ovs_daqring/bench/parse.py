@@ -16,9 +16,17 @@ def _num(text: str) -> Optional[int]:
 
 
 def parse_pmd_stats(text: str) -> Dict[str, Dict[str, float]]:
-    """`ovs-appctl dpif-netdev/pmd-stats-show` -> per thread ("pmd
-    NUMA/CORE" or "main") {rx, recirc, emc, smc, megaflow, miss, idle,
-    proc}.  Missing counters are 0."""
+    """PMD counters per thread ("pmd NUMA/CORE" or "main") {rx, recirc,
+    emc, smc, simple, megaflow, miss, idle, proc}, from `ovs-appctl
+    dpif-netdev/pmd-stats-show` of OVS 3.x or from `pmd-perf-show` (what
+    OVS 4.0 has instead; its `pmd-stats-show` is an undocumented alias that
+    prints the same).  Missing counters are 0.
+
+    pmd-perf-show gives no cycle counts of their own for idle and busy
+    iterations, only their shares of the used TSC cycles, to 0.1 %: idle
+    and proc are those shares of the used cycles (so exact to 0.05 % of
+    the used cycles), and recirc is datapath passes less packets
+    received.  It lists PMD threads only."""
     out: Dict[str, Dict[str, float]] = {}
     cur: Optional[Dict[str, float]] = None
     keys = {"packets received": "rx", "packet recirculations": "recirc",
@@ -27,18 +35,48 @@ def parse_pmd_stats(text: str) -> Dict[str, Dict[str, float]]:
             "megaflow hits": "megaflow",
             "miss with success upcall": "miss",
             "idle cycles": "idle", "processing cycles": "proc"}
+    # pmd-perf-show's lines (stripped) -> counter.
+    perf_keys = {"Rx packets": "rx", "Datapath passes": "passes",
+                 "- EMC hits": "emc", "- SMC hits": "smc",
+                 "- Simple Match hits": "simple",
+                 "- Megaflow hits": "megaflow", "- Upcalls": "miss"}
+    perf: Dict[str, Dict[str, float]] = {}
+    name = ""
     for line in text.splitlines():
         m = re.match(r"pmd thread numa_id (\d+) core_id (\d+):", line)
         if m:
-            cur = out.setdefault("pmd %s/%s" % m.groups(),
-                                 dict.fromkeys(keys.values(), 0))
+            name = "pmd %s/%s" % m.groups()
+        elif line.startswith("main thread:"):
+            name = "main"
+        if m or line.startswith("main thread:"):
+            cur = out.setdefault(name, dict.fromkeys(keys.values(), 0))
             continue
-        if line.startswith("main thread:"):
-            cur = out.setdefault("main", dict.fromkeys(keys.values(), 0))
+        if cur is None:
             continue
         m = re.match(r"\s+([a-z .]+): (\d+)", line)
-        if cur is not None and m and m.group(1) in keys:
+        if m and m.group(1) in keys:
             cur[keys[m.group(1)]] = int(m.group(2))
+            continue
+        # pmd-perf-show.
+        p = perf.setdefault(name, {})
+        m = re.match(r"([-A-Za-z ]+?):\s*(\d+)", line.strip())
+        if m and m.group(1) in perf_keys:
+            p[perf_keys[m.group(1)]] = int(m.group(2))
+        elif m and m.group(1) == "- Used TSC cycles":
+            p["used"] = int(m.group(2))
+        m = re.match(r"- (idle|busy) iterations:\s+\d+\s+"
+                     r"\(\s*([\d.]+) % of used cycles\)", line.strip())
+        if m:
+            p[m.group(1)] = float(m.group(2))
+    for name, p in perf.items():
+        cur = out[name]
+        for k in ("rx", "emc", "smc", "simple", "megaflow", "miss"):
+            cur[k] = p.get(k, cur[k])
+        if "passes" in p:
+            cur["recirc"] = max(0, p["passes"] - p.get("rx", 0))
+        if "used" in p:
+            cur["proc"] = round(p["used"] * p.get("busy", 0.0) / 100)
+            cur["idle"] = round(p["used"] * p.get("idle", 0.0) / 100)
     return out
 
 
