@@ -28,6 +28,7 @@ CHECK_PARTS ?= daqring ovs-regression ovs-dpdk pytest
 PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
 	utilities/ovs-daqfabric-agent \
 	utilities/daq-bench build-aux/ovs-test-select build-aux/python-sitelib \
+	build-aux/pytest-times \
 	python/ovs_daqring \
 	$(wildcard tests/*.py rhel/*.py)
 
@@ -41,7 +42,8 @@ PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
 PYTEST_ANY_BASE = tests/test_daqctl_fuzz.py tests/test_executables.py \
 	tests/test_daq_bench_fabric.py tests/test_fabric_groups.py \
 	tests/test_fabric_planner.py tests/test_hugepages.py tests/test_man.py \
-	tests/test_pins.py tests/test_rpm.py tests/test_daq_peers.py
+	tests/test_pins.py tests/test_rpm.py tests/test_daq_peers.py \
+	tests/test_daq_lossless.py
 PYTEST_SKIP ?=
 
 check: all
