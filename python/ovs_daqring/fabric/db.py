@@ -178,12 +178,14 @@ class _Idl(ovs.db.idl.Idl):
         the 31 others (their IDL, their loop), most of the agents' CPU at
         rest and the core they share when a failure makes many write.
         With "monitor" (SERVER_MONITOR_V1) each update also carried the
-        whole row, the database's schema too.  Here "index" and "schema"
-        are monitored apart, not on modifications: the IDL checks the
-        schema is there (a member that has joined its cluster) and that
-        the index of a member it connects to is not older than the last
-        one it saw at a connection (a stale member); "connected" and
-        "leader" still arrive when they change.  A schema conversion
+        whole row, the database's schema too.  Here "index" is not
+        monitored at all (ovsdb-server sends an update when any monitored
+        column changes, even one selected without modifications), so the
+        IDL's check of a stale member by its index is check_stale()'s by
+        the Fabric row; "schema" is monitored apart, not on
+        modifications (the IDL checks it is there: a member that has
+        joined its cluster); "connected" and "leader" still arrive when
+        they change.  A schema conversion
         reaches clients through the database's own monitor, which the
         server cancels.  Otherwise as the IDL's own request ("monitor"
         or "monitor_cond", whichever it uses)."""
