@@ -39,11 +39,16 @@ PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
 # ovsdb-server.  The pytest files below test only our Python and scripts,
 # which are the same whatever the base, and flake8 likewise: they run on
 # the default base only ("make check-base-BASE" passes PYTEST_ANY_BASE).
+# So do daq-incast's: its runs through a switch of the base (a fabric
+# without DPDK, every mode but daqring) test the emulator; the base's
+# switches carry the incast, through one switch and through a fabric, in
+# the system suite's incast tests on every base.
 PYTEST_ANY_BASE = tests/test_daqctl_fuzz.py tests/test_executables.py \
 	tests/test_daq_bench_fabric.py tests/test_fabric_groups.py \
 	tests/test_fabric_planner.py tests/test_hugepages.py tests/test_man.py \
 	tests/test_pins.py tests/test_rpm.py tests/test_daq_peers.py \
-	tests/test_daq_lossless.py
+	tests/test_daq_lossless.py tests/test_daq_incast.py \
+	tests/test_daq_incast_fabric.py
 PYTEST_SKIP ?=
 
 check: all
