@@ -130,11 +130,13 @@ class Fabric:
                 raise AssertionError("narrowed slices differ: %s"
                                      % "; ".join(bad))
             time.sleep(0.05)
-        # Not vacuous: every DCM has its ring somewhere, and the views
-        # hold less than the whole database.
-        want = slices(self.full.state(), self.full.assignments())
+        # Not vacuous: every DCM has its ring on its host's leaf in every
+        # plane, and the views hold less than the whole database.
+        st = self.full.state()
+        want = slices(st, self.full.assignments())
+        planes = {h.name: len(h.attachments) for h in st.hosts}
         assert (sum(len(s.rings) for s in want.values())
-                == len(self.full.state().dcms) > 0)
+                == sum(planes[d.host] for d in st.dcms) > 0)
         n_dcms = len(self.full.rows("DCM"))
         for name, v in self.views.items():
             held = len(v.rows("DCM"))
@@ -253,8 +255,8 @@ def test_agent_waits_for_its_conditions(cluster: Cluster,
     """A DCM added on a host of an HLT leaf reaches the leaf's agent
     before its assignment (which the agent's new condition on Assignment
     selects): the agent does not compute its slice from that view (a
-    generation without the DCM's ring) but waits for the server to
-    acknowledge the condition, then has the ring."""
+    generation with the DCM's ring but without its way back) but waits
+    for the server to acknowledge the condition, then has both."""
     node = "p0-leaf1"
     state = FabricMapReader("m").parse(map_text(SHAPE))
     f = Fabric(cluster)
@@ -302,7 +304,10 @@ def test_agent_waits_for_its_conditions(cluster: Cluster,
                  "the new DCM to reach the agent", WAIT_S)
         assert "dcm-new" not in idl.assignments()
         partial = slices(idl.state(), idl.assignments(), node)[node]
-        assert "dq-new" not in {r.ring for r in partial.rings}
+        # Its ring needs no assignment (rings are on every plane), its
+        # way back does.
+        assert "dq-new" in {r.ring for r in partial.rings}
+        assert "dcm-new" not in {r.dcm for r in partial.routes}
         # A round: its condition on Assignment changes (the new DCM's),
         # so it does not compute its slice from this view.
         agent.run()
@@ -313,6 +318,7 @@ def test_agent_waits_for_its_conditions(cluster: Cluster,
         wait_for(lambda: caught_up(gen2), "the agent's new slice", WAIT_S)
         assert ({r["name"] for r in agent.want["slice"]["rings"]}
                 == rings | {"dcm-new"})
+        assert "dcm-new" in {r["dcm"] for r in agent.want["slice"]["routes"]}
         assert "assignments" in agent.status()["monitored"]
     finally:
         agent.close()

@@ -20,6 +20,7 @@ Run: /usr/bin/python3 -m pytest -q tests/test_fabric_planner.py
 """
 
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
 
@@ -31,8 +32,8 @@ from ovs_daqring.fabric.model import Assignment, FabricState
 from ovs_daqring.fabric.planner import (changed, next_return, path_order,
                                         plan)
 from ovs_daqring.fabric.agent import route_matches, route_table
-from ovs_daqring.fabric.slice import (PRIO_FROM_DCM, PRIO_ROUTE,
-                                      backup_spines, slices)
+from ovs_daqring.fabric.slice import (FROM, PRIO_FROM_DCM, PRIO_ROUTE,
+                                      Slice, backup_spines, slices)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"
@@ -408,13 +409,16 @@ def test_slices_put_rings_on_hlt_leaves_and_routes_elsewhere() -> None:
     st = parse(fabric_yaml(planes=2, spines=2, hlt=2, dcms_per_host=2))
     asg = assign(st, {})
     sl = slices(st, asg)
-    rings = {d.name: (sw, d.egress) for sw, s in sl.items()
-             for d in s.rings}
+    rings: Dict[str, Set[Tuple[str, str]]] = {}
+    for sw, s in sl.items():
+        for d in s.rings:
+            rings.setdefault(d.name, set()).add((sw, d.egress))
     assert sorted(rings) == sorted(d.name for d in st.dcms)
     for d in st.dcms:
         a = asg[d.name]
         leaf, port = st.host(d.host).leaf(a.plane)
-        assert rings[d.name] == (leaf, port)
+        # On its leaf in the assigned plane (and in the other: standby).
+        assert (leaf, port) in rings[d.name]
         # The ROS leaf of the plane sends it up to the assigned spine,
         # the spine down to the HLT leaf.
         up = [r for r in sl["rl%d" % a.plane].routes if r.dcm == d.name]
@@ -425,6 +429,66 @@ def test_slices_put_rings_on_hlt_leaves_and_routes_elsewhere() -> None:
     for sw, s in sl.items():
         for r in s.routes:
             assert r.dcm in asg
+
+
+def test_every_plane_leaf_of_a_host_holds_its_dcms_rings() -> None:
+    """Standby rings: a DCM's ring is on its host's leaf in every plane,
+    bound to the host's port there, with the same options, whatever the
+    assignment (and before one); a move between planes changes no leaf's
+    rings, only routes; the way back is on the assigned plane's leaf
+    only."""
+    text = fabric_yaml(planes=3, spines=2, hlt=2, dcms_per_host=3)
+    for r in range(2):
+        text = text.replace("{name: ros%d, role: ros," % r,
+                            "{name: ros%d, role: ros, ip: 10.0.0.%d,"
+                            % (r, r + 1))
+    st = parse(text + "defaults: {rate: 1gbit, steering: bound, "
+               "egress-max-rate: 10gbit}\n")
+    dcms = {d.name: d for d in st.dcms}
+    want = {("hl%d" % p, d.name, "h%s" % d.host[-1])
+            for p in range(3) for d in st.dcms}
+
+    def rings(sl: Dict[str, Slice]) -> Set[Tuple[str, str, str]]:
+        out = set()
+        for sw, s in sl.items():
+            for r in s.rings:
+                # The DCM's own ring, options and all, but its egress.
+                assert r == replace(dcms[r.name].dcm, egress=r.egress)
+                assert r.options()["egress"] == r.egress
+                out.add((sw, r.name, r.egress))
+        return out
+
+    # Before any assignment: the rings, and no route of a DCM.
+    none = slices(st, {})
+    assert rings(none) == want
+    assert all(not r.dcm for s in none.values() for r in s.routes)
+    a1 = assign(st, {})
+    assert {a.plane for a in a1.values()} == {0, 1, 2}
+    s1 = slices(st, a1)
+    assert rings(s1) == want
+    for d in st.dcms:
+        back = [(sw, r.port) for sw, s in s1.items() for r in s.routes
+                if r.dcm == d.name and r.match.startswith(FROM)]
+        assert back == [("hl%d" % a1[d.name].plane,
+                         "u%s" % a1[d.name].spine[-1])]
+    # Plane 0's ROS leaf loses its host ports: its DCMs move to the
+    # other planes; no leaf's rings change.
+    a2 = assign(st, a1, {("rl0", "h0"), ("rl0", "h1")})
+    moved = [n for n in a1 if a2[n].plane != a1[n].plane]
+    assert moved and all(a1[n].plane == 0 for n in moved)
+    s2 = slices(st, a2)
+    assert rings(s2) == want
+    for sw in s1:
+        assert s1[sw].rings == s2[sw].rings, sw
+    assert any(s1[sw].routes != s2[sw].routes for sw in ("hl1", "hl2"))
+    # A host cabled to one plane only: its rings on that leaf only.
+    text = fabric_yaml(planes=2, spines=1, hlt=2, dcms_per_host=1).replace(
+        '{name: hlt1, role: hlt, ports: {0: "hl0:h1", 1: "hl1:h1"}}',
+        '{name: hlt1, role: hlt, ports: {1: "hl1:h1"}}')
+    one = slices(parse(text), {})
+    assert sorted((sw, r.name) for sw, s in one.items()
+                  for r in s.rings) == [("hl0", "d0-0"), ("hl1", "d0-0"),
+                                        ("hl1", "d1-0")]
 
 
 def test_routes_fall_back_on_the_other_spines_of_their_plane() -> None:
@@ -561,10 +625,11 @@ def test_egress_max_rate_in_the_fabric() -> None:
     sl = slices(st, assign(st, {}))
     rings = [r for s in sl.values() for r in s.rings
              if r.name in ("d0-0", "d0-1")]
-    assert len(rings) == 2
+    # (On the host's leaf of each of the two planes.)
+    assert len(rings) == 4
     assert [(r.egress, r.options()["egress"],
              r.options()["egress-max-rate"]) for r in rings] == [
-        ("h0", "h0", "1000000000")] * 2
+        ("h0", "h0", "1000000000")] * 4
     text = fabric_yaml(dcms_per_host=2).replace(
         "{name: d0-1, host: hlt0,",
         "{name: d0-1, host: hlt0, steering: bound, egress-max-rate: 2gbit,")

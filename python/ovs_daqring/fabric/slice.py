@@ -18,6 +18,16 @@ ports that face HLT hosts, where the incast fans in) and the routes it
 forwards on, from the desired state and the planner's assignments.  Pure
 functions.
 
+A DCM's daqring is on its host's leaf in every plane the host is cabled
+to, bound to the host's port there, whatever plane the planner assigned
+it (and before it has an assignment): the rings of the planes it is not
+assigned to are standby rings, which no route leads to.  A move between
+planes therefore changes flows only, never ports (adding a daqring
+reconfigures the datapath and reloads its PMD threads); and packets a
+ring still holds when its DCM moves away keep its egress and drain.  An
+idle ring takes no share of its egress: the rings bound to one port
+share its egress-max-rate work-conservingly.
+
 Routes go both ways.  Towards a DCM (the fragments): each ROS leaf sends
 the DCM's match up to the DCM's spine, the spine down to the DCM's leaf,
 where its ring is.  Towards the ROS (the DCM's requests and its TCP
@@ -146,14 +156,19 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
     for d in sorted(state.dcms, key=lambda d: d.name):
         a = assignments.get(d.name)
         host = hosts.get(d.host)
-        if a is None or host is None:
+        if host is None:
+            continue
+        # Its rings: on its host's leaf in every plane, the assigned one
+        # or not (standby rings), and before it has an assignment.
+        for _, hleaf, hport in host.attachments:
+            if hleaf in out and only in (None, hleaf):
+                out[hleaf].rings.append(replace(d.dcm, egress=hport))
+        if a is None:
             continue
         att = host.leaf(a.plane)
         if att is None:
             continue
         leaf, port = att
-        if leaf in out and only in (None, leaf):
-            out[leaf].rings.append(replace(d.dcm, egress=port))
         if a.plane not in ros_leaves_of:
             ros_leaves_of[a.plane] = {r.leaf(a.plane)[0] for r in ros
                                       if r.leaf(a.plane) is not None}
