@@ -14,15 +14,19 @@
 
 """Unit tests of the fabric agent's fast_failover groups as the reconcile
 core makes them (daqctl/openflow.py, daqctl/reconcile.py): parsing
-ovs-ofctl dump-groups, our group ids, and the group mods of a set of
-routes.  Pure: no daemons.  The groups on real switches are tested in
-tests/test_fabric_agent.py.
+ovs-ofctl dump-groups, our group ids, the group mods of a set of
+routes, and what a sync asks of the switch again.  Pure: no daemons.
+The groups on real switches are tested in tests/test_fabric_agent.py.
 
 Run: /usr/bin/python3 -m pytest -q tests/test_fabric_groups.py
 """
 
-from typing import Dict, List, Tuple
+from types import SimpleNamespace
+from typing import Any, Dict, List, Tuple
 
+import pytest
+
+from ovs_daqring.daqctl.model import DaqctlError, Dcm
 from ovs_daqring.daqctl.openflow import (GROUP_PREFIX, failover_group,
                                          group_ids, group_text,
                                          is_our_group, parse_group)
@@ -123,3 +127,87 @@ def test_route_groups_leave_out_ports_not_on_the_bridge() -> None:
     # Not managed: the ids, no group mods.
     ids, lines = route_groups(routes(), OFPORTS, None)
     assert len(ids) == 2 and lines == []
+
+
+class FakeSwitch:
+    """What Reconciler.sync() asks of a switch: its flows (a dump
+    starts empty, then holds what the bundles added), its groups and its
+    ports' no-flood, each ask counted."""
+
+    def __init__(self) -> None:
+        self.asked = {"flows": 0, "groups": 0, "no_flood": 0}
+        self.bundles: List[List[str]] = []
+        self.flood = {"dcm0": True, "dcm1": True}      # floodable
+        self.fail = False
+
+    def flows(self, ours: bool = True) -> List[Any]:
+        self.asked["flows"] += 1
+        return []
+
+    def installed(self, flows: Any = None) -> Dict[int, Any]:
+        return {}
+
+    def groups(self) -> Dict[int, Any]:
+        self.asked["groups"] += 1
+        return {}
+
+    def no_flood(self) -> Dict[str, bool]:
+        self.asked["no_flood"] += 1
+        return {n: not f for n, f in self.flood.items()}
+
+    def set_no_flood_all(self, ports: List[str]) -> None:
+        for p in ports:
+            self.flood[p] = False
+
+    def bundle(self, lines: List[str]) -> None:
+        if self.fail:
+            raise DaqctlError("bundle failed")
+        self.bundles.append(lines)
+
+
+def test_sync_asks_again_only_what_it_cannot_vouch_for() -> None:
+    """sync() keeps the daqrings it found or set no-flood and the groups
+    its bundle left: a change of routes only, on rings already checked,
+    asks the switch for its flows alone; a new ring, forget() and a
+    failed bundle make it ask again."""
+    sw = FakeSwitch()
+    ports = [SimpleNamespace(name=n, interfaces=[SimpleNamespace(ofport=o)])
+             for n, o in dict(OFPORTS, h1=1, dcm0=6, dcm1=7).items()]
+    dcms = [Dcm("dcm0", "dcm0", "h1", ip="10.1.0.1")]
+    rec = Reconciler.__new__(Reconciler)
+    rec.spec = SimpleNamespace(bridge="br0", label=lambda: "sw")
+    rec.db = SimpleNamespace(catch_up=lambda: 1, next_cfg=lambda: 1,
+                             bridge=lambda _: SimpleNamespace(ports=ports))
+    rec.of = sw
+    rec.current = lambda: list(dcms)
+    rec.conflicts = lambda dcms, dumped=None: []
+    rec.routes = routes()
+    rec.manage_groups = True
+    rec.known_flood = rec.known_groups = None
+    n, _, _, fixed = rec.sync()
+    assert sw.asked == {"flows": 1, "groups": 1, "no_flood": 1}
+    assert fixed == ["dcm0"] and n == 5
+    assert sum(ln.startswith("group add") for ln in sw.bundles[-1]) == 2
+    # Routes only: no show, no dump-groups; the groups are still there.
+    rec.routes = routes()
+    rec.routes[5] = [(100, ["ip", "nw_dst=10.1.0.5"], ("up2", "up1"))]
+    assert rec.sync()[0] == 6
+    assert sw.asked == {"flows": 2, "groups": 1, "no_flood": 1}
+    assert not any(ln.startswith("group") for ln in sw.bundles[-1])
+    # A ring not checked yet: show.
+    dcms.append(Dcm("dcm1", "dcm1", "h1", ip="10.1.0.2"))
+    assert rec.sync()[3] == ["dcm1"]
+    assert sw.asked == {"flows": 3, "groups": 1, "no_flood": 2}
+    # The caller cannot vouch for the switch: both.
+    rec.forget()
+    rec.sync()
+    assert sw.asked == {"flows": 4, "groups": 2, "no_flood": 3}
+    # A bundle that failed leaves the groups unknown: the next sync asks.
+    rec.routes = routes()
+    sw.fail = True
+    with pytest.raises(DaqctlError):
+        rec.sync()
+    assert rec.known_groups is None and sw.asked["groups"] == 2
+    sw.fail = False
+    rec.sync()
+    assert sw.asked["groups"] == 3

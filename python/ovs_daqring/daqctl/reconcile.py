@@ -135,9 +135,28 @@ class Reconciler:
         # holds(): the configuration count and 'want' with which the
         # switch's daqrings were found as wanted last.
         self.held_config: Any = None
+        # What sync() learnt of the switch beyond its flows, which a
+        # caller that keeps this reconciler may let the next sync() take
+        # as still true instead of asking the switch again (one ovs-ofctl
+        # each): the daqrings found or set no-flood, and our groups as
+        # the last bundle left them.  forget() drops both: a caller that
+        # cannot vouch that nobody changed the switch's ports or groups
+        # since (and that ovs-vswitchd did not restart) calls it before
+        # apply().  A one-shot ovs-daqctl never has them.
+        self.known_flood: Optional[Set[str]] = None
+        self.known_groups: Optional[Dict[int, Group]] = None
+        # flow_changes()'s groups once its bundle is sent (if
+        # manage_groups).
+        self._groups_after: Optional[Dict[int, Group]] = None
 
     def close(self) -> None:
         self.db.close()
+
+    def forget(self) -> None:
+        """The next sync() asks the switch which daqrings are no-flood
+        and which groups it has (see known_flood)."""
+        self.known_flood = None
+        self.known_groups = None
 
     def set_state(self, state: str) -> None:
         assert state in STATES, state
@@ -306,6 +325,10 @@ class Reconciler:
                     [d.ofport] if d.ofport is not None else [], True)
 
         self.set_state("committing")
+        # A ring created, changed (a new type may make ovs-vswitchd add
+        # its port again, flooding) or removed (it may come back under
+        # its name) is asked about again.
+        self.known_flood = None
         cfg = self.db.transact(build, comment)
         self.result["next_cfg"] = cfg
         self.set_state("committed")
@@ -400,6 +423,8 @@ class Reconciler:
 
         if plan.empty():
             return []
+        # The rings created again are new ports (flooding).
+        self.forget()
         cfg = self.db.transact(build, comment + " (rollback)")
         self.db.wait_applied(cfg, self.progress)
         if borrowed:
@@ -480,11 +505,16 @@ class Reconciler:
     # -------------------------------------------------------------- flows
     def floodable(self, rings: Sequence[str]) -> List[str]:
         """Those of 'rings' that are on the switch and floodable."""
+        return self._floodable(rings)[0]
+
+    def _floodable(self, rings: Sequence[str]) -> Tuple[List[str], Set[str]]:
+        """floodable(), and those of 'rings' that are on the switch."""
         if not rings:
             # A switch with routes only (a spine): nothing to ask it.
-            return []
+            return [], set()
         config = self.of.no_flood()
-        return sorted(n for n in rings if config.get(n) is False)
+        return (sorted(n for n in rings if config.get(n) is False),
+                {n for n in rings if n in config})
 
     def sync(self) -> Tuple[int, int, int, List[str]]:
         """Makes the OpenFlow side follow the DCMs recorded in OVSDB (not a
@@ -505,7 +535,14 @@ class Reconciler:
         for _ in range(10):
             dumped = self.of.flows(ours=False)
             installed = self.of.installed(dumped)
-            groups = self.of.groups() if self.manage_groups else None
+            groups: Optional[Dict[int, Group]] = None
+            if self.manage_groups:
+                # Those the last bundle left, if the caller vouches
+                # for them (known_groups), else the switch's.
+                groups = (dict(self.known_groups)
+                          if self.known_groups is not None
+                          else self.of.groups())
+                self.known_groups = None
             cfg = self.db.catch_up()
             dcms = self.current()
             problems = self.conflicts(dcms, dumped)
@@ -513,9 +550,17 @@ class Reconciler:
                 raise DaqctlError("\n".join(
                     "%s: %s" % (self.spec.label(), p.reason)
                     for p in problems))
-            flood = self.floodable([d.ring for d in dcms])
-            if flood:
-                self.of.set_no_flood_all(flood)
+            rings = [d.ring for d in dcms]
+            flood: List[str] = []
+            if self.known_flood is None or not set(rings) <= self.known_flood:
+                # Rings not known to be no-flood: ask the switch (a
+                # change of routes only, on a switch whose rings were
+                # checked, does not).
+                self.known_flood = None
+                flood, seen = self._floodable(rings)
+                if flood:
+                    self.of.set_no_flood_all(flood)
+                self.known_flood = seen
             fixed += [r for r in flood if r not in fixed]
             lines, counts = self.flow_changes(dcms, False, installed,
                                               groups)
@@ -525,6 +570,9 @@ class Reconciler:
                 self.t_bundle += time.monotonic() - t0
                 n, n_del, n_add = (n + counts[0], n_del + counts[1],
                                    n_add + counts[2])
+            # The bundle went through (or there was nothing to change):
+            # our groups are those it wanted.
+            self.known_groups = self._groups_after
             if not (lines or flood) or self.db.next_cfg() == cfg:
                 break
         return n, n_del, n_add, fixed
@@ -609,6 +657,11 @@ class Reconciler:
                 lines.append("add " + flow_text(c, f))
                 n_add += 1
         groups, group_lines = self.route_groups(ofports, groups_installed)
+        self._groups_after = None
+        if self.manage_groups:
+            self._groups_after = {
+                gid: failover_group([ofport_text(ofports[p]) for p in ports])
+                for ports, gid in groups.items()}
         for c, route in sorted(self.routes.items()):
             if c in wanted or any(ports[0] not in ofports
                                   for _, _, ports in route):

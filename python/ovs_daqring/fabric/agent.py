@@ -82,9 +82,11 @@ HEARTBEAT = 3
 # between compare its daqrings (its OVSDB, which the agent monitors) and
 # its bridge's flow count (Reconciler.holds()).  A restart of
 # ovs-vswitchd or flows added or deleted by someone else are put right at
-# the next interval, a flow modified in place or a port's config changed
-# by hand within this many.  (At 2048 DCMs, 32 agents on one core spent
-# it on their dumps.)
+# the next interval, a flow modified in place or a port's config or a
+# group changed by hand within this many (an apply of a new slice dumps
+# the flows but takes the daqrings' no-flood and the groups as the last
+# full check left them, unless the switch went away since).  (At 2048
+# DCMs, 32 agents on one core spent it on their dumps.)
 FULL_CHECK_EVERY = 10
 # The tables a node's slice is computed from.
 SLICE_TABLES = DESIRED_TABLES + ("Assignment",)
@@ -270,6 +272,11 @@ class Agent:
         self.rec: Optional[Reconciler] = None
         # The flow monitor on the switch's bridge (with self.rec).
         self.watch: Optional[FlowWatch] = None
+        # Its FlowWatch.started at the last full check that succeeded: a
+        # monitor started again since means the switch went away (a
+        # restart of ovs-vswitchd: its ports' no-flood and its groups are
+        # gone too).
+        self.watch_since: Optional[int] = None
         # What the switch must hold: the cache's format (target, ports,
         # generation, slice).  From the disk at start: switching never
         # waits for the fabric database.
@@ -450,6 +457,7 @@ class Agent:
         if self.rec is None:
             # Nothing known of this switch yet: the next check is full.
             self.flow_count = self.full_want = None
+            self.watch_since = None
             self.rec = Reconciler(spec, self.args, _Log(),
                                   {"Interface": ["bfd", "bfd_status"]})
             self.rec.manage_groups = True
@@ -523,9 +531,13 @@ class Agent:
             assert self.watch is not None
             self.watch.start()
             flows_news = self.watch.take()
-            if (not missing and self.error is None
-                    and text == self.applied and whole == self.full_want
-                    and self.flow_count is not None
+            # Whether the switch may have gone away since the last full
+            # check (then this one is full, and asks the switch about
+            # everything).
+            restarted = self.watch.started != self.watch_since
+            new_slice = text != self.applied or whole != self.full_want
+            if (not missing and self.error is None and not new_slice
+                    and not restarted and self.flow_count is not None
                     and self.quick_since_full < self.args.full_check_every - 1
                     and rec.holds(rings, self.flow_count, flows_news)):
                 self.quick_since_full += 1
@@ -534,6 +546,17 @@ class Agent:
                     self.n_checks["counted"] += 1
                 self.held(want, text)
                 return
+            if not (new_slice and not restarted and self.error is None
+                    and self.flow_count is not None
+                    and self.watch.proc is not None):
+                # A periodic full check, or one after news of the flows
+                # or of a failure: the daqrings' no-flood and our groups
+                # are asked from the switch.  A new slice on a switch
+                # checked since (the monitor up throughout) takes them
+                # as the last apply left them: a change of routes only
+                # (a DCM moved, rings on every plane) then costs a dump
+                # of the flows and a bundle.
+                rec.forget()
             self.flow_count = self.full_want = None
             rec.apply(lambda _cur: rings, "%s: fabric generation %d"
                       % (PROG, want["generation"]), False, False)
@@ -541,6 +564,7 @@ class Agent:
             self.quick_since_full = 0
             self.full_want = whole
             self.flow_count = rec.of.flow_count()
+            self.watch_since = self.watch.started
         except DaqctlError as e:
             self._failed(str(e), want["generation"])
             # Connect again next time (ovs-vswitchd's management socket
