@@ -70,14 +70,23 @@ def test_default_shape_is_32_switches_and_2048_dcms() -> None:
     state = FabricMapReader("m").parse(fb.map_text(s))
     assert len(state.switches) == 32 and len(state.dcms) == 2048
     assert sum(1 for x in state.switches if x.dpdk) == 26
-    # Every DCM gets a daqring on exactly one leaf, and a route on its
-    # spine; rings spread evenly over the 26 HLT leaves.
+    # Every DCM gets a daqring on its host's leaf in each of the two
+    # planes, and a route on its spine; rings spread evenly over the 26
+    # HLT leaves.
     asg, _ = plan(state, {}, set(), {}, 0)
     sls = slices(state, asg)
     assert fb.check_plan(state, asg, sls) == []
     per_leaf = [len(sl.rings) for n, sl in sls.items() if "-leaf" in n]
-    assert len(per_leaf) == 26 and sum(per_leaf) == 2048
-    assert max(per_leaf) - min(per_leaf) <= 2
+    assert len(per_leaf) == 26 and sum(per_leaf) == 2 * 2048
+    assert max(per_leaf) - min(per_leaf) <= 4
+    # A ring missing on the leaf of the plane a DCM is not assigned to
+    # is a fault of the plan.
+    d = state.dcms[0]
+    other = next(leaf for p, leaf, _ in state.host(d.host).attachments
+                 if p != asg[d.name].plane)
+    sls[other].rings = [r for r in sls[other].rings if r.name != d.name]
+    assert [p.split(":")[0] for p in fb.check_plan(state, asg, sls)] == [
+        "DCM %s" % d.name]
 
 
 def test_one_dcm_more_is_one_dcm_more() -> None:
@@ -192,12 +201,15 @@ def test_check_finds_rings_that_differ() -> None:
 def test_check_plan_finds_a_dcm_without_its_ring() -> None:
     state, asg, sls = small_plan()
     d = state.dcms[0].name
-    leaf = next(n for n, sl in sls.items()
-                if any(r.name == d for r in sl.rings))
-    sls[leaf].rings = [r for r in sls[leaf].rings if r.name != d]
+    leaves = sorted(n for n, sl in sls.items()
+                    if any(r.name == d for r in sl.rings))
+    assert len(leaves) == 2                     # one per plane
+    mine = state.host(state.dcms[0].host).leaf(asg[d].plane)[0]
+    for leaf in leaves:
+        sls[leaf].rings = [r for r in sls[leaf].rings if r.name != d]
     assert fb.check_plan(state, asg, sls) == [
-        "DCM %s: daqring on None, its leaf in plane %d is ['%s']"
-        % (d, asg[d].plane, leaf)]
+        "DCM %s: daqring on None, its host's leaves are %s (in plane %d: "
+        "%s)" % (d, leaves, asg[d].plane, mine)]
     del asg[state.dcms[1].name]
     assert "DCM %s is not assigned" % state.dcms[1].name in fb.check_plan(
         state, asg, sls)

@@ -356,8 +356,9 @@ def _options_differ(have: Dict[str, str], want: Dict[str, str]) -> bool:
 def check_plan(state: Any, assignments: Dict[str, Any],
                sls: Dict[str, Any]) -> List[str]:
     """What is wrong with the plan itself, from the assignments alone:
-    every DCM assigned, its daqring on exactly one switch (the leaf of its
-    host in its plane), a route on its spine."""
+    every DCM assigned, its daqring on the leaf of its host in each plane
+    (its own plane's among them) and nowhere else, a route on its
+    spine."""
     problems = []
     ring_at: Dict[str, List[str]] = {}
     routed: Dict[str, Set[str]] = {}
@@ -373,11 +374,12 @@ def check_plan(state: Any, assignments: Dict[str, Any],
             problems.append("DCM %s is not assigned" % d.name)
             continue
         att = hosts[d.host].leaf(a.plane)
-        want = [att[0]] if att else []
-        if sorted(ring_at.get(d.name, [])) != want:
-            problems.append("DCM %s: daqring on %s, its leaf in plane %d "
-                            "is %s" % (d.name, ring_at.get(d.name),
-                                       a.plane, want))
+        want = sorted(leaf for _, leaf, _ in hosts[d.host].attachments)
+        if att is None or sorted(ring_at.get(d.name, [])) != want:
+            problems.append("DCM %s: daqring on %s, its host's leaves are "
+                            "%s (in plane %d: %s)"
+                            % (d.name, ring_at.get(d.name), want, a.plane,
+                               att[0] if att else None))
         if a.spine not in routed.get(d.name, set()):
             problems.append("DCM %s: no route on its spine %s"
                             % (d.name, a.spine))
