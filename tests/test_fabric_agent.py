@@ -63,7 +63,9 @@ INTERVAL = "0.5"
 # go: a spine's to the HLT leaf (down2), the ROS leaf's to the DCM's spine.
 PORTS = {"spine1": ["down1", "down2"], "spine2": ["down1", "down2"],
          "ros-leaf1": ["h1", "h2", "up1", "up2"],
-         "hlt-leaf1": ["h1", "up1", "up2"]}
+         "hlt-leaf1": ["h1", "up1", "up2"],
+         # TWO_PLANES' HLT leaf of plane 1.
+         "hlt-leaf2": ["h1", "up1"]}
 UPLINK = {"spine1": "up1", "spine2": "up2"}
 # The example's links, both ways: (switch, port) -> (switch, port).
 CABLES = {}
@@ -134,7 +136,10 @@ class Node:
             self.dpdk_prefix = "dqa%d-%s" % (os.getpid(), self.name)
             self.sb.start(dpdk_settings(
                 "0x2", ["other_config:dpdk-socket-mem=%d" % DPDK_MB],
-                "--no-pci --in-memory --file-prefix=" + self.dpdk_prefix),
+                "--no-pci --in-memory --file-prefix=" + self.dpdk_prefix,
+                # An idle PMD thread sleeps (3.1: pmd-maxsleep, 3.5:
+                # pmd-sleep-max): CPU 1 is shared.
+                ["pmd-maxsleep=10000", "pmd-sleep-max=10000"]),
                 vswitchd_args=["--enable-dummy", "--disable-system"])
         else:
             self.sb.start([], dummy=True, vswitchd_args=["--disable-system"])
@@ -529,6 +534,156 @@ def test_agent_gives_the_rings_of_a_host_its_shared_egress(
             "the two rings to share h1", WAIT_S)
         st = leaf.sb.interfaces("name,status")["dcm0"]["status"]
         assert st["egress_max_rate"] == "1000000000", st
+    finally:
+        f.stop()
+
+
+# Two planes of a ROS leaf and one spine, the HLT host cabled to an HLT
+# leaf in each: its DCMs' daqrings are on both (standby rings).  dcm0's
+# ring is shaped to 1 kbit/s with a small burst, so that it holds what
+# it is sent for seconds.
+TWO_PLANES = """\
+fabric:
+  hold-down: 3600
+  switches:
+    - {name: ros-leaf1, role: leaf, plane: 0}
+    - {name: hlt-leaf1, role: leaf, plane: 0, dpdk: true}
+    - {name: spine1, role: spine, plane: 0}
+    - {name: ros-leaf2, role: leaf, plane: 1}
+    - {name: hlt-leaf2, role: leaf, plane: 1, dpdk: true}
+    - {name: spine3, role: spine, plane: 1}
+  links:
+    - {a: "ros-leaf1:up1", b: "spine1:down1"}
+    - {a: "hlt-leaf1:up1", b: "spine1:down2"}
+    - {a: "ros-leaf2:up1", b: "spine3:down1"}
+    - {a: "hlt-leaf2:up1", b: "spine3:down2"}
+  hosts:
+    - {name: ros1, role: ros, ip: 10.0.0.1,
+       ports: {0: "ros-leaf1:h1", 1: "ros-leaf2:h1"}}
+    - {name: hlt1, role: hlt, ip: 10.1.0.1,
+       ports: {0: "hlt-leaf1:h1", 1: "hlt-leaf2:h1"}}
+defaults: {ring-size: 64, rate: 1gbit, steering: bound}
+dcms:
+  - {name: dcm0, host: hlt1, tuples: ["*:*->10.1.0.1:10000"],
+     rate: 1kbit, max-burst-bytes: 3084}
+  - {name: dcm1, host: hlt1, tuples: ["*:*->10.1.0.1:10001"]}
+  - {name: dcm2, host: hlt1, tuples: ["*:*->10.1.0.1:10002"]}
+  - {name: dcm3, host: hlt1, tuples: ["*:*->10.1.0.1:10003"]}
+"""
+
+
+def ring_counters(node: Node, ring: str) -> Dict[str, str]:
+    """netdev-daqring/show's line of 'ring': column -> value (the rate,
+    which may hold spaces, between the first nine and the last three)."""
+    lines = node.sb.appctl("netdev-daqring/show", ring).splitlines()
+    head = lines[0].split()
+    row = next(ln.split() for ln in lines[1:] if ln.split()[:1] == [ring])
+    out = dict(zip(head[:9], row[:9]))
+    out.update(zip(head[-3:], row[-3:]))
+    out["rate"] = " ".join(row[9:-3])
+    return out
+
+
+def tx_packets(node: Node, port: str) -> int:
+    """What the switch sent out of 'port' (ovs-ofctl dump-ports: now,
+    not the statistics column's last refresh)."""
+    text = node.sb.ofctl("dump-ports", "br0", port)
+    return int(text.split("tx pkts=", 1)[1].split(",", 1)[0])
+
+
+def test_move_between_planes_changes_flows_only(tmp_path: Path) -> None:
+    """Standby rings (issue 26): a DCM's daqring is on its host's leaf in
+    both planes, bound to the host's port.  A link failure moves the
+    DCMs of plane 0 to plane 1: the receiving leaf's database is not
+    written (no port added, its configuration count unchanged), only its
+    flows change (the moved DCMs' way back up to its spine); the old
+    leaf keeps its rings, bound to the host's port, and what the moved
+    DCM's ring there held when it moved still leaves it, through that
+    port, none dropped."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (DPDK)")
+    if (hugepages.free_mb() < 2 * DPDK_MB
+            or not hugepages.hugetlbfs_mounted()):
+        pytest.skip("needs %d MB of free huge pages and a hugetlbfs"
+                    % (2 * DPDK_MB))
+    m = tmp_path / "two-planes.yaml"
+    m.write_text(TWO_PLANES)
+    rings = ["dcm0", "dcm1", "dcm2", "dcm3"]
+    f = Fabric(["hlt-leaf1", "hlt-leaf2"],
+               dpdk=["hlt-leaf1", "hlt-leaf2"])
+    try:
+        for n in f.nodes.values():
+            n.start_agent()
+        assert f.cluster is not None
+        p = daqctl("fabric", "apply", str(m), "--wait", "--timeout",
+                   str(WAIT_S), "--db", f.cluster.remotes(), "-f", "json")
+        assert p.returncode == 0, p.stdout + p.stderr
+        rep = json.loads(p.stdout)["fabric"]
+        assert sorted(rep["applied"]) == ["hlt-leaf1", "hlt-leaf2"], rep
+        asg = fabric_db(f.cluster)["assignments"]
+        assert asg == {"dcm0": "spine1", "dcm1": "spine3",
+                       "dcm2": "spine1", "dcm3": "spine3"}, asg
+        old, new = f.nodes["hlt-leaf1"], f.nodes["hlt-leaf2"]
+        cols = "name,type,options,ofport,error"
+        before = {}
+        for leaf in (old, new):
+            ifaces = leaf.sb.interfaces(cols)
+            for r in rings:
+                assert ifaces[r]["type"] == "daqring", ifaces[r]
+                assert ifaces[r]["error"] in (None, []), ifaces[r]
+                assert ifaces[r]["options"]["egress"] == "h1", ifaces[r]
+                assert ring_counters(leaf, r)["egress"] == "h1"
+            before[leaf.name] = ifaces
+        new_cfg = new.sb.vsctl("get", "Open_vSwitch", ".", "next_cfg")
+        applies = new.agent_status()["applies"]
+        # The way back of plane 1's DCMs only, on plane 1's leaf.
+        assert sorted(int(fl["tp_src"]) for fl in new.flows()
+                      if "tp_src" in fl) == [10001, 10003]
+
+        # Six frames towards dcm0 from the spine of plane 0: its ring
+        # (1 kbit/s) holds most of them for seconds.
+        frame = ("eth(src=50:54:00:00:00:01,dst=50:54:00:00:00:02),"
+                 "eth_type(0x0800),ipv4(src=10.0.0.1,dst=10.1.0.1,proto=6,"
+                 "tos=0,ttl=64,frag=no),tcp(src=5000,dst=10000)")
+        sent0 = tx_packets(old, "h1")
+        old.sb.appctl("netdev-dummy/receive", "up1",
+                      *([frame, "--len", "1000"] * 6))
+        wait_for(lambda: ring_counters(old, "dcm0")["enqueued"] == "6",
+                 "dcm0's ring on hlt-leaf1 to take the 6 frames", WAIT_S)
+
+        # Plane 0's HLT leaf loses its uplink: dcm0 and dcm2 move to
+        # plane 1.
+        old.sb.appctl("netdev-dummy/set-admin-state", "up1", "down")
+        wait_for(lambda: fabric_db(f.cluster)["assignments"] == {
+            d: "spine3" for d in rings}, "dcm0 and dcm2 to move", WAIT_S)
+
+        def moved() -> bool:
+            return (new.agent_status()["applies"] > applies
+                    and sorted(int(fl["tp_src"]) for fl in new.flows()
+                               if "tp_src" in fl)
+                    == [10000, 10001, 10002, 10003])
+        wait_for(moved, "hlt-leaf2 to route the moved DCMs' way back",
+                 WAIT_S)
+        assert all(fl["action"] == "up1" for fl in new.flows()
+                   if "tp_src" in fl)
+        # What the moved ring held is still there (dcm0's ring does not
+        # go: it lives on every plane).
+        held = ring_counters(old, "dcm0")
+        # The receiving leaf: no transaction, the same ports, ofports and
+        # options; the old leaf: its rings, bound to h1 as before.
+        assert new.sb.vsctl("get", "Open_vSwitch", ".",
+                            "next_cfg") == new_cfg
+        for leaf in (old, new):
+            assert leaf.sb.interfaces(cols) == before[leaf.name], leaf.name
+        assert ring_counters(old, "dcm0")["egress"] == "h1"
+        assert int(held["occup"]) > 0, held
+        # ... and leaves through the host's port of plane 0, none lost.
+        wait_for(lambda: ring_counters(old, "dcm0")["dequeued"] == "6",
+                 "dcm0's ring on hlt-leaf1 to send what it held",
+                 3 * WAIT_S)
+        c = ring_counters(old, "dcm0")
+        assert (c["full-drops"], c["egr-drops"]) == ("0", "0"), c
+        assert tx_packets(old, "h1") - sent0 == 6
     finally:
         f.stop()
 
