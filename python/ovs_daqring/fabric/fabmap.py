@@ -420,8 +420,8 @@ class FabricMapReader:
                          "host; DCMs run on HLT hosts"
                          % (label, host_name, host.role.upper()))
                 host = None
-            # The egress is the host's leaf port in the assigned plane;
-            # until then, that of its first plane.
+            # The egress is the host's leaf port in each plane (a ring
+            # on each, slice.py); here, that of its first plane.
             values["egress"] = (host.attachments[0][2] if host
                                 else "unassigned")
             dcm = build_dcm(values, lines, item.line, self.at,

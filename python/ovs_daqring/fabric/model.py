@@ -98,7 +98,8 @@ class FabricHost:
 @dataclass(frozen=True)
 class FabricDcm:
     """A DCM on a host.  Its Dcm's 'egress' is only a placeholder: the
-    egress is the host's leaf port in the plane the planner assigns."""
+    egress is the host's port on the leaf of each plane (it has a ring
+    on each, slice.py)."""
     dcm: Dcm
     host: str
 
