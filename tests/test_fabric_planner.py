@@ -196,6 +196,58 @@ def test_bad_map_lists_every_problem_with_its_line() -> None:
             assert "role: core" in lines[n - 1]
 
 
+def two_hlt_leaves(dcms: str) -> str:
+    """One plane, one spine, two HLT leaves whose hosts' ports have the
+    same name (h0)."""
+    return textwrap.dedent("""\
+        fabric:
+          switches:
+            - {name: rl0, role: leaf, plane: 0}
+            - {name: hl0, role: leaf, plane: 0}
+            - {name: hl1, role: leaf, plane: 0}
+            - {name: sp0, role: spine, plane: 0}
+          links:
+            - {a: "rl0:u0", b: "sp0:rl0"}
+            - {a: "hl0:u0", b: "sp0:hl0"}
+            - {a: "hl1:u0", b: "sp0:hl1"}
+          hosts:
+            - {name: ros0, role: ros, ports: {0: "rl0:h0"}}
+            - {name: hlt0, role: hlt, ports: {0: "hl0:h0"}}
+            - {name: hlt1, role: hlt, ports: {0: "hl1:h0"}}
+        dcms:
+        """) + dcms
+
+
+def test_egress_shares_are_per_host() -> None:
+    """The DCMs of one host share its ports' egress-max-rate; those of
+    hosts on other leaves do not, even where their ports have the same
+    name.  At most 64 share one (the switch refuses the 65th)."""
+    st = parse(two_hlt_leaves(
+        "  - {name: a, host: hlt0, ip: 10.1.0.1, steering: bound,\n"
+        "     egress-max-rate: 1gbit}\n"
+        "  - {name: b, host: hlt1, ip: 10.1.1.1, steering: bound,\n"
+        "     egress-max-rate: 500mbit}\n"))
+    assert [d.dcm.egress_max_rate for d in st.dcms] == [10**9, 5 * 10**8]
+    probs = refused(two_hlt_leaves(
+        "  - {name: a, host: hlt0, ip: 10.1.0.1, steering: bound,\n"
+        "     egress-max-rate: 1gbit}\n"
+        "  - {name: b, host: hlt0, ip: 10.1.0.2, steering: bound,\n"
+        "     egress-max-rate: 500mbit}\n"))
+    assert any("DCM b: the DCMs of host hlt0's port must share it alike"
+               in p for p in probs), probs
+
+    def many(n: int) -> str:
+        return "".join("  - {name: d%d, host: hlt0, ip: 10.1.%d.%d, "
+                       "steering: bound, egress-max-rate: 1gbit}\n"
+                       % (i, i // 200, i % 200 + 1) for i in range(n))
+
+    assert len(parse(two_hlt_leaves(many(64))).dcms) == 64
+    probs = refused(two_hlt_leaves(many(65)))
+    assert any("DCM d64: 65 DCMs share host hlt0's port (egress-max-rate), "
+               "at most 64 daqrings may share one egress port" in p
+               for p in probs), probs
+
+
 @pytest.mark.parametrize("bfd,want", [
     (None, {}),
     ("false", {}),
@@ -634,7 +686,7 @@ def test_egress_max_rate_in_the_fabric() -> None:
         "{name: d0-1, host: hlt0,",
         "{name: d0-1, host: hlt0, steering: bound, egress-max-rate: 2gbit,")
     text += "defaults: {steering: bound, egress-max-rate: 1gbit}\n"
-    assert any("the DCMs of egress" in p and "DCM d0-1" in p
+    assert any("the DCMs of host hlt0's port" in p and "DCM d0-1" in p
                for p in refused(text)), refused(text)
     assert any("it needs 'steering: bound'" in p for p in refused(
         fabric_yaml() + "defaults: {egress-max-rate: 1gbit}\n"))

@@ -32,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import re
 import textwrap
 import time
 from pathlib import Path
@@ -432,6 +433,32 @@ def test_bad_egress_shares(daqctl: SimpleNamespace, tmp_path: Path,
     assert first.where.endswith("map.yaml:%d" % (line + 1)), \
         info.value.problems
     assert words in first.reason, info.value.problems
+
+
+def test_egress_share_has_room_for_64(daqctl: SimpleNamespace,
+                                      tmp_path: Path) -> None:
+    """At most 64 daqrings share one egress port's egress-max-rate
+    (DAQRING_SHARE_MAX_RINGS: ovs-vswitchd refuses the 65th); the map is
+    refused before, naming the 65th DCM and its line."""
+    header = (ROOT / "lib" / "daqring-shaper.h").read_text()
+    m = re.search(r"#define DAQRING_SHARE_MAX_RINGS (\d+)", header)
+    assert m and int(m.group(1)) == 64
+
+    def text(n: int) -> str:
+        return "dcms:\n" + "".join(
+            "  - {name: d%d, ip: 10.0.%d.%d, egress: p, steering: bound,\n"
+            "     egress-max-rate: 1gbit}\n" % (i, i // 200, i % 200 + 1)
+            for i in range(n))
+
+    spec, = read_map(daqctl, tmp_path, text(64))
+    assert len(spec.dcms) == 64
+    with pytest.raises(daqctl.MapError) as info:
+        read_map(daqctl, tmp_path, text(65))
+    probs = info.value.problems
+    assert len(probs) == 1, probs
+    assert probs[0].where.endswith("map.yaml:%d" % (2 + 2 * 64)), probs
+    assert ("DCM d64: 65 DCMs share egress p (egress-max-rate), at most 64 "
+            "daqrings may share one egress port") in probs[0].reason
 
 
 BAD_CSV = [

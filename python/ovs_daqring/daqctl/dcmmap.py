@@ -21,10 +21,11 @@ import ipaddress
 import os
 import re
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 import yaml
 
 from .model import (CSV_COLUMNS, DCM_KEYS, DEFAULT_KEYS, Dcm,
+                    EGRESS_SHARE_MAX_RINGS,
                     FLOW_BUCKETS_DEFAULT, FLOW_BUCKETS_MAX,
                     FRAME_OVERHEAD_DEFAULT, FRAME_OVERHEAD_MAX, FourTuple,
                     MAX_BURST_BYTES_MAX, MAX_BURST_DEFAULT, MAX_BURST_MAX,
@@ -628,10 +629,16 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
                steering=steering or STEERING_DEFAULT, where=at(line))
 
 
-def validate_dcms(dcms: List[Dcm], where: str) -> List[Problem]:
+def validate_dcms(dcms: List[Dcm], where: str,
+                  port_of: Optional[Callable[[Dcm], str]] = None
+                  ) -> List[Problem]:
     """Checks among the DCMs of one switch: unique names, ring names,
     addresses, tuples, ofports; rings are not egress ports; matches do not
-    overlap; cookies do not collide."""
+    overlap; cookies do not collide; the DCMs of one egress port share it
+    alike, and no more of them than may share one.  'port_of': what
+    names a DCM's egress port in the messages and tells apart the DCMs
+    of different ports (default: "egress NAME"; a fabric's DCMs have the
+    ports of their host)."""
     problems: List[Problem] = []
     names: Dict[str, Dcm] = {}
     rings: Dict[str, Dcm] = {}
@@ -668,7 +675,7 @@ def validate_dcms(dcms: List[Dcm], where: str) -> List[Problem]:
         cookies.setdefault(c, d)
         for t in d.tuples:
             by_dst.setdefault((t.proto, t.dst), []).append((t, d))
-    problems += _check_egress_shares(dcms, where)
+    problems += _check_egress_shares(dcms, where, port_of)
     for d in dcms:
         if d.egress in rings:
             problems.append(Problem(d.where or where, "DCM %s: egress %s is "
@@ -692,17 +699,23 @@ def validate_dcms(dcms: List[Dcm], where: str) -> List[Problem]:
     return problems
 
 
-def _check_egress_shares(dcms: List[Dcm], where: str) -> List[Problem]:
+def _check_egress_shares(dcms: List[Dcm], where: str,
+                         port_of: Optional[Callable[[Dcm], str]] = None
+                         ) -> List[Problem]:
     """The DCMs of one egress port share it (egress-max-rate) only if
     they all give the same egress-max-rate, egress-max-burst-bytes and
     frame-overhead: the switch refuses a daqring that disagrees with the
     others of its egress, and one without egress-max-rate would not be
-    held back by the share."""
+    held back by the share.  At most EGRESS_SHARE_MAX_RINGS share one:
+    the switch refuses the next."""
     problems: List[Problem] = []
+    port = port_of or (lambda d: "egress %s" % d.egress)
     first: Dict[str, Dcm] = {}
+    sharing: Dict[str, List[Dcm]] = {}
     for d in dcms:
         if d.egress_max_rate:
-            first.setdefault(d.egress, d)
+            first.setdefault(port(d), d)
+            sharing.setdefault(port(d), []).append(d)
 
     def share_text(d: Dcm) -> str:
         if not d.egress_max_rate:
@@ -720,12 +733,20 @@ def _check_egress_shares(dcms: List[Dcm], where: str) -> List[Problem]:
                 else d.frame_overhead)
 
     for d in dcms:
-        f = first.get(d.egress)
+        f = first.get(port(d))
         if f is None or f is d or key(d) == key(f):
             continue
         problems.append(Problem(
-            d.where or where, "DCM %s: the DCMs of egress %s must share it "
+            d.where or where, "DCM %s: the DCMs of %s must share it "
             "alike: DCM %s gives %s, DCM %s (at %s) gives %s"
-            % (d.name, d.egress, d.name, share_text(d), f.name, f.where,
+            % (d.name, port(d), d.name, share_text(d), f.name, f.where,
                share_text(f))))
+    for name, ds in sorted(sharing.items()):
+        if len(ds) > EGRESS_SHARE_MAX_RINGS:
+            extra = ds[EGRESS_SHARE_MAX_RINGS]
+            problems.append(Problem(
+                extra.where or where, "DCM %s: %d DCMs share %s "
+                "(egress-max-rate), at most %d daqrings may share one "
+                "egress port" % (extra.name, len(ds), name,
+                                 EGRESS_SHARE_MAX_RINGS)))
     return problems

@@ -56,6 +56,10 @@ FRAME_BITS = 1518 * 8              # bits of a full-size Ethernet frame
 # Linux's minimum TCP retransmission timeout (TCP_RTO_MIN).
 TCP_RTO_MIN_S = 0.2
 OFPORT_MAX = 0xfeff
+# The most daqrings that may share one egress port's egress-max-rate
+# (DAQRING_SHARE_MAX_RINGS in lib/daqring-shaper.h): ovs-vswitchd refuses
+# one more.
+EGRESS_SHARE_MAX_RINGS = 64
 
 # Steering flows: priorities and cookies.
 PRIO_TO_RING = 100

@@ -428,7 +428,13 @@ class FabricMapReader:
                             self.problems, self.tolerance, notes)
             if dcm is not None and host is not None:
                 out.append(FabricDcm(dcm=dcm, host=host.name))
-        self.problems += validate_dcms([d.dcm for d in out], self.fname)
+        # A DCM's rings are on its host's leaf ports (one per plane,
+        # slice.py): the DCMs of one host share those ports, whatever
+        # the ports are called (other hosts' may have the same names).
+        host_of = {d.dcm.name: d.host for d in out}
+        self.problems += validate_dcms(
+            [d.dcm for d in out], self.fname,
+            lambda d: "host %s's port" % host_of.get(d.name, "?"))
         ports = {p for (_, p) in self._used_ports}
         for d in out:
             if d.dcm.ring in ports:
