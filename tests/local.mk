@@ -21,8 +21,8 @@
 # OVS_REGRESSION_SET picks part of them: "pmd" the areas whose tests run
 # dummy PMD threads (dpif-netdev.at, pmd.at: they wait for those threads
 # to poll, so they want a CPU that is not busy elsewhere), "rest" the
-# others, "all" (default) both.  CI runs "rest" in the background beside
-# another base's tests and "pmd" in the foreground (.ci/run).
+# others, "all" (default) both.  CI runs both in the background beside
+# another base's tests, "pmd" two at a time first (.ci/run).
 OVS_REGRESSION_PMD_AREAS = \
 	dpif-netdev.at \
 	pmd.at
