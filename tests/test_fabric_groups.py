@@ -167,9 +167,10 @@ class FakeSwitch:
 
 def test_sync_asks_again_only_what_it_cannot_vouch_for() -> None:
     """sync() keeps the daqrings it found or set no-flood and the groups
-    its bundle left: a change of routes only, on rings already checked,
-    asks the switch for its flows alone; a new ring, forget() and a
-    failed bundle make it ask again."""
+    and flows its bundle left: a change of routes only, on rings already
+    checked, asks the switch nothing and changes only the routes that
+    changed; a new ring, forget() and a failed bundle make it ask
+    again."""
     sw = FakeSwitch()
     ports = [SimpleNamespace(name=n, interfaces=[SimpleNamespace(ofport=o)])
              for n, o in dict(OFPORTS, h1=1, dcm0=6, dcm1=7).items()]
@@ -184,30 +185,56 @@ def test_sync_asks_again_only_what_it_cannot_vouch_for() -> None:
     rec.routes = routes()
     rec.manage_groups = True
     rec.known_flood = rec.known_groups = None
+    rec.known_flows = rec.known_theirs = None
     n, _, _, fixed = rec.sync()
     assert sw.asked == {"flows": 1, "groups": 1, "no_flood": 1}
     assert fixed == ["dcm0"] and n == 5
     assert sum(ln.startswith("group add") for ln in sw.bundles[-1]) == 2
-    # Routes only: no show, no dump-groups; the groups are still there.
+    # The flows as the bundle left them: the DCM's and 4 routes' (the
+    # switch had no other flow).
+    assert sorted(rec.known_flows) == sorted(
+        [dcms[0].cookie()] + list(routes()))
+    assert rec.expected_flow_count() == sum(
+        len(v) for v in rec.known_flows.values())
+    # Routes only: no dump-flows, no show, no dump-groups; only the new
+    # route's flows are added.
     rec.routes = routes()
     rec.routes[5] = [(100, ["ip", "nw_dst=10.1.0.5"], ("up2", "up1"))]
-    assert rec.sync()[0] == 6
+    assert rec.sync()[0] == 1
+    assert sw.asked == {"flows": 1, "groups": 1, "no_flood": 1}
+    assert sw.bundles[-1] == ["add cookie=0x5,priority=100,ip,"
+                              "nw_dst=10.1.0.5,actions=group:%d"
+                              % group_ids([("up2", "up1")])[("up2", "up1")]]
+    # A route gone: its cookie's flows are deleted, nothing else.
+    del rec.routes[5]
+    assert rec.sync()[:3] == (1, 1, 0)
+    assert sw.bundles[-1] == ["delete cookie=0x5/-1"]
+    # Nothing changed: no bundle, nothing asked.
+    n_bundles = len(sw.bundles)
+    assert rec.sync()[0] == 0 and len(sw.bundles) == n_bundles
+    assert sw.asked == {"flows": 1, "groups": 1, "no_flood": 1}
+    # The flows alone forgotten (someone else changed some): a dump.
+    rec.forget_flows()
+    assert rec.expected_flow_count() is None
+    rec.sync()
     assert sw.asked == {"flows": 2, "groups": 1, "no_flood": 1}
-    assert not any(ln.startswith("group") for ln in sw.bundles[-1])
     # A ring not checked yet: show.
     dcms.append(Dcm("dcm1", "dcm1", "h1", ip="10.1.0.2"))
     assert rec.sync()[3] == ["dcm1"]
-    assert sw.asked == {"flows": 3, "groups": 1, "no_flood": 2}
-    # The caller cannot vouch for the switch: both.
+    assert sw.asked == {"flows": 2, "groups": 1, "no_flood": 2}
+    # The caller cannot vouch for the switch: all three.
     rec.forget()
     rec.sync()
-    assert sw.asked == {"flows": 4, "groups": 2, "no_flood": 3}
-    # A bundle that failed leaves the groups unknown: the next sync asks.
+    assert sw.asked == {"flows": 3, "groups": 2, "no_flood": 3}
+    # A bundle that failed leaves the groups and flows unknown: the next
+    # sync asks.
     rec.routes = routes()
+    rec.routes[6] = [(100, ["ip", "nw_dst=10.1.0.6"], ("up1",))]
     sw.fail = True
     with pytest.raises(DaqctlError):
         rec.sync()
     assert rec.known_groups is None and sw.asked["groups"] == 2
+    assert rec.known_flows is None and sw.asked["flows"] == 3
     sw.fail = False
     rec.sync()
-    assert sw.asked["groups"] == 3
+    assert sw.asked["groups"] == 3 and sw.asked["flows"] == 4

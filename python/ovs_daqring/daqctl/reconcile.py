@@ -145,18 +145,44 @@ class Reconciler:
         # apply().  A one-shot ovs-daqctl never has them.
         self.known_flood: Optional[Set[str]] = None
         self.known_groups: Optional[Dict[int, Group]] = None
-        # flow_changes()'s groups once its bundle is sent (if
+        # And the flows: ours by cookie, as the last bundle left them (a
+        # bundle replaces each cookie's flows whole: "delete cookie=C/-1"
+        # and its adds), and the others' (what conflicts() compares),
+        # as the last dump found them.  A caller that keeps them spares a
+        # dump of every flow when a slice changes (a ROS leaf's thousand
+        # routes: the longest step of a failover); what they may miss (a
+        # flow someone else changed meanwhile under a cookie the bundle
+        # does not touch) is the caller's to catch (the fabric agent's
+        # flow monitor and flow count, and its periodic full checks).
+        self.known_flows: Optional[Dict[int, Set[Flow]]] = None
+        self.known_theirs: Optional[List[DumpedFlow]] = None
+        # flow_changes()'s groups and flows once its bundle is sent (if
         # manage_groups).
         self._groups_after: Optional[Dict[int, Group]] = None
+        self._flows_after: Dict[int, Set[Flow]] = {}
 
     def close(self) -> None:
         self.db.close()
 
     def forget(self) -> None:
-        """The next sync() asks the switch which daqrings are no-flood
-        and which groups it has (see known_flood)."""
+        """The next sync() asks the switch which daqrings are no-flood,
+        which groups and which flows it has (see known_flood)."""
         self.known_flood = None
         self.known_groups = None
+        self.forget_flows()
+
+    def forget_flows(self) -> None:
+        """The next sync() dumps the switch's flows (see known_flows)."""
+        self.known_flows = None
+        self.known_theirs = None
+
+    def expected_flow_count(self) -> Optional[int]:
+        """How many flows the bridge has if nobody but this reconciler
+        changed them since its last sync() (None: not known)."""
+        if self.known_flows is None or self.known_theirs is None:
+            return None
+        return (sum(len(v) for v in self.known_flows.values())
+                + len(self.known_theirs))
 
     def set_state(self, state: str) -> None:
         assert state in STATES, state
@@ -532,9 +558,18 @@ class Reconciler:
         n = n_del = n_add = 0
         fixed: List[str] = []
         self.t_bundle = 0.0
-        for _ in range(10):
-            dumped = self.of.flows(ours=False)
-            installed = self.of.installed(dumped)
+        for k in range(10):
+            if (k == 0 and self.known_flows is not None
+                    and self.known_theirs is not None):
+                # As the last bundle left them, if the caller vouches
+                # for them (the first round only: a round again is for
+                # another client's change).
+                dumped = list(self.known_theirs)
+                installed = {c: set(v) for c, v in self.known_flows.items()}
+            else:
+                dumped = self.of.flows(ours=False)
+                installed = self.of.installed(dumped)
+            self.known_flows = self.known_theirs = None
             groups: Optional[Dict[int, Group]] = None
             if self.manage_groups:
                 # Those the last bundle left, if the caller vouches
@@ -571,8 +606,10 @@ class Reconciler:
                 n, n_del, n_add = (n + counts[0], n_del + counts[1],
                                    n_add + counts[2])
             # The bundle went through (or there was nothing to change):
-            # our groups are those it wanted.
+            # our groups and flows are those it wanted.
             self.known_groups = self._groups_after
+            self.known_flows = self._flows_after
+            self.known_theirs = [f for f in dumped if not is_ours(f.cookie)]
             if not (lines or flood) or self.db.next_cfg() == cfg:
                 break
         return n, n_del, n_add, fixed
@@ -635,6 +672,8 @@ class Reconciler:
         lines: List[str] = []
         n_changed = n_del = n_add = 0
         wanted: Set[int] = set()
+        # Our flows once the bundle is through.
+        after: Dict[int, Set[Flow]] = {}
         for d in dcms:
             if d.ring not in ofports or d.egress not in ofports:
                 if dry_run:
@@ -647,6 +686,7 @@ class Reconciler:
                               ofport_text(ofports[d.egress]))
             want = {(p, frozenset(m), a) for p, m, a in flows}
             have = installed.get(c, set())
+            after[c] = want
             if want == have:
                 continue
             n_changed += 1
@@ -671,6 +711,7 @@ class Reconciler:
                      for prio, match, ports in route]
             want = {(p, frozenset(m), a) for p, m, a in flows}
             have = installed.get(c, set())
+            after[c] = want
             if want != have:
                 n_changed += 1
                 if have:
@@ -683,6 +724,9 @@ class Reconciler:
                 lines.append("delete cookie=%#x/-1" % c)
                 n_del += len(have)
                 n_changed += 1
+        # Every other cookie's flows are deleted (a DCM's whose ring or
+        # egress is not on the bridge too).
+        self._flows_after = after
         # Groups first (a flow's group must exist), stale groups last
         # (deleting a group deletes the flows that use it).
         lines = ([ln for ln in group_lines if not ln.startswith(

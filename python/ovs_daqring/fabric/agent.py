@@ -553,17 +553,29 @@ class Agent:
                 # or of a failure: the daqrings' no-flood and our groups
                 # are asked from the switch.  A new slice on a switch
                 # checked since (the monitor up throughout) takes them
-                # as the last apply left them: a change of routes only
-                # (a DCM moved, rings on every plane) then costs a dump
-                # of the flows and a bundle.
+                # as the last apply left them, and the flows too unless
+                # the monitor saw them change: a change of routes only
+                # (a DCM moved, rings on every plane) then costs a
+                # bundle, not a dump of a thousand flows first.
                 rec.forget()
+            elif flows_news:
+                # Flows changed since the check after the last apply
+                # (which took that apply's own news): someone else's
+                # change, which the flows as that apply left them would
+                # not show.  Dumped.
+                rec.forget_flows()
             self.flow_count = self.full_want = None
             rec.apply(lambda _cur: rings, "%s: fabric generation %d"
                       % (PROG, want["generation"]), False, False)
             self.n_checks["full"] += 1
             self.quick_since_full = 0
             self.full_want = whole
-            self.flow_count = rec.of.flow_count()
+            # The count the flows the apply left give (one ovs-ofctl less
+            # before the report), else the switch's; a flow someone else
+            # changed meanwhile makes the next check's count differ.
+            count = rec.expected_flow_count()
+            self.flow_count = (count if count is not None
+                               else rec.of.flow_count())
             self.watch_since = self.watch.started
         except DaqctlError as e:
             self._failed(str(e), want["generation"])
