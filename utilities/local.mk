@@ -20,8 +20,11 @@ demo: all
 # fabric (Documentation/topics/daq-incast.rst, "A Leaf-Spine Fabric"):
 # every mode, and a leaf-spine link down and up again under load.
 DEMO_FABRIC_DIR = demo-fabric-results
+# The DCMs' rings share their host's link work-conservingly, their bursts
+# bounded by its port's buffer (daq-incast.rst, "A Leaf-Spine Fabric").
 DEMO_FABRIC_ARGS ?= --ros 12 --dcms 4 --spines 2 --events 150 \
-	--failover 2/5 --modes stock,credits,daqring,daqring-unshaped
+	--failover 2/5 --modes stock,credits,daqring,daqring-unshaped \
+	--ring-sharing shared --max-burst-bytes auto
 
 demo-fabric: all
 	@mkdir -p $(DEMO_FABRIC_DIR)
