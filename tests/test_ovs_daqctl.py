@@ -14,11 +14,13 @@
 
 """Tests of utilities/ovs-daqctl.
 
-The map checks are pure unit tests.  Everything else runs against a real
-ovsdb-server and the patched ovs-vswitchd (userspace datapath, DPDK with
---no-pci --in-memory, one PMD on core 1), both in a network namespace of
-their own, started once for the module: skipped, with the reason, when not
-root, without the build in ovs/, or without free huge pages.
+The map checks are pure unit tests; the test of a transaction planned
+again needs an ovsdb-server alone (bare_db, no root).  Everything else
+runs against a real ovsdb-server and the patched ovs-vswitchd (userspace
+datapath, DPDK with --no-pci --in-memory, one PMD on core 1), both in a
+network namespace of their own, started once for the module: skipped,
+with the reason, when not root, without the build in ovs/, or without
+free huge pages.
 
 Run: /usr/bin/python3 -m pytest -q tests/test_ovs_daqctl.py  (about a
 minute, most of it ovs-vswitchd adding 1000 daqrings).
@@ -46,6 +48,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from ovs_daqring import hugepages
+from ovs_daqring.process import die_with_parent, stop_process
 # The decoder of ovs-vsctl's JSON output that daq-incast uses.
 from ovs_daqring.sandbox import (Sandbox, dpdk_settings, ovs_json_value,
                                  tree_binaries)
@@ -742,6 +745,110 @@ def test_cli_help_and_flake8() -> None:
 
 
 # ============================================================ a real switch
+# ========================================== against an ovsdb-server alone
+@pytest.fixture
+def bare_db() -> Iterator[SimpleNamespace]:
+    """An ovsdb-server with the Open_vSwitch schema and no ovs-vswitchd
+    (nobody applies next_cfg): its remote ('db') and ovs-vsctl --no-wait
+    on it ('vsctl')."""
+    for b in (BIN["ovsdb_server"], BIN["ovsdb_tool"], BIN["vsctl"],
+              SCHEMA):
+        if not b.exists():
+            pytest.skip("the patched OVS is not built (%s missing): run "
+                        "make" % b)
+    # Short: sun_path holds 108 bytes.
+    d = tempfile.mkdtemp(prefix="daqctl-db-")
+    sock = os.path.join(d, "db.sock")
+    subprocess.run([str(BIN["ovsdb_tool"]), "create",
+                    os.path.join(d, "conf.db"), str(SCHEMA)], check=True)
+    server = subprocess.Popen(
+        [str(BIN["ovsdb_server"]), os.path.join(d, "conf.db"),
+         "--remote=punix:" + sock,
+         "--unixctl=" + os.path.join(d, "ovsdb-server.ctl"),
+         "--log-file=" + os.path.join(d, "ovsdb-server.log"),
+         "-vconsole:off"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
+
+    def vsctl(*args: str) -> str:
+        return subprocess.run(
+            [str(BIN["vsctl"]), "--db=unix:" + sock, "--no-wait",
+             "--timeout=%d" % WAIT_S] + list(args),
+            check=True, capture_output=True, text=True).stdout.strip()
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not os.path.exists(sock):
+            assert server.poll() is None, "ovsdb-server exited"
+            assert time.monotonic() < deadline, "no ovsdb-server socket"
+            time.sleep(0.05)
+        vsctl("init")
+        yield SimpleNamespace(db="unix:" + sock, vsctl=vsctl)
+    finally:
+        stop_process(server)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("other", ["del-dcm", "add-dcm"])
+def test_replanned_to_nothing_commits_nothing(
+        daqctl: SimpleNamespace, bare_db: SimpleNamespace,
+        other: str) -> None:
+    """A transaction that the server refused (another client changed what
+    it verified) is planned again; if another client has made the very
+    change meanwhile (the same del-dcm or add-dcm), the plan is empty and
+    nothing is committed: the Python IDL sends no transaction without a
+    row change (Transaction.commit() adds the next_cfg increment only
+    with one, and says UNCHANGED), so next_cfg stays as it is.  commit()
+    then waits for ovs-vswitchd to apply that next_cfg (the other
+    client's change, whose rings sync() needs with their OpenFlow ports):
+    here cur_cfg is next_cfg already, with no ovs-vswitchd."""
+    vsctl = bare_db.vsctl
+    dcm = daqctl.Dcm("d1", "r1", "p1", ip="10.0.0.1")
+
+    def ring_args() -> List[str]:
+        return (["--", "add-port", "br0", "r1", "--", "set", "Interface",
+                 "r1", "type=daqring"]
+                + ['options:%s="%s"' % kv for kv in dcm.options().items()]
+                + ["--", "set", "Port", "r1"]
+                + ['external_ids:%s="%s"' % kv
+                   for kv in dcm.external_ids().items()])
+
+    # What ovs-vswitchd would say it supports.
+    vsctl("set", "Open_vSwitch", ".", "iface_types=daqring", "--",
+          "add-br", "br0", "--", "add-port", "br0", "p1",
+          *(ring_args() if other == "del-dcm" else []))
+    spec = daqctl.SwitchSpec("br0", bare_db.db, None, "br0")
+    args = SimpleNamespace(timeout=WAIT_S, ofctl=str(BIN["ofctl"]),
+                           format="json")
+    rec = daqctl.Reconciler(spec, args, None)
+    asked: List[int] = []
+
+    def want(cur: List[Any]) -> List[Any]:
+        if not asked:
+            # Another client, between our read and our commit.
+            if other == "del-dcm":
+                vsctl("del-port", "br0", "r1")
+            else:
+                vsctl(*ring_args()[1:])
+            asked.append(int(vsctl("get", "Open_vSwitch", ".",
+                                   "next_cfg")))
+        else:
+            assert [d.name for d in cur] == (
+                ["d1"] if other == "add-dcm" else [])
+        return [dcm] if other == "add-dcm" else []
+
+    try:
+        # What apply() finds: a change to commit.
+        assert not rec.plan([dcm] if other == "add-dcm" else []).empty()
+        plan, _ = rec.commit(want, "test")
+        assert rec.db.attempts == 2
+    finally:
+        rec.close()
+    assert plan.empty()
+    assert int(vsctl("get", "Open_vSwitch", ".", "next_cfg")) == asked[0]
+    assert rec.result["next_cfg"] == asked[0]
+    assert vsctl("list-ports", "br0").split() == (
+        ["p1", "r1"] if other == "add-dcm" else ["p1"])
+
+
 def _skip_reason() -> Optional[str]:
     if os.geteuid() != 0:
         return "needs root (network namespace, DPDK)"
