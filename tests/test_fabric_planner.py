@@ -26,9 +26,10 @@ from typing import Dict, List, Set, Tuple
 
 import pytest
 
-from ovs_daqring.daqctl.model import MapError
+from ovs_daqring.daqctl.dcmmap import validate_dcms
+from ovs_daqring.daqctl.model import NAME_RE, MapError
 from ovs_daqring.fabric.fabmap import FabricMapReader, state_json
-from ovs_daqring.fabric.model import Assignment, FabricState
+from ovs_daqring.fabric.model import Assignment, FabricDcm, FabricState
 from ovs_daqring.fabric.planner import (changed, next_return, path_order,
                                         plan)
 from ovs_daqring.fabric.agent import route_matches, route_table
@@ -246,6 +247,36 @@ def test_egress_shares_are_per_host() -> None:
     assert any("DCM d64: 65 DCMs share host hlt0's port (egress-max-rate), "
                "at most 64 daqrings may share one egress port" in p
                for p in probs), probs
+
+
+def test_egress_before_slicing_is_per_host() -> None:
+    """Until slice.py binds each ring to its host's port on its leaf, a
+    fabric DCM's egress is a placeholder, the same for the DCMs of one
+    host and unlike any other host's, even where their ports have the
+    same name, and no port's name: whatever groups DCMs by egress (the
+    checks of a plain map) groups a fabric's by host.  So is that of a
+    DCM read back from the fabric database."""
+    from types import SimpleNamespace
+    from ovs_daqring.fabric.db import dcm_columns, dcm_from_fabric_row
+    st = parse(two_hlt_leaves("".join(
+        "  - {name: d%d-%d, host: hlt%d, ip: 10.1.%d.%d, steering: bound,"
+        " egress-max-rate: %s}\n"
+        % (h, i, h, h, i + 1, ("1gbit", "500mbit")[h])
+        for h in range(2) for i in range(40))))
+    egress = {d.dcm.egress for d in st.dcms if d.host == "hlt0"}
+    assert len(egress) == 1
+    assert egress.isdisjoint(d.dcm.egress for d in st.dcms
+                             if d.host == "hlt1")
+    assert not any(NAME_RE.match(d.dcm.egress) for d in st.dcms)
+    # By egress: 40 DCMs on each of two shares, alike.
+    assert validate_dcms([d.dcm for d in st.dcms], "m.yaml") == []
+    d = st.dcms[0]
+    back = FabricDcm(dcm=dcm_from_fabric_row(
+        SimpleNamespace(name=d.name, **dcm_columns(d)), "h0"), host=d.host)
+    assert back.dcm.key() == d.dcm.key()        # the egress too
+    # Slicing gives each ring its port.
+    sl = slices(st, {})
+    assert {r.egress for s in sl.values() for r in s.rings} == {"h0"}
 
 
 @pytest.mark.parametrize("bfd,want", [

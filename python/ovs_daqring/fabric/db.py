@@ -37,7 +37,7 @@ from ..daqctl.model import DaqctlError, Dcm
 from ..daqctl.ovsdb import commit_block, run_until
 from . import schema_path
 from .model import (Assignment, FabricDcm, FabricHost, FabricLink,
-                    FabricState, FabricSwitch)
+                    FabricState, FabricSwitch, host_egress)
 from .planner import Endpoint, changed, next_return, plan
 from .slice import monitored
 
@@ -242,8 +242,8 @@ class FabricDb:
         # state() of the last changes() of DESIRED_TABLES.
         self._state: Optional[Tuple[int, FabricState]] = None
         # The DCMs of state(), by row: converted again only when their row
-        # (or a host) changed.
-        self._dcms: Dict[Any, Tuple[Tuple[int, int], FabricDcm]] = {}
+        # changed.
+        self._dcms: Dict[Any, Tuple[int, FabricDcm]] = {}
         # apply()'s view of each table's rows: table -> (columns, uuid ->
         # (the row's change count, its key, its canonical values)).
         self._canon: Dict[str, Tuple[Tuple[str, ...],
@@ -466,17 +466,14 @@ class FabricDb:
                                        attachments=tuple(atts),
                                        ip=_opt(h.ip), pod=h.pod,
                                        where="host %s" % h.name))
-        hosts = {h.name: h for h in st.hosts}
-        n_hosts = self.changes("Host")
         cache = {}
         for d in self.rows("DCM"):
-            key = (self.idl.row_changes.get(d.uuid, 0), n_hosts)
+            key = self.idl.row_changes.get(d.uuid, 0)
             got = self._dcms.get(d.uuid)
             if got is None or got[0] != key:
-                host = hosts.get(d.host)
-                egress = host.attachments[0][2] if host else "unassigned"
-                got = (key, FabricDcm(dcm=dcm_from_fabric_row(d, egress),
-                                      host=d.host))
+                got = (key, FabricDcm(
+                    dcm=dcm_from_fabric_row(d, host_egress(d.host)),
+                    host=d.host))
             cache[d.uuid] = got
             st.dcms.append(got[1])
         self._dcms = cache

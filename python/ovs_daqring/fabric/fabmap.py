@@ -421,9 +421,10 @@ class FabricMapReader:
                          % (label, host_name, host.role.upper()))
                 host = None
             # The egress is the host's leaf port in each plane (a ring
-            # on each, slice.py); here, that of its first plane.
-            values["egress"] = (host.attachments[0][2] if host
-                                else "unassigned")
+            # on each, slice.py); until then FabricDcm makes it
+            # host_egress(host), which build_dcm() would refuse as a
+            # port name.
+            values["egress"] = "unassigned"
             dcm = build_dcm(values, lines, item.line, self.at,
                             self.problems, self.tolerance, notes)
             if dcm is not None and host is not None:

@@ -16,7 +16,7 @@
 """The fabric model: switches, links, hosts, DCMs, and the planner's
 assignments of DCMs to paths (a plane and a spine)."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Tuple
 
 from ..daqctl.model import Dcm
@@ -95,13 +95,29 @@ class FabricHost:
         return sorted(p for p, _, _ in self.attachments)
 
 
+def host_egress(host: str) -> str:
+    """The egress of the DCMs of 'host' until slice.py binds each of
+    their rings to the host's port on its leaf: one per host, and no
+    port's name (a port name has no ':')."""
+    return "host:" + host
+
+
 @dataclass(frozen=True)
 class FabricDcm:
-    """A DCM on a host.  Its Dcm's 'egress' is only a placeholder: the
-    egress is the host's port on the leaf of each plane (it has a ring
-    on each, slice.py)."""
+    """A DCM on a host.  Its egress is the host's port on the leaf of
+    each plane (it has a ring on each, slice.py), whose name another
+    host's port on another leaf may have: its Dcm's 'egress' is only
+    host_egress(host), whatever it was given, so that whatever groups
+    DCMs by egress before slice.py groups them by host."""
     dcm: Dcm
     host: str
+
+    def __post_init__(self) -> None:
+        egress = host_egress(self.host)
+        if self.dcm.egress != egress:
+            # A copy: a Dcm is not frozen, and may be the caller's.
+            object.__setattr__(self, "dcm", replace(self.dcm,
+                                                    egress=egress))
 
     @property
     def name(self) -> str:
