@@ -178,6 +178,7 @@ def test_sync_asks_again_only_what_it_cannot_vouch_for() -> None:
     rec = Reconciler.__new__(Reconciler)
     rec.spec = SimpleNamespace(bridge="br0", label=lambda: "sw")
     rec.db = SimpleNamespace(catch_up=lambda: 1, next_cfg=lambda: 1,
+                             root=lambda: SimpleNamespace(cur_cfg=1),
                              bridge=lambda _: SimpleNamespace(ports=ports))
     rec.of = sw
     rec.current = lambda: list(dcms)
@@ -238,3 +239,52 @@ def test_sync_asks_again_only_what_it_cannot_vouch_for() -> None:
     sw.fail = False
     rec.sync()
     assert sw.asked["groups"] == 3 and sw.asked["flows"] == 4
+
+
+def test_sync_waits_until_the_switch_applied_what_the_database_holds(
+        ) -> None:
+    """A plan empty from the start (another client has just committed
+    the ring this one wants) goes straight to sync(): the DCMs it reads
+    must be those ovs-vswitchd has applied (the new ring's port has an
+    ofport only then, and so flows), not the committed ones it has not
+    applied yet; otherwise a racing identical add-dcm ends with "no
+    changes" before the DCM's flows exist."""
+    sw = FakeSwitch()
+    applied = {"cfg": 4}
+    calls: List[str] = []
+    ports = [SimpleNamespace(name=n, interfaces=[SimpleNamespace(ofport=o)])
+             for n, o in dict(OFPORTS, h1=1, dcm0=6).items()]
+    dcm = Dcm("dcm0", "dcm0", "h1", ip="10.1.0.1")
+
+    def wait_applied(cfg: int, _progress: Any = None) -> None:
+        calls.append("wait %d" % cfg)
+        applied["cfg"] = cfg
+
+    def current() -> List[Dcm]:
+        # The ring's port is there (an ofport) once ovs-vswitchd has
+        # applied next_cfg 5; before, it has none and so no flows.
+        calls.append("current at %d" % applied["cfg"])
+        return [dcm] if applied["cfg"] >= 5 else []
+
+    rec = Reconciler.__new__(Reconciler)
+    rec.spec = SimpleNamespace(bridge="br0", label=lambda: "sw")
+    rec.db = SimpleNamespace(
+        catch_up=lambda: 5, next_cfg=lambda: 5, wait_applied=wait_applied,
+        root=lambda: SimpleNamespace(cur_cfg=applied["cfg"]),
+        bridge=lambda _: SimpleNamespace(ports=ports))
+    rec.progress = lambda _waited: None
+    rec.of = sw
+    rec.current = current
+    rec.conflicts = lambda dcms, dumped=None: []
+    rec.routes = {}
+    rec.manage_groups = False
+    rec.known_flood = rec.known_groups = None
+    rec.known_flows = rec.known_theirs = None
+    n, _, n_add, _ = rec.sync()
+    assert calls == ["wait 5", "current at 5"]
+    assert n == 1 and n_add > 0
+    assert any("nw_dst=10.1.0.1" in ln for ln in sw.bundles[-1])
+    # Applied already: no wait.
+    calls.clear()
+    rec.sync()
+    assert calls == ["current at 5"]

@@ -579,6 +579,13 @@ class Reconciler:
                           else self.of.groups())
                 self.known_groups = None
             cfg = self.db.catch_up()
+            if self.db.root().cur_cfg < cfg:
+                # Another client's change (a ring it created) that
+                # ovs-vswitchd has not applied yet: its port has no
+                # ofport, and so no flows, until it has.  A plan empty
+                # from the start (that client's ring is what this one
+                # wants) must not end before they exist.
+                self.db.wait_applied(cfg, self.progress)
             dcms = self.current()
             problems = self.conflicts(dcms, dumped)
             if problems:
@@ -827,11 +834,14 @@ class Reconciler:
                                "switch %s refused the change, rolled back"
                                % self.spec.name, errs)
             self._report_plan(plan, verbose, "")
-            self.say("%s: one OVSDB transaction: %d created, %d updated, %d "
-                     "removed (committed in %.3f s, applied by ovs-vswitchd "
-                     "in %.3f s)" % (label, len(plan.create),
-                                     len(plan.update), len(plan.delete),
-                                     self.t_commit, t_db))
+            if not plan.empty():
+                # (Planned again to nothing, after another client made
+                # the change meanwhile: no transaction was sent.)
+                self.say("%s: one OVSDB transaction: %d created, %d "
+                         "updated, %d removed (committed in %.3f s, "
+                         "applied by ovs-vswitchd in %.3f s)"
+                         % (label, len(plan.create), len(plan.update),
+                            len(plan.delete), self.t_commit, t_db))
         self.set_state("flows")
         try:
             n, n_del, n_add, flood = self.sync()
