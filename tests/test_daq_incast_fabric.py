@@ -233,10 +233,23 @@ def test_shared_ring_sharing_binds_the_rings_to_their_host() -> None:
         c.max_rate_bps, c.max_rate_bps)
     assert params["max_burst"] == c.max_burst
     assert params["sharing"].startswith("shared: 3 DCMs")
+    # What the rings release together is bounded as one ring's release
+    # alone would be (max-burst full frames), not by the option's
+    # default of 32 frames, which overran the port they share.
+    full = 1518 + c.link_overhead
+    assert c.max_burst < 32
+    assert params["egress_max_burst_bytes"] == c.max_burst * full
     p = fabric.make_fabric_plan(77, c)
     doc = fabric.fabric_map(p, params)
     assert doc["defaults"]["steering"] == "bound"
     assert doc["defaults"]["egress-max-rate"] == "%dbit" % c.max_rate_bps
+    assert doc["defaults"]["egress-max-burst-bytes"] == c.max_burst * full
+    # --max-burst-bytes bounds the shared bucket instead.
+    b = cfg("--ros", "8", "--dcms", "6", "--hlt-hosts", "2",
+            "--ros-leaves", "2", "--ring-sharing", "shared",
+            "--max-burst-bytes", "20000")
+    assert fabric.ring_params(b, "daqring")["egress_max_burst_bytes"] \
+        == 20000
     state = _state(doc)
     assign, _ = fabric_plan(state, {}, set(), {}, 0)
     rings = slices(state, assign)["hlt-leaf"].rings

@@ -37,7 +37,7 @@ from ..fabric import SCHEMA_NAME, schema_path
 from ..process import Cleanup, RunError, die_with_parent, read_text, run
 from ..process import stop_process
 from ..sandbox import Sandbox
-from .config import Config, format_rate
+from .config import DAQRING_FRAME, Config, format_rate
 from .runner import Runner
 from .stats import (busy_time, counter_delta, ideal_collection_time,
                     payload_efficiency)
@@ -258,6 +258,22 @@ def make_fabric_plan(pid: int, cfg: Config) -> FabricPlan:
 
 
 # ====================================================================== map
+def shared_burst_bytes(cfg: Config) -> int:
+    """The burst the rings sharing a link release together beyond its
+    rate (their egress-max-burst-bytes): what one ring of the link would
+    release alone, --max-burst-bytes if given, else max-burst full
+    frames (at least the two frames the option takes).  Not the
+    option's default (32 full frames, NETDEV_MAX_BURST): the rings share
+    the link's port buffer, which --max-burst (half of --port-frames)
+    is chosen for; with the default, two to eight rings bursting
+    together overran a 32-frame DCM port (4-48 frames dropped per run
+    in daq-bench's shared-link points, 27 Nov 2026)."""
+    full = DAQRING_FRAME + cfg.link_overhead
+    if cfg.max_burst_bytes:
+        return cfg.max_burst_bytes
+    return max(2, cfg.max_burst) * full
+
+
 def ring_params(cfg: Config, mode: str) -> Dict[str, Any]:
     """The daqring options of one DCM in MODE, with the sharing policy:
     'static' (thesis Fig. 6.8g) gives each of the N rings of an HLT host
@@ -282,18 +298,19 @@ def ring_params(cfg: Config, mode: str) -> Dict[str, Any]:
                                    True)
     if cfg.ring_sharing == "shared":
         rate = cfg.max_rate_bps
+        burst = shared_burst_bytes(cfg)
         return {"ring_size": cfg.ring_size, "max_burst": cfg.max_burst,
                 "poll_interval_us": 0, "max_rate_bps": rate,
                 "rate_bps": rate, "frame_overhead": cfg.link_overhead,
                 "egress_max_rate_bps": rate,
-                # The link's burst bound, if any, is the shared bucket's.
-                "egress_max_burst_bytes": cfg.max_burst_bytes,
+                "egress_max_burst_bytes": burst,
                 "flow_buckets": buckets,
                 "sharing": "shared: %d DCMs bound to their host's link, "
                 "max-rate %s each and egress-max-rate %s for all "
-                "(work-conserving; max-burst %d, flow-buckets %d)"
+                "(work-conserving; max-burst %d, egress-max-burst-bytes "
+                "%d, flow-buckets %d)"
                 % (n, format_rate(rate), format_rate(rate), cfg.max_burst,
-                   buckets)}
+                   burst, buckets)}
     rate = cfg.max_rate_bps // n
     return {"ring_size": cfg.ring_size,
             "max_burst": max(1, cfg.max_burst // n),
