@@ -399,6 +399,30 @@ def test_a_failover_account_balances() -> None:
         "hlt-leaf:up1->spine1:dn1": {"frames": 2, "uplink_tx_path": 2}}
 
 
+def test_a_dpdk_uplinks_retried_frames_are_counted_once() -> None:
+    """The kernel sends the DPDK uplink's frames from its af_packet TX
+    ring; a frame the veth refuses (its peer down) goes back into the
+    ring and is sent again at the next kick, so the veth's tx_dropped
+    counts it once per try (3 for the 2 frames lost here), and a frame
+    delivered on a later try was counted dropped too.  The uplink's loss
+    is what the port handed the kernel and the veth never sent."""
+    d = _failover_drops(links={"hlt-leaf:up1": {
+        "tx_packets": 0, "tx_dropped": 3, "rx_packets": 0, "rx_dropped": 0}})
+    assert d["unaccounted"] == 0 and d["overcounted"] == 0
+    assert d["balance"]["balanced"] is True
+    assert d["lost_on_links"]["hlt-leaf:up1->spine1:dn1"] == {
+        "frames": 2, "uplink_tx_path": 2}
+    assert d["ports"]["hlt-leaf:up1"]["kernel_tx_dropped"] == 3
+    # One of them delivered on its second try (counted dropped once).
+    d = _failover_drops(
+        ports={"hlt-leaf:up1": {"tx_packets": 2}},
+        links={"hlt-leaf:up1": {"tx_packets": 1, "tx_dropped": 2},
+               "dqf77-ros0:e0": {"tx_packets": 60, "rx_packets": 10}})
+    assert d["lost_on_links"]["hlt-leaf:up1->spine1:dn1"] == {
+        "frames": 1, "uplink_tx_path": 1}
+    assert d["unaccounted"] == 0 and d["overcounted"] == 0
+
+
 def test_an_unbalanced_failover_account() -> None:
     # The same 10 frames in the kernel's count of spine1's veth too: a
     # count twice over, which unaccounted alone (0) does not show.

@@ -1269,14 +1269,26 @@ class FabricRunner(Runner):
                   for v, st in after["qdisc"].items()}
         links = {v: counter_delta(before["links"].get(v, {}), st)
                  for v, st in after["links"].items()}
+        # The DPDK leaf's uplinks (its ports to the spines): what their
+        # veths lost is what the port handed the kernel and the veth
+        # never sent (below), not the veth's tx_dropped.  The kernel
+        # sends a DPDK af_packet port's frames from its TX ring, and a
+        # frame refused there (its peer down) is put back in the ring
+        # (tpacket_snd: status TP_STATUS_SEND_REQUEST again) and sent
+        # again at the next kick: dropped again and counted twice, or
+        # delivered after it was counted dropped.  That made one
+        # failover run of several "overcounted 1" or 2.
+        leaf = self.fplan.switch(HLT_LEAF)
+        uplinks = ({"%s:%s" % (HLT_LEAF, p.name) for p in leaf.ports
+                    if p.peer_port != "e0"} if leaf.dpdk else set())
         # A veth that cannot hand a frame to its peer counts it at both
         # ends (the sender's tx_dropped, the peer's rx_dropped): each
         # once, at the sender.
-        kernel = sum(v.get("tx_dropped", 0) for v in links.values())
+        kernel = sum(v.get("tx_dropped", 0) for n, v in links.items()
+                     if n not in uplinks)
         # Frames a peer sent into a DPDK port's veth that the port never
         # read (its af_packet RX ring was full: no counter shows it).
         socket = {}
-        leaf = self.fplan.switch(HLT_LEAF)
         if leaf.dpdk:
             for p in leaf.ports:
                 name = "%s:%s" % (HLT_LEAF, p.name)
@@ -1288,25 +1300,23 @@ class FabricRunner(Runner):
                     socket[name] = sent - read
                     ports.setdefault(name, {})[
                         "af_packet_rx_ring_drops"] = sent - read
-        # Frames a DPDK uplink handed to the kernel that its veth neither
-        # sent nor counted: while the link is down the kernel's
-        # placeholder qdisc takes them and counts nothing.  (Not the
+        # Frames a DPDK uplink handed to the kernel that its veth never
+        # sent: refused by the veth (counted in its tx_dropped, once or
+        # more, see above) or, while the link is down, taken by the
+        # kernel's placeholder qdisc, which counts nothing.  (Not the
         # host ports: there the tbf refuses frames that DPDK retries.)
         gone = {}
-        if leaf.dpdk:
-            for p in leaf.ports:
-                if p.peer_port == "e0":
-                    continue
-                name = "%s:%s" % (HLT_LEAF, p.name)
-                k = links.get(name, {})
-                sent = counter_delta(before["ports"].get(name, {}),
-                                     after["ports"].get(name, {})
-                                     ).get("tx_packets")
-                if sent is not None and k and sent > k.get(
-                        "tx_packets", 0) + k.get("tx_dropped", 0):
-                    gone[name] = sent - k["tx_packets"] - k["tx_dropped"]
-                    ports.setdefault(name, {})["kernel_tx_path_drops"] = \
-                        gone[name]
+        for name in sorted(uplinks):
+            k = links.get(name, {})
+            sent = counter_delta(before["ports"].get(name, {}),
+                                 after["ports"].get(name, {})
+                                 ).get("tx_packets")
+            if sent is not None and k and sent > k.get("tx_packets", 0):
+                gone[name] = sent - k.get("tx_packets", 0)
+                ports.setdefault(name, {})["kernel_tx_path_drops"] = \
+                    gone[name]
+                if k.get("tx_dropped"):
+                    ports[name]["kernel_tx_dropped"] = k["tx_dropped"]
         total += sum(socket.values()) + sum(gone.values())
         # Frames a switch without DPDK received and did not send on:
         # ovs-vswitchd counts none of them (a send to a port that is down
@@ -1348,8 +1358,9 @@ class FabricRunner(Runner):
             a, b = "%s:%s" % (lf, lp), "%s:%s" % (sp, spp)
             for src, dst in ((a, b), (b, a)):
                 sw = src.split(":", 1)[0]
-                parts = {"kernel_links": links.get(src, {}).get(
-                             "tx_dropped", 0),
+                parts = {"kernel_links": (
+                             0 if src in uplinks else
+                             links.get(src, {}).get("tx_dropped", 0)),
                          "uplink_tx_path": gone.get(src, 0),
                          "af_packet_rx": socket.get(dst, 0),
                          "switch_inside": (
