@@ -268,10 +268,9 @@ def shared_burst_bytes(cfg: Config) -> int:
     is chosen for; with the default, two to eight rings bursting
     together overran a 32-frame DCM port (4-48 frames dropped per run
     in daq-bench's shared-link points, 27 Nov 2026)."""
-    full = DAQRING_FRAME + cfg.link_overhead
     if cfg.max_burst_bytes:
         return cfg.max_burst_bytes
-    return max(2, cfg.max_burst) * full
+    return max(2, cfg.max_burst) * (DAQRING_FRAME + cfg.link_overhead)
 
 
 def ring_params(cfg: Config, mode: str) -> Dict[str, Any]:
@@ -1311,8 +1310,9 @@ class FabricRunner(Runner):
             sent = counter_delta(before["ports"].get(name, {}),
                                  after["ports"].get(name, {})
                                  ).get("tx_packets")
-            if sent is not None and k and sent > k.get("tx_packets", 0):
-                gone[name] = sent - k.get("tx_packets", 0)
+            left = k.get("tx_packets", 0)
+            if sent is not None and k and sent > left:
+                gone[name] = sent - left
                 ports.setdefault(name, {})["kernel_tx_path_drops"] = \
                     gone[name]
                 if k.get("tx_dropped"):
