@@ -18,6 +18,9 @@
 # daqrings).  Those tests mostly wait, so they run OVS_REGRESSION_JOBS at a
 # time: about 4 minutes for the ~300 here.
 #
+# OVS_REGRESSION_TESTS="N..." runs only those tests (numbers in OVS's
+# testsuite, as a failed run names them) instead of the areas' tests.
+#
 # OVS_REGRESSION_SET picks part of them: "pmd" the areas whose tests run
 # dummy PMD threads (dpif-netdev.at, pmd.at: they wait for those threads
 # to poll, so they want a CPU that is not busy elsewhere), "rest" the
@@ -80,6 +83,7 @@ check: all
 	 OVS_TESTSUITEFLAGS="$(OVS_TESTSUITEFLAGS)" \
 	 OVS_REGRESSION_AREAS="$(OVS_REGRESSION_AREAS)" \
 	 OVS_REGRESSION_JOBS="$(OVS_REGRESSION_JOBS)" \
+	 OVS_REGRESSION_TESTS="$(OVS_REGRESSION_TESTS)" \
 	 PYTHON_SOURCES="$(PYTHON_SOURCES)" \
 	 build-aux/run-checks $(CHECK_PARTS)
 
