@@ -164,3 +164,83 @@ def test_daq_bench_verdicts_have_the_fabric_rows() -> None:
                                  dir="d")}
     got = {v["key"]: v for v in analysis.verdicts(res)}
     assert got["fabric_limit"]["met"] is True
+
+
+def point(rate: str, fab: Dict[str, Any]) -> Dict[str, Any]:
+    return dict(fab, link_rate=rate, command="c --link-rate " + rate,
+                failover_command="f", dir="d/" + rate)
+
+
+def test_rate_points_are_judged_each_and_together() -> None:
+    """A target is met only if it is at every rate: met at 100 Mbit/s
+    and missed at 200 Mbit/s is missed, and the value names both."""
+    good = fabric_summary([steady(0.97, 0.99), steady(0.99, 0.97)],
+                          [failover(0.96), failover(0.97)])
+    slow = fabric_summary([steady(0.97, 0.93), steady(0.97, 0.92)],
+                          [failover(0.96, res=3.9), failover(0.97)])
+    fab = {"dir": "d", "points": [point("100mbit", good),
+                                  point("200mbit", slow)]}
+    r = rows(fab)
+    assert r["fabric_limit"]["met"] is False
+    v = r["fabric_limit"]["value"]
+    assert v.startswith("at 100mbit: 98.0% [97.0-99.0]") and \
+        "; at 200mbit: 92.5% [92.0-93.0]" in v, v
+    assert r["failover_restored"]["met"] is False
+    assert r["fabric_drops"]["met"] is True
+    assert r["fabric_rtos"]["met"] is True
+    assert r["failover_complete"]["met"] is True
+    text = "\n".join(fabric_markdown(fab))
+    assert "### At 100mbit" in text and "### At 200mbit" in text
+    assert "c --link-rate 200mbit" in text
+    # Both met: met.
+    r = rows({"points": [point("100mbit", good), point("50mbit", good)]})
+    assert all(x["met"] is True for x in r.values()), r
+
+
+def test_a_rate_point_without_results_is_never_met() -> None:
+    good = fabric_summary([steady(0.97)], [failover(0.96)])
+    # No valid run at one point (the PMD had too little of its core): not
+    # judged, even though the other point met everything.
+    starved = fabric_summary([steady(0.5)], [failover(0.4)])
+    r = rows({"points": [point("100mbit", good),
+                         point("200mbit", starved)]})
+    assert all(x["met"] is None for x in r.values()), r
+    assert "at 200mbit: not judged" in r["fabric_limit"]["value"]
+    # A point that failed (its runs did not finish, or it never ran)
+    # fails every target, whatever the others did.
+    failed = fabric_summary([None], [None])
+    r = rows({"points": [point("100mbit", good), point("200mbit", failed),
+                         point("50mbit", starved)]})
+    assert all(x["met"] is False for x in r.values()), r
+    r = rows({"points": [point("100mbit", good),
+                         {"link_rate": "200mbit", "error": "boom"}]})
+    assert all(x["met"] is False for x in r.values()), r
+    assert "at 200mbit: FAILED: boom" in r["fabric_limit"]["value"]
+    r = rows({"points": []})
+    assert all(x["met"] is False for x in r.values()), r
+
+
+def test_daq_bench_takes_the_rates_apart_from_the_other_arguments(
+        capsys: Any) -> None:
+    import pytest
+    from ovs_daqring.bench.cli import parse_args
+    ns = parse_args(["--parts", "fabric-incast"])
+    assert ns.fabric_incast_rates == ["100mbit", "200mbit"]
+    ns = parse_args(["--parts", "fabric-incast", "--fabric-incast-rates",
+                     "1gbit", "--fabric-incast-args", "--events 10"])
+    assert ns.fabric_incast_rates == ["1gbit"]
+    for bad, why in ((["--fabric-incast-rates", ""], "at least one rate"),
+                     (["--fabric-incast-rates", "100mbit,fast"],
+                      "bad rate 'fast'"),
+                     (["--fabric-incast-rates", "100mbit,0.1gbit"],
+                      "100mbit and 0.1gbit are the same rate"),
+                     (["--fabric-incast-args", "--link-rate 1gbit"],
+                      "not --link-rate"),
+                     (["--fabric-incast-args=--link-rat=1gbit"],
+                      "not --link-rate"),
+                     (["--fabric-incast-args=--events '10"],
+                      "--fabric-incast-args: No closing quotation")):
+        with pytest.raises(SystemExit) as e:
+            parse_args(["--parts", "fabric-incast"] + bad)
+        assert e.value.code == 2
+        assert why in capsys.readouterr().err, bad

@@ -16,6 +16,7 @@ import datetime
 import json
 import os
 import shutil
+import shlex
 import signal
 import subprocess
 import sys
@@ -36,6 +37,8 @@ from .analysis import (DEFAULT_OVS_BUILD, DEFAULT_PARTS, LOG_KEEP, PARTS,
 from .parse import (parse_perf_report, parse_pmd_perf, parse_pmd_stats,
                     pmd_totals)
 from .fabric_incast import FAILOVER_ARGS, STEADY_ARGS
+from .fabric_incast import RATES as FABRIC_RATES
+from .fabric_incast import parse_rates as parse_fabric_rates
 from . import lossless
 from .parts import Parts
 from .peers import GRID, QUICK_POINTS, parse_points
@@ -450,7 +453,8 @@ ovsdb-server, ovs-vswitchd in a network namespace of its own):
             ideal, 0 drops, 0 RTOs
   fabric-incast  (only when named) daq-incast --topology fabric: every
             mode through an emulated leaf-spine, and a leaf-spine link
-            failing under load; valid runs only (PMD >= 90% of its core)
+            failing under load, at each of --fabric-incast-rates; valid
+            runs only (PMD >= 90% of its core)
 
 and writes OUT/bench.json and OUT/summary.md, with the PMD thread's share
 of its core (schedstat) next to every number.""",
@@ -528,7 +532,14 @@ of its core (schedstat) next to every number.""",
     g.add_argument("--fabric-incast-args", metavar="ARGS", default="",
                    help="fabric-incast: more daq-incast arguments for "
                    "both of its runs (they come after the defaults, '%s' "
-                   "and '%s')" % (STEADY_ARGS, FAILOVER_ARGS))
+                   "and '%s'; the link rate comes from "
+                   "--fabric-incast-rates)" % (STEADY_ARGS, FAILOVER_ARGS))
+    g.add_argument("--fabric-incast-rates", metavar="RATES",
+                   default=FABRIC_RATES,
+                   help="fabric-incast: the HLT hosts' access-link rates "
+                   "(daq-incast --link-rate), comma-separated: the runs "
+                   "are made at each, and a target is met only if it is "
+                   "at every rate (default: %(default)s)")
     g.add_argument("--skip-incast", action="store_true",
                    help="leave out the incast part")
     g.add_argument("--peers-points", metavar="NAMES",
@@ -686,8 +697,18 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         p.error(str(e))
     try:
         lossless.parse_points(ns.lossless_points, ns.quick)
+        ns.fabric_incast_rates = parse_fabric_rates(ns.fabric_incast_rates)
     except ValueError as e:
         p.error(str(e))
+    try:
+        words = shlex.split(ns.fabric_incast_args or "")
+    except ValueError as e:
+        p.error("--fabric-incast-args: %s" % e)
+    # (daq-incast takes an option's unambiguous prefix too.)
+    if any(len(w.split("=")[0]) >= len("--link-r")
+           and "--link-rate".startswith(w.split("=")[0]) for w in words):
+        p.error("--fabric-incast-args: give the link rates with "
+                "--fabric-incast-rates, not --link-rate")
     for name in ("peers_runs", "peers_events", "lossless_runs",
                  "lossless_events"):
         v = getattr(ns, name)

@@ -28,6 +28,9 @@ root."""
 
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from ..hosts import ConfigError
+from ..incast.config import parse_rate
+
 FABRIC_TARGETS = {
     "fabric_limit": "fabric incast: daqring goodput >= 95% of the emulated "
                     "fabric's limit",
@@ -58,6 +61,33 @@ STEADY_ARGS = ("--ros 12 --dcms 4 --spines 2 --events 100 "
                + SHARING_ARGS)
 FAILOVER_ARGS = ("--ros 12 --dcms 4 --spines 2 --events 150 "
                  "--modes daqring --failover 2/5 " + SHARING_ARGS)
+# The access links' rates the part runs at (--fabric-incast-rates), each
+# a point of its own, judged alone and together: the fabric's limit
+# scales with them, the emulator's capacity (one core for every switch
+# but the HLT leaf, and for every host) does not.  At 200 Mbit/s every
+# mode lost 10-30 points of the limit against 100 Mbit/s in the same
+# session (25-26 Nov 2026): a verdict at one rate would hide which.
+RATES = "100mbit,200mbit"
+
+
+def parse_rates(text: str) -> List[str]:
+    """--fabric-incast-rates: daq-incast --link-rate values,
+    comma-separated, at least one, none twice; ValueError says why."""
+    rates = [r.strip() for r in (text or "").split(",") if r.strip()]
+    if not rates:
+        raise ValueError("--fabric-incast-rates: at least one rate, e.g. "
+                         "%s" % RATES)
+    seen: Dict[int, str] = {}
+    for r in rates:
+        try:
+            bps = parse_rate(r)
+        except ConfigError as e:
+            raise ValueError("--fabric-incast-rates: %s" % e)
+        if bps in seen:
+            raise ValueError("--fabric-incast-rates: %s and %s are the "
+                             "same rate" % (seen[bps], r))
+        seen[bps] = r
+    return rates
 
 
 def _lost(m: Dict[str, Any]) -> int:
@@ -183,7 +213,47 @@ def _num(st: Dict[str, Any], fmt: str = "%.0f") -> str:
 
 def fabric_verdicts(fab: Dict[str, Any],
                     add: Callable[..., None]) -> None:
-    """The fabric rows of daq-bench's verdicts.  A target is judged on
+    """The fabric rows of daq-bench's verdicts.  With rate points
+    (fab["points"]), each target is judged at every point and met only
+    if it is at all of them: FAILED (False) if it failed or was missed
+    at one, not judged (None) if one had no valid run and none missed
+    it; the value names every point's.  Results of one point only (no
+    "points"), as daq-bench wrote them before the rate points, are
+    judged as that point."""
+    points = fab.get("points")
+    if points is None:
+        _point_verdicts(fab, add)
+        return
+    got: Dict[str, List[Any]] = {}
+
+    def collect(key: str, value: str, ok: Optional[bool],
+                shares: Optional[List[Any]] = None) -> None:
+        got.setdefault(key, []).append((value, ok, shares or []))
+
+    for pt in points:
+        before = {k: len(v) for k, v in got.items()}
+        if pt.get("error"):
+            for k in FABRIC_TARGETS:
+                collect(k, "FAILED: %s" % pt["error"], False)
+        else:
+            _point_verdicts(pt, collect)
+        for k in FABRIC_TARGETS:
+            if len(got.get(k, [])) == before.get(k, 0):
+                collect(k, "not judged", None)
+    for k in FABRIC_TARGETS:
+        rows = got.get(k, [])
+        oks = [ok for _, ok, _ in rows]
+        ok = (False if False in oks or not rows
+              else None if None in oks else True)
+        value = "; ".join("at %s: %s" % (pt.get("link_rate", "?"), v)
+                          for pt, (v, _, _) in zip(points, rows))
+        add(k, value or "no rate point", ok,
+            [x for _, _, sh in rows for x in sh])
+
+
+def _point_verdicts(fab: Dict[str, Any],
+                    add: Callable[..., None]) -> None:
+    """fabric_verdicts() of one rate point.  A target is judged on
     valid runs only, and only if every asked run finished: a failed run
     makes it FAILED; with no valid run it is not judged (None), saying
     why."""
@@ -255,13 +325,34 @@ def fabric_verdicts(fab: Dict[str, Any],
 
 
 def fabric_markdown(fab: Dict[str, Any]) -> List[str]:
-    """The fabric section of summary.md."""
+    """The fabric section of summary.md: one subsection per rate
+    point."""
     L = ["## Fabric incast (daq-incast --topology fabric)", ""]
-    L.append("`%s` and, for the failover, `%s`; %d run(s) each; JSON in "
-             "`%s`.  Figures from valid runs only (the PMD had at least "
-             "90%% of its core); the PMD share of every run is listed."
-             % (fab.get("command", "?"), fab.get("failover_command", "?"),
-                fab.get("asked", 0), fab.get("dir", "?")))
+    points = fab.get("points")
+    if points is None:
+        return L + _point_markdown(fab)
+    L.append("At %d access-link rate(s): %s.  Every target is judged at "
+             "each, and met only if it is at all of them (verdicts)."
+             % (len(points), ", ".join(pt.get("link_rate", "?")
+                                       for pt in points)))
+    L.append("")
+    for pt in points:
+        L.append("### At %s" % pt.get("link_rate", "?"))
+        L.append("")
+        if pt.get("error"):
+            L += ["Not completed: %s" % pt["error"], ""]
+        else:
+            L += _point_markdown(pt)
+    return L
+
+
+def _point_markdown(fab: Dict[str, Any]) -> List[str]:
+    """fabric_markdown() of one rate point."""
+    L = ["`%s` and, for the failover, `%s`; %d run(s) each; JSON in "
+         "`%s`.  Figures from valid runs only (the PMD had at least "
+         "90%% of its core); the PMD share of every run is listed."
+         % (fab.get("command", "?"), fab.get("failover_command", "?"),
+            fab.get("asked", 0), fab.get("dir", "?"))]
     L.append("")
     lim = next((r["limit"] for r in fab.get("runs", []) if r.get("limit")),
                None)

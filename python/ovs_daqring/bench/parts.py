@@ -945,37 +945,47 @@ class Parts:
 
     # --------------------------------------------------- fabric incast
     def part_fabric_incast(self) -> None:
-        """daq-incast --topology fabric, --incast-runs times (3, quick
-        1): every mode without a failure, then the daqring mode with a
-        leaf-spine link down and up again (fabric_incast.py)."""
+        """daq-incast --topology fabric at each of --fabric-incast-rates,
+        --incast-runs times (3, quick 1): every mode without a failure,
+        then the daqring mode with a leaf-spine link down and up again
+        (fabric_incast.py).  One subdirectory per rate."""
         runs = self.args.incast_runs or (1 if self.quick else 3)
-        d = os.path.join(self.out, "fabric-incast")
-        os.makedirs(d, exist_ok=True)
+        top = os.path.join(self.out, "fabric-incast")
         extra = shlex.split(self.args.fabric_incast_args or "")
         base = [sys.executable, tool_path("daq-incast") or "daq-incast",
                 "--ovs-build", os.path.abspath(self.args.ovs_build),
                 "--pmd-cpu-mask", self.args.pmd_cpu_mask, "-q",
                 "--hugepages", self.args.hugepages, "--topology", "fabric"]
-        steady = base + shlex.split(STEADY_ARGS) + extra
-        fail = base + shlex.split(FAILOVER_ARGS) + extra
 
         def show(cmd: List[str]) -> str:
             return " ".join(["utilities/daq-incast"]
                             + [rel_top(x) if x.startswith("/") else x
                                for x in cmd[2:]])
-        out: Dict[str, Any] = {"dir": rel_top(d), "command": show(steady),
-                               "failover_command": show(fail)}
-        self.res["fabric-incast"] = out
-        data: List[Optional[Dict[str, Any]]] = []
-        fdata: List[Optional[Dict[str, Any]]] = []
-        for i in range(runs):
-            self.say("fabric incast run %d/%d" % (i + 1, runs))
-            data.append(self.incast_run(steady, d, "run%d" % (i + 1),
-                                        i == runs - 1))
-            self.say("fabric failover run %d/%d" % (i + 1, runs))
-            fdata.append(self.incast_run(fail, d, "failover%d" % (i + 1),
-                                         i == runs - 1))
-        out.update(fabric_summary(data, fdata))
+        points: List[Dict[str, Any]] = []
+        self.res["fabric-incast"] = {"dir": rel_top(top), "points": points}
+        for rate in self.args.fabric_incast_rates:
+            d = os.path.join(top, rate)
+            os.makedirs(d, exist_ok=True)
+            rate_args = ["--link-rate", rate]
+            steady = base + shlex.split(STEADY_ARGS) + rate_args + extra
+            fail = base + shlex.split(FAILOVER_ARGS) + rate_args + extra
+            out: Dict[str, Any] = {"link_rate": rate, "dir": rel_top(d),
+                                   "command": show(steady),
+                                   "failover_command": show(fail)}
+            points.append(out)
+            data: List[Optional[Dict[str, Any]]] = []
+            fdata: List[Optional[Dict[str, Any]]] = []
+            for i in range(runs):
+                self.say("fabric incast at %s: run %d/%d"
+                         % (rate, i + 1, runs))
+                data.append(self.incast_run(steady, d, "run%d" % (i + 1),
+                                            i == runs - 1))
+                self.say("fabric failover at %s: run %d/%d"
+                         % (rate, i + 1, runs))
+                fdata.append(self.incast_run(fail, d,
+                                             "failover%d" % (i + 1),
+                                             i == runs - 1))
+            out.update(fabric_summary(data, fdata))
 
     def incast_preexec(self) -> None:
         """daq-incast places its own threads: give it all our CPUs back."""
