@@ -22,7 +22,8 @@ Run: /usr/bin/python3 -m pytest -q tests/test_fabric_planner.py
 import textwrap
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, List, Set, Tuple
+from types import SimpleNamespace
+from typing import Any, Dict, List, Set, Tuple
 
 import pytest
 
@@ -32,9 +33,11 @@ from ovs_daqring.fabric.fabmap import FabricMapReader, state_json
 from ovs_daqring.fabric.model import Assignment, FabricDcm, FabricState
 from ovs_daqring.fabric.planner import (changed, next_return, path_order,
                                         plan)
+from ovs_daqring.fabric import agent as fa
 from ovs_daqring.fabric.agent import route_matches, route_table
 from ovs_daqring.fabric.slice import (FROM, PRIO_FROM_DCM, PRIO_ROUTE,
-                                      Slice, backup_spines, slices)
+                                      Slice, backup_spines, monitored,
+                                      slices)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"
@@ -774,3 +777,65 @@ def test_next_return_is_when_the_plan_would_change() -> None:
     # Moved later than the port came up: from the move.
     back = {("hl0", "u1"): t0}
     assert next_return(st, a2, set(), back) == t0 + 1000 + 10000
+
+
+def test_switches_that_route_by_name_monitor_every_dcm() -> None:
+    """slice.monitored(): a ROS leaf and a spine (with assignments) hold
+    every DCM, so that a new DCM or a DCM moved to that spine needs no
+    condition change before it is routed; an HLT leaf holds its hosts'
+    DCMs only; every switch the assignments its slice reads."""
+    st = parse(fabric_yaml(planes=2, spines=2, hlt=2, dcms_per_host=3))
+    asg = assign(st, {})
+    held = list(asg.values())
+    ros = monitored("rl0", st.hosts, st.dcms, held)
+    assert ros["DCM"] == [True]
+    assert ["plane", "==", 0] in ros["Assignment"]
+    spine = [a.spine for a in held if a.plane == 1][0]
+    sp = monitored(spine, st.hosts, st.dcms,
+                   [a for a in held if a.spine == spine])
+    assert sp == {"DCM": [True], "Assignment": [["spine", "==", spine]]}
+    # A spine without assignments yet holds no DCM.
+    idle = monitored(spine, st.hosts, st.dcms, [])
+    assert idle["DCM"] == [False]
+    hl = monitored("hl0", st.hosts, st.dcms, held)
+    assert hl["DCM"] == [["host", "==", "hlt0"], ["host", "==", "hlt1"]]
+    assert sorted(c[2] for c in hl["Assignment"] if c[0] == "dcm") \
+        == sorted(d.name for d in st.dcms)
+
+
+class _Fabric:
+    """What Agent.plan_pending() reads of its FabricDb."""
+
+    def __init__(self, gen: int, planned: int, planner: str) -> None:
+        self.row = SimpleNamespace(generation=gen,
+                                   planned_generation=planned,
+                                   planner=planner)
+
+    def root(self) -> Any:
+        return self.row
+
+
+def test_agent_waits_a_bounded_time_for_a_generation_s_plan(
+        monkeypatch: Any) -> None:
+    """Agent.plan_pending(): a new generation is read once planned, or
+    PLAN_WAIT_S after the agent saw it; at once when the fabric has no
+    planner or the generation is planned."""
+    now = [100.0]
+    monkeypatch.setattr(fa.time, "monotonic", lambda: now[0])
+    agent = fa.Agent.__new__(fa.Agent)
+    agent.unplanned = None
+    agent.fabric = _Fabric(3, 2, "")                # no planner
+    assert not agent.plan_pending()
+    agent.fabric = _Fabric(3, 3, "spine1")          # planned
+    assert not agent.plan_pending() and agent.unplanned is None
+    agent.fabric = _Fabric(4, 3, "spine1")
+    assert agent.plan_pending()
+    now[0] += fa.PLAN_WAIT_S - 0.1
+    assert agent.plan_pending()
+    now[0] += 0.1
+    assert not agent.plan_pending()
+    # Another generation: waits again, from when it was seen.
+    agent.fabric = _Fabric(5, 3, "spine1")
+    assert agent.plan_pending()
+    agent.fabric = _Fabric(5, 5, "spine1")
+    assert not agent.plan_pending() and agent.unplanned is None

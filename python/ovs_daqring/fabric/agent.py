@@ -90,6 +90,9 @@ HEARTBEAT = 3
 FULL_CHECK_EVERY = 10
 # The tables a node's slice is computed from.
 SLICE_TABLES = DESIRED_TABLES + ("Assignment",)
+# How long an agent waits for a planner's plan of a new generation before
+# it reads the generation without it (plan_pending()).
+PLAN_WAIT_S = 2.0
 
 
 # ================================================================ the slice
@@ -221,11 +224,12 @@ def load_cache(path: str, node: str) -> Optional[Dict[str, Any]]:
     return c
 
 
-def save_cache(path: str, c: Dict[str, Any]) -> None:
-    """Atomically: a crash leaves the old file or the new one."""
+def save_cache(path: str, text: str) -> None:
+    """Writes 'text' (a want as JSON) to 'path' atomically: a crash
+    leaves the old file or the new one."""
     tmp = "%s.%d.tmp" % (path, os.getpid())
     with open(tmp, "w") as f:
-        json.dump(c, f, indent=1, sort_keys=True)
+        f.write(text)
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
@@ -352,6 +356,12 @@ class Agent:
         self.exiting = False
         # Whether fabric_up() was, the last time.
         self.was_up = False
+        # (generation, when first seen) of a generation not planned yet
+        # (plan_pending()).
+        self.unplanned: Optional[Tuple[int, float]] = None
+        # The want held() has to keep on the disk, once reported
+        # (keep()).
+        self.to_keep: Optional[Dict[str, Any]] = None
 
     def close(self) -> None:
         self.close_switch()
@@ -609,7 +619,16 @@ class Agent:
         self.failed_gen = None
         self.applied = text
         self.applied_gen = want["generation"]
-        if want is self.saved_want:
+        # Kept on the disk after the round's report (run()): the other
+        # nodes and 'fabric apply --wait' wait for the report, not for
+        # the file.
+        self.to_keep = want
+
+    def keep(self) -> None:
+        """Keeps the slice the switch holds (held()) on the disk, for a
+        start while the fabric database is unreachable."""
+        want, self.to_keep = self.to_keep, None
+        if want is None or want is self.saved_want:
             # Kept already (every check of the switch comes here).
             return
         old = self.saved_want
@@ -624,7 +643,7 @@ class Agent:
         saved = json.dumps(want, sort_keys=True)
         if saved != self.saved:
             try:
-                save_cache(self.cache_path, want)
+                save_cache(self.cache_path, saved)
                 self.saved = saved
             except OSError as e:
                 vlog.warn("%s: cannot keep the applied slice: %s"
@@ -868,7 +887,8 @@ class Agent:
         # the rows arrive.  The switch holds the last slice meanwhile;
         # self.seqno stays, so the slice is read once they are in.
         if (self.fabric_up() and self.fabric.narrow()
-                and self.fabric.changes(*SLICE_TABLES) != self.seqno):
+                and self.fabric.changes(*SLICE_TABLES) != self.seqno
+                and not self.plan_pending()):
             # Only what the slice depends on: not the nodes' reports.
             self.seqno = self.fabric.changes(*SLICE_TABLES)
             self.read_fabric()
@@ -881,9 +901,30 @@ class Agent:
             self.apply()
             self.next_check = time.monotonic() + self.interval
         # A generation held (applied, or one that leaves the slice as it
-        # was), in this round.
+        # was), in this round; then on the disk.
         if self.next_report == 0.0:
             self.report()
+        self.keep()
+
+    def plan_pending(self) -> bool:
+        """Whether the newest generation waits for its plan: it is not
+        planned yet, a planner has the fabric, and the agent saw it less
+        than PLAN_WAIT_S ago.  Most switches' slices depend on the plan
+        (their routes follow the assignments), so every agent would read
+        the generation twice, before and after the plan, and on a
+        machine that runs many agents (an emulated fabric) their first
+        reading takes the CPU the planner needs.  Bounded: without a
+        planner, or with one that does not plan, the agent applies the
+        generation as it is (its rings, the links' BFD) after that."""
+        fab = self.fabric.root()
+        if (fab is None or not fab.planner
+                or int(fab.planned_generation) >= int(fab.generation)):
+            self.unplanned = None
+            return False
+        now = time.monotonic()
+        if self.unplanned is None or self.unplanned[0] != int(fab.generation):
+            self.unplanned = (int(fab.generation), now)
+        return now < self.unplanned[1] + PLAN_WAIT_S
 
     def wait(self, poller: Any) -> None:
         self.fabric.idl.wait(poller)
@@ -906,6 +947,9 @@ class Agent:
             deadlines = [self.next_report]
         if self.want is not None:
             deadlines.append(self.next_check)
+        if self.unplanned is not None:
+            # Read without its plan then (plan_pending()).
+            deadlines.append(self.unplanned[1] + PLAN_WAIT_S)
         if self.planner is not None:
             # A change wakes the planner through its IDL; the tick only
             # while it has to look again (plan()'s 'due'), else an idle

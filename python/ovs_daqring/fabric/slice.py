@@ -221,23 +221,34 @@ def monitored(node: str, hosts: Iterable[FabricHost],
     - the assignments naming 'node' as their spine, and their DCMs by
       name.
 
-    The DCM clauses follow the assignments held, and the Assignment
-    clauses the DCMs held: a client has every row it needs once the
-    conditions it holds rows by (acknowledged by the server) are the ones
-    this returns for those rows (FabricDb.narrow()).  Every clause is an
-    equality (ovsdb-server hashes those), sorted, so that the same rows
-    give the same conditions; no clause: [False]."""
+    A switch that routes DCMs by name (a ROS host's leaf, a spine: one
+    that holds such assignments) monitors every DCM instead: which DCMs
+    it routes follows the assignments, and a condition per DCM would
+    cost a round trip to the server before each new DCM (at the ROS
+    leaves) and each move (at the spine the DCMs move to, in a
+    failover) could be routed.  The HLT leaves, most of a fabric's
+    switches, hold the DCMs of their hosts only.
+
+    The Assignment clauses follow the DCMs held: a client has every row
+    it needs once the conditions it holds rows by (acknowledged by the
+    server) are the ones this returns for those rows
+    (FabricDb.narrow()).  Every clause is an equality (ovsdb-server
+    hashes those), sorted, so that the same rows give the same
+    conditions; no clause: [False]."""
     hosts = list(hosts)
+    assigned = list(assigned)
     mine = sorted({h.name for h in hosts
                    for _, leaf, _ in h.attachments if leaf == node})
     ros_planes = sorted({p for h in hosts if h.role == "ros"
                          for p, leaf, _ in h.attachments if leaf == node})
     cabled = set(mine)
     on_mine = {d.name for d in dcms if d.host in cabled}
-    by_name = {a.dcm for a in assigned} - on_mine
     asg: List[Any] = ([["spine", "==", node]]
                       + [["plane", "==", p] for p in ros_planes]
                       + [["dcm", "==", n] for n in sorted(on_mine)])
+    if ros_planes or any(a.spine == node for a in assigned):
+        return {"DCM": [True], "Assignment": asg}
+    by_name = {a.dcm for a in assigned} - on_mine
     dcm: List[Any] = ([["host", "==", h] for h in mine]
                       + [["name", "==", n] for n in sorted(by_name)])
-    return {"DCM": dcm or [False], "Assignment": asg or [False]}
+    return {"DCM": dcm or [False], "Assignment": asg}
