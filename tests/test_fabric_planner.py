@@ -828,12 +828,17 @@ def test_agent_waits_a_bounded_time_for_a_generation_s_plan(
     assert not agent.plan_pending()
     agent.fabric = _Fabric(3, 3, "spine1")          # planned
     assert not agent.plan_pending() and agent.unplanned is None
+    assert agent.plan_wait_until() is None
     agent.fabric = _Fabric(4, 3, "spine1")
     assert agent.plan_pending()
+    assert agent.plan_wait_until() == 100.0 + fa.PLAN_WAIT_S
     now[0] += fa.PLAN_WAIT_S - 0.1
     assert agent.plan_pending()
     now[0] += 0.1
     assert not agent.plan_pending()
+    # Still not planned: no deadline in the past for the poll loop (the
+    # agent would spin until the planner plans).
+    assert agent.plan_wait_until() is None
     # Another generation: waits again, from when it was seen.
     agent.fabric = _Fabric(5, 3, "spine1")
     assert agent.plan_pending()

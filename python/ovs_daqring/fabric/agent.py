@@ -926,6 +926,16 @@ class Agent:
             self.unplanned = (int(fab.generation), now)
         return now < self.unplanned[1] + PLAN_WAIT_S
 
+    def plan_wait_until(self) -> Optional[float]:
+        """When plan_pending() stops waiting for the plan it waits for;
+        None if it does not wait, or no more (a deadline in the past
+        would make every round end at once: an agent spinning until the
+        planner plans, on the core the planner needs)."""
+        if self.unplanned is None:
+            return None
+        due = self.unplanned[1] + PLAN_WAIT_S
+        return due if due > time.monotonic() else None
+
     def wait(self, poller: Any) -> None:
         self.fabric.idl.wait(poller)
         if self.rec is not None:
@@ -947,9 +957,10 @@ class Agent:
             deadlines = [self.next_report]
         if self.want is not None:
             deadlines.append(self.next_check)
-        if self.unplanned is not None:
+        due = self.plan_wait_until()
+        if due is not None:
             # Read without its plan then (plan_pending()).
-            deadlines.append(self.unplanned[1] + PLAN_WAIT_S)
+            deadlines.append(due)
         if self.planner is not None:
             # A change wakes the planner through its IDL; the tick only
             # while it has to look again (plan()'s 'due'), else an idle
