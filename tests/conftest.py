@@ -45,9 +45,6 @@ _cleanup = Cleanup()
 
 
 def pytest_configure(config: Any) -> None:
-    config.addinivalue_line(
-        "markers", "xdist_group(name): tests that run on one worker, in "
-        "order (pytest-xdist's --dist loadgroup)")
     if os.geteuid() != 0 or hasattr(config, "workerinput"):
         return
     mount_dir = tempfile.mkdtemp(prefix="daq-pytest-hugepages.")
@@ -64,9 +61,11 @@ def pytest_unconfigure(config: Any) -> None:
 
 
 # Before pytest-xdist's worker reads the marks (it names each test after
-# its group there).
+# its group there).  Without xdist, no mark (xdist registers it).
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
-        if os.path.basename(str(item.fspath)) not in MACHINE_FREE:
+        if item.path.name not in MACHINE_FREE:
             item.add_marker(pytest.mark.xdist_group("machine"))

@@ -356,8 +356,8 @@ class Agent:
         self.exiting = False
         # Whether fabric_up() was, the last time.
         self.was_up = False
-        # (generation, when first seen) of a generation not planned yet
-        # (plan_pending()).
+        # (generation, until when to wait for its plan) of a generation
+        # not planned yet (plan_pending()).
         self.unplanned: Optional[Tuple[int, float]] = None
         # The want held() has to keep on the disk, once reported
         # (keep()).
@@ -923,18 +923,17 @@ class Agent:
             return False
         now = time.monotonic()
         if self.unplanned is None or self.unplanned[0] != int(fab.generation):
-            self.unplanned = (int(fab.generation), now)
-        return now < self.unplanned[1] + PLAN_WAIT_S
+            self.unplanned = (int(fab.generation), now + PLAN_WAIT_S)
+        return now < self.unplanned[1]
 
     def plan_wait_until(self) -> Optional[float]:
         """When plan_pending() stops waiting for the plan it waits for;
         None if it does not wait, or no more (a deadline in the past
         would make every round end at once: an agent spinning until the
         planner plans, on the core the planner needs)."""
-        if self.unplanned is None:
+        if self.unplanned is None or self.unplanned[1] <= time.monotonic():
             return None
-        due = self.unplanned[1] + PLAN_WAIT_S
-        return due if due > time.monotonic() else None
+        return self.unplanned[1]
 
     def wait(self, poller: Any) -> None:
         self.fabric.idl.wait(poller)
