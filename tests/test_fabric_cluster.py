@@ -351,6 +351,63 @@ def test_planner_lock_single_writer(cluster: Cluster) -> None:
         db.close()
 
 
+def _fresh_assignments(remote: str) -> Dict[str, Any]:
+    db = FabricDb(remote, 30)
+    try:
+        return db.assignments()
+    finally:
+        db.close()
+
+
+def test_assignments_follow_every_change_and_a_reconnection(
+        cluster: Cluster, tmp_path: Path) -> None:
+    """FabricDb.assignments() converts only the rows that changed since
+    its last call: what it returns is what a client that reads every row
+    anew gets, after plans that move (as many rows as before), delete
+    and add assignments, and after its IDL reconnects to another member
+    (which may clear its rows without a notification per row) while a
+    DCM was replaced by another (as many rows as before)."""
+    m6 = write_map(str(tmp_path), "m6.yaml", 6)
+    m6s1 = write_map(str(tmp_path), "m6s1.yaml", 6, spines=1)
+    m3 = write_map(str(tmp_path), "m3.yaml", 3)
+    m6b = str(tmp_path / "m6b.yaml")
+    Path(m6b).write_text(Path(m6s1).read_text().replace("name: dcm5,",
+                                                        "name: dcm9,"))
+    reader = FabricDb(cluster.remotes(), 30)
+    planner = Planner(cluster.remotes(), "P", 30)
+    try:
+        seen: List[Dict[str, Any]] = []
+        for m in (m6, m6s1, m3, m6):
+            assert daqctl("fabric", "apply", m, "--db",
+                          cluster.remotes()).returncode == 0
+            _until(planner, lambda s: s == "planned")
+            want = _fresh_assignments(cluster.remotes())
+            _run_until([reader], lambda w=want: reader.assignments() == w,
+                       "the reader to have the plan", timeout=10)
+            seen.append(want)
+        assert {a.spine for a in seen[0].values()} == {"spine1", "spine2"}
+        assert {a.spine for a in seen[1].values()} == {"spine1"}
+        assert sorted(seen[2]) == ["dcm0", "dcm1", "dcm2"]
+        assert sorted(seen[3]) == ["dcm%d" % k for k in range(6)]
+        name = reader.idl.session_name()
+        cluster.kill(next(i for i in range(1, 4)
+                          if cluster.remote(i) == name))
+        planner.close()
+        planner = Planner(cluster.remotes(), "Q", 30)
+        assert daqctl("fabric", "apply", m6b, "--db",
+                      cluster.remotes()).returncode == 0
+        _until(planner, lambda s: s == "planned")
+        want = _fresh_assignments(cluster.remotes())
+        assert sorted(want) == ["dcm%d" % k for k in (0, 1, 2, 3, 4, 9)]
+        _run_until([reader], lambda: reader.assignments() == want,
+                   "the reader to have the plan after reconnecting",
+                   timeout=10)
+        assert reader.idl.session_name() != name
+    finally:
+        planner.close()
+        reader.close()
+
+
 def test_deposed_planner_cannot_commit(cluster: Cluster,
                                        tmp_path: Path) -> None:
     assert daqctl("fabric", "apply", str(EXAMPLE), "--db",

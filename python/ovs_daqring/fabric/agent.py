@@ -37,7 +37,7 @@ import os
 import socket
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Any, Dict, List, Optional, Tuple
 
 # The modules below need OVS's Python library and PyYAML: say which
@@ -96,10 +96,17 @@ PLAN_WAIT_S = 2.0
 
 
 # ================================================================ the slice
+# Dcm's fields but 'where' (a message's location, not the DCM's).
+_DCM_FIELDS = tuple(f.name for f in fields(Dcm) if f.name != "where")
+
+
 def dcm_json(d: Dcm) -> Dict[str, Any]:
-    j = asdict(d)
+    """A Dcm as JSON: its fields (plain values, but 'tuples'), by hand
+    rather than dataclasses.asdict(), which copies each four-tuple deep
+    (160 rings of an HLT leaf: a tenth of a second of a shared core at
+    every new slice)."""
+    j = {k: getattr(d, k) for k in _DCM_FIELDS}
     j["tuples"] = [t.canonical() for t in d.tuples]
-    j.pop("where", None)
     return j
 
 
@@ -309,11 +316,12 @@ class Agent:
         self.quick_since_full = 0
         self.flow_count: Optional[int] = None
         # What the last full check brought the switch to (self.want but
-        # its generation, as JSON).
-        self.full_want: Optional[str] = None
+        # its generation, as JSON: its slice's, and the rest's).
+        self.full_want: Optional[Tuple[str, str]] = None
         # What apply() derives from self.want, kept until it changes: the
         # want, its slice as JSON, its rings as DCMs, its routes, the
-        # ports those go through, the want but its generation as JSON.
+        # ports those go through, the want but its generation as JSON
+        # (as full_want).
         self.prepared: Optional[Tuple[Any, ...]] = None
         # read_fabric()'s slice and what goes with it, and the
         # FabricDb.slice_changes() it was computed at.
@@ -409,6 +417,12 @@ class Agent:
             sl = slices(state, db.assignments(), self.node).get(
                 self.node, Slice(self.node))
             sl_json = slice_json(sl)
+            if (self.sliced is not None
+                    and self.sliced[4]["rings"] == sl_json["rings"]):
+                # The same rings (most new slices change routes only):
+                # the same object, which apply() and the rings' counters
+                # (local_view()) take as unchanged without comparing.
+                sl_json["rings"] = self.sliced[4]["rings"]
             self.sliced = (key, fabric_ports(state, self.node),
                            dict(state.bfd), link_ports(state, self.node),
                            sl_json, json.dumps(sl_json, sort_keys=True))
@@ -520,13 +534,22 @@ class Agent:
         want = self.want
         if self.prepared is None or self.prepared[0] is not want:
             # Once per slice, not per check (a ROS leaf's routes are a
-            # DCM each).
+            # DCM each); the rings of the last slice if the new one has
+            # them (read_fabric() keeps them: a DCM moved changes the
+            # routes only).
+            old = self.prepared
+            text = self.slice_text(want)
             self.prepared = (
-                want, self.slice_text(want),
-                [dcm_of_json(d) for d in want["slice"]["rings"]],
+                want, text,
+                old[2] if (old is not None and old[0]["slice"]["rings"]
+                           is want["slice"]["rings"])
+                else [dcm_of_json(d) for d in want["slice"]["rings"]],
                 route_table(want["slice"]["routes"]),
                 {p for r in want["slice"]["routes"] for p in route_ports(r)},
-                json.dumps(dict(want, generation=0), sort_keys=True))
+                # The slice (as its text) and the rest but the generation.
+                (text, json.dumps({k: v for k, v in want.items()
+                                   if k not in ("generation", "slice")},
+                                  sort_keys=True)))
         _, text, rings, routes, route_ports_, whole = self.prepared
         try:
             rec = self.reconciler()
@@ -704,7 +727,7 @@ class Agent:
                     links[name] = "down"
         if not counters:
             return links, rings
-        seqno, sl = db.idl.change_seqno, self.want["slice"]
+        seqno, sl = db.idl.change_seqno, self.want["slice"]["rings"]
         if (self.counted is not None and self.counted[0] == seqno
                 and self.counted[1] is sl):
             # Nothing changed in the switch's database since the last
@@ -913,9 +936,13 @@ class Agent:
         (their routes follow the assignments), so every agent would read
         the generation twice, before and after the plan, and on a
         machine that runs many agents (an emulated fabric) their first
-        reading takes the CPU the planner needs.  Bounded: without a
-        planner, or with one that does not plan, the agent applies the
-        generation as it is (its rings, the links' BFD) after that."""
+        reading takes the CPU the planner needs.  HLT leaves wait too,
+        although their rings need no plan: adding a DCM's ring while the
+        planner plans (a commit, and ovs-vswitchd's reconfiguration of a
+        DPDK datapath) took the planner's CPU and made a one-DCM change
+        slower (bench-results.md).  Bounded: without a planner, or with
+        one that does not plan, the agent applies the generation as it
+        is (its rings, the links' BFD) after that."""
         fab = self.fabric.root()
         if (fab is None or not fab.planner
                 or int(fab.planned_generation) >= int(fab.generation)):

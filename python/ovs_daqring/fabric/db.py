@@ -121,6 +121,10 @@ class _Idl(ovs.db.idl.Idl):
         # Per row (uuid): how often it changed (what FabricDb's caches of
         # converted rows are keyed by).
         self.row_changes: Dict[Any, int] = {}
+        # Per table in it: the rows (uuids) changed since its reader took
+        # them (FabricDb.converted()).
+        self.dirty: Dict[str, Set[Any]] = {"Assignment": set(),
+                                           "DCM": set()}
         # The stale member check (check_stale()): the newest Fabric
         # (generation, planned_generation) seen in the cluster 'cid',
         # and the session (seqno) last checked.
@@ -215,6 +219,8 @@ class _Idl(ovs.db.idl.Idl):
         name = row._table.name
         self.table_changes[name] = self.table_changes.get(name, 0) + 1
         self.row_changes[row.uuid] = self.row_changes.get(row.uuid, 0) + 1
+        if name in self.dirty:
+            self.dirty[name].add(row.uuid)
         if name == "Node" and not (
                 event == ovs.db.idl.ROW_UPDATE and updates is not None
                 and set(updates._data) <= REPORT_COLUMNS):
@@ -241,9 +247,12 @@ class FabricDb:
         self.idl = _Idl(remote, helper, leader_only=leader_only)
         # state() of the last changes() of DESIRED_TABLES.
         self._state: Optional[Tuple[int, FabricState]] = None
-        # The DCMs of state(), by row: converted again only when their row
-        # changed.
-        self._dcms: Dict[Any, Tuple[int, FabricDcm]] = {}
+        # converted(): table -> (the IDL's rows, row -> converted, a
+        # token); state()'s DCMs sorted by name (for a token); _table():
+        # table -> (the IDL's rows, its changes, the rows converted).
+        self._converted: Dict[str, Tuple[Any, Dict[Any, Any], Any]] = {}
+        self._dcm_list: Optional[Tuple[Any, List[FabricDcm]]] = None
+        self._small: Dict[str, Tuple[Any, Any, List[Any]]] = {}
         # apply()'s view of each table's rows: table -> (columns, uuid ->
         # (the row's change count, its key, its canonical values)).
         self._canon: Dict[str, Tuple[Tuple[str, ...],
@@ -253,9 +262,6 @@ class FabricDb:
         # "updated": n, "deleted": n} (tables it left alone: none).
         self.applied: Dict[str, Dict[str, int]] = {}
         self._default: Dict[str, Dict[str, Tuple[Any, ...]]] = {}
-        # assignments(), by row: converted again only when their row
-        # changed.
-        self._asgs: Dict[Any, Tuple[int, Assignment]] = {}
         # watch_slice()'s node, the conditions narrow() last set (table
         # -> condition) and the changes() of the rows it set them for.
         self._slice_node: Optional[str] = None
@@ -449,69 +455,111 @@ class FabricDb:
         if r is not None:
             st.hold_down = int(r.hold_down)
             st.bfd = dict(r.bfd)
-        for s in self.rows("Switch"):
-            st.switches.append(FabricSwitch(
-                name=s.name, role=s.role, plane=s.plane, pod=s.pod,
-                dpdk=s.dpdk, db=_opt(s.db), bridge=s.bridge, of=_opt(s.of),
-                where="switch %s" % s.name))
-        for lk in self.rows("Link"):
-            st.links.append(FabricLink(lk.a_switch, lk.a_port, lk.b_switch,
-                                       lk.b_port, where="link " + lk.name))
-        for h in self.rows("Host"):
-            atts = []
-            for plane, ep in sorted(h.attachments.items()):
-                leaf, _, port = ep.partition(":")
-                atts.append((int(plane), leaf, port))
-            st.hosts.append(FabricHost(name=h.name, role=h.role,
-                                       attachments=tuple(atts),
-                                       ip=_opt(h.ip), pod=h.pod,
-                                       where="host %s" % h.name))
-        cache = {}
-        for d in self.rows("DCM"):
-            key = self.idl.row_changes.get(d.uuid, 0)
-            got = self._dcms.get(d.uuid)
-            if got is None or got[0] != key:
-                got = (key, FabricDcm(
-                    dcm=dcm_from_fabric_row(d, host_egress(d.host)),
-                    host=d.host))
-            cache[d.uuid] = got
-            st.dcms.append(got[1])
-        self._dcms = cache
-        st.switches.sort(key=lambda s: s.name)
-        st.links.sort(key=lambda lk: lk.name)
-        st.hosts.sort(key=lambda h: h.name)
-        st.dcms.sort(key=lambda d: d.name)
+        st.switches = self._table("Switch", self._switch)
+        st.links = self._table("Link", self._link)
+        st.hosts = self._table("Host", self._host)
+        dcms = self.converted("DCM", self._dcm)
+        if self._dcm_list is None or self._dcm_list[0] is not dcms[1]:
+            self._dcm_list = (dcms[1], sorted(dcms[0].values(),
+                                              key=lambda d: d.dcm.name))
+        st.dcms = list(self._dcm_list[1])
         return st
 
+    @staticmethod
+    def _switch(s: Any) -> FabricSwitch:
+        return FabricSwitch(
+            name=s.name, role=s.role, plane=s.plane, pod=s.pod,
+            dpdk=s.dpdk, db=_opt(s.db), bridge=s.bridge, of=_opt(s.of),
+            where="switch %s" % s.name)
+
+    @staticmethod
+    def _link(lk: Any) -> FabricLink:
+        return FabricLink(lk.a_switch, lk.a_port, lk.b_switch, lk.b_port,
+                          where="link " + lk.name)
+
+    @staticmethod
+    def _host(h: Any) -> FabricHost:
+        atts = []
+        for plane, ep in sorted(h.attachments.items()):
+            leaf, _, port = ep.partition(":")
+            atts.append((int(plane), leaf, port))
+        return FabricHost(name=h.name, role=h.role, attachments=tuple(atts),
+                          ip=_opt(h.ip), pod=h.pod, where="host %s" % h.name)
+
+    @staticmethod
+    def _dcm(d: Any) -> FabricDcm:
+        return FabricDcm(dcm=dcm_from_fabric_row(d, host_egress(d.host)),
+                         host=d.host)
+
+    @staticmethod
+    def _assignment(a: Any) -> Assignment:
+        hp, hs = _opt(a.home_plane), _opt(a.home_spine)
+        return Assignment(
+            a.dcm, a.plane, a.spine, a.epoch, a.generation,
+            (hp, hs) if hp is not None and hs is not None else None,
+            a.moved_at, a.reason)
+
+    def converted(self, table: str, convert: Callable[[Any], Any]
+                  ) -> Tuple[Dict[Any, Any], Any]:
+        """convert(row) of every row of 'table' (one of _Idl.dirty's), by
+        row, and a token that changes when one of them does.  Kept from
+        one call to the next and converted again only for the rows that
+        changed since (the IDL's 'dirty' rows): an agent or a planner
+        reads thousands of DCMs and assignments at every change, of
+        which a plan or a map changes a few, and on a machine that runs
+        dozens of agents a loop over every row took more of a ROS
+        leaf's reprogramming than its slice.  Converted whole when the
+        IDL replaced the table's rows (a reconnection may clear them
+        without a notification per row) or a count disagrees (a row a
+        transaction inserted and dropped)."""
+        rows = self.idl.tables[table].rows
+        dirty = self.idl.dirty[table]
+        self.idl.dirty[table] = set()
+        got = self._converted.get(table)
+        if got is not None and got[0] is rows and not dirty:
+            return got[1], got[2]
+        if got is None or got[0] is not rows:
+            conv: Dict[Any, Any] = {}
+            dirty = set(rows)
+        else:
+            conv = got[1]
+        for u in dirty:
+            row = rows.get(u)
+            if row is None:
+                conv.pop(u, None)
+            else:
+                conv[u] = convert(row)
+        if len(conv) != len(rows):
+            conv = {u: convert(row) for u, row in rows.items()}
+        token = object()
+        self._converted[table] = (rows, conv, token)
+        return conv, token
+
+    def _table(self, table: str, convert: Callable[[Any], Any]
+               ) -> List[Any]:
+        """convert(row) of every row of a small table, sorted by name;
+        converted again only when the table changed."""
+        rows = self.idl.tables[table].rows
+        key = (self.changes(table), len(rows))
+        got = self._small.get(table)
+        if got is None or got[0] is not rows or got[1] != key:
+            got = (rows, key, sorted((convert(r) for r in rows.values()),
+                                     key=lambda x: x.name))
+            self._small[table] = got
+        return list(got[2])
+
     def assignments(self) -> Dict[str, Assignment]:
-        """The planner's assignments by DCM (a new dict each call; its
-        Assignments are kept from one call to the next until their row
-        changes: an agent reads them on every plan, thousands of rows of
-        which a plan changes a few)."""
-        changes = self.idl.row_changes
-        cache = {}
-        out = {}
-        for u, a in self.idl.tables["Assignment"].rows.items():
-            n = changes.get(u, 0)
-            got = self._asgs.get(u)
-            if got is None or got[0] != n:
-                hp, hs = _opt(a.home_plane), _opt(a.home_spine)
-                got = (n, Assignment(
-                    a.dcm, a.plane, a.spine, a.epoch, a.generation,
-                    (hp, hs) if hp is not None and hs is not None else None,
-                    a.moved_at, a.reason))
-            cache[u] = got
-            out[got[1].dcm] = got[1]
-        self._asgs = cache
-        return out
+        """The planner's assignments by DCM (a new dict each call; the
+        rows converted as converted() says)."""
+        conv, _ = self.converted("Assignment", self._assignment)
+        return {a.dcm: a for a in conv.values()}
 
     def assignment_rows(self) -> Dict[str, Any]:
         """The Assignment rows by DCM (through assignments()' cache: a
         planner writes a few of thousands)."""
-        self.assignments()
+        conv, _ = self.converted("Assignment", self._assignment)
         rows = self.idl.tables["Assignment"].rows
-        return {a.dcm: rows[u] for u, (_, a) in self._asgs.items()
-                if u in rows}
+        return {a.dcm: rows[u] for u, a in conv.items() if u in rows}
 
     def down_ports(self) -> Set[Endpoint]:
         """Ports that the nodes report down."""
