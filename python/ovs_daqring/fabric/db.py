@@ -742,7 +742,7 @@ class FabricDb:
         defaults = self._defaults(table)
         for k, values in sorted(wanted.items()):
             got = by_key.get(k)
-            want = tuple(_canon(values[c]) for c in cols)
+            want = tuple([_canon(values[c]) for c in cols])
             if got is None:
                 r = txn.insert(self.idl.tables[table])
                 setattr(r, key, k)
@@ -779,9 +779,9 @@ class FabricDb:
                 # default (its __missing__ makes one, slowly).
                 data = r._data
                 got = (n, _canon_datum(dict.get(data, key))[0],
-                       tuple(defaults[c] if d is None else _canon_datum(d)
-                             for c, d in ((c, dict.get(data, c))
-                                          for c in cols)))
+                       tuple([defaults[c] if d is None else _canon_datum(d)
+                              for c, d in [(c, dict.get(data, c))
+                                           for c in cols]]))
             out[u] = got
         self._canon[table] = (cols, out)
         return out
@@ -796,9 +796,17 @@ class FabricDb:
         return got
 
 
+# The types of the values _canon() takes as one atom (most columns): the
+# first test, a fresh 'fabric apply' compares every column of thousands
+# of DCMs.
+_SCALARS = (str, int, float, bool)
+
+
 def _canon(v: Any) -> Tuple[Any, ...]:
     """A column's value as _sync() writes it, canonical: a tuple of its
     atoms, sorted (a map's (key, value) pairs)."""
+    if type(v) in _SCALARS:
+        return (v,)
     if isinstance(v, dict):
         return tuple(sorted(v.items()))
     if isinstance(v, (list, tuple, set, frozenset)):
@@ -807,10 +815,17 @@ def _canon(v: Any) -> Tuple[Any, ...]:
 
 
 def _canon_datum(d: Any) -> Tuple[Any, ...]:
-    """An IDL datum as _canon() gives the value it holds."""
+    """An IDL datum as _canon() gives the value it holds (no sort for
+    one atom, most columns)."""
+    vals = d.values
     if d.type.is_map():
-        return tuple(sorted((k.value, v.value) for k, v in d.values.items()))
-    return tuple(sorted(k.value for k in d.values))
+        if len(vals) == 1:
+            k, v = next(iter(vals.items()))
+            return ((k.value, v.value),)
+        return tuple(sorted((k.value, v.value) for k, v in vals.items()))
+    if len(vals) == 1:
+        return (next(iter(vals)).value,)
+    return tuple(sorted(k.value for k in vals))
 
 
 def dcm_columns(d: FabricDcm) -> Dict[str, Any]:
