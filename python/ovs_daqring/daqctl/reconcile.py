@@ -132,7 +132,7 @@ class Reconciler:
         self.routes: Routes = {}
         # Whether sync() keeps our groups (those of 'routes', no others).
         self.manage_groups = False
-        # holds() and apply(): the configuration count and 'want' with
+        # plan_unless_held(): the configuration count and 'want' with
         # which the switch's daqrings were found as wanted last.
         self.held_config: Any = None
         # What sync() learnt of the switch beyond its flows, which a
@@ -774,29 +774,30 @@ class Reconciler:
         the same from one full check to the next.  Without
         'count_flows' (the caller knows that no flow changed since it
         counted them: openflow.FlowWatch), the daqrings alone."""
-        seqno = self.db.config_seqno
-        if (seqno, dcms) != self.held_config:
-            if not self.plan(dcms).empty():
-                return False
-            self.held_config = (seqno, dcms)
+        if not self.plan_unless_held(dcms).empty():
+            return False
         return not count_flows or self.of.flow_count() == flow_count
+
+    def plan_unless_held(self, dcms: List[Dcm]) -> Plan:
+        """plan(dcms), or an empty plan without reading the rings again
+        if a plan found the switch holding 'dcms' at this configuration
+        (Ovsdb.config_seqno): a new slice of the fabric agent that
+        changes routes only does not read every ring's row (160 on an
+        HLT leaf, on a shared core)."""
+        seqno = self.db.config_seqno
+        if (seqno, dcms) == self.held_config:
+            return Plan()
+        plan = self.plan(dcms)
+        if plan.empty():
+            self.held_config = (seqno, dcms)
+        return plan
 
     def apply(self, want: Callable[[List[Dcm]], List[Dcm]], comment: str,
               dry_run: bool, verbose: bool) -> bool:
         """Makes the switch's DCMs want(its current DCMs).  Returns True if
         something changed (would change, with 'dry_run')."""
         dcms = want(self.current())
-        seqno = self.db.config_seqno
-        if not dry_run and (seqno, dcms) == self.held_config:
-            # The switch had these daqrings at this configuration (a
-            # plan found nothing to change): a new slice of the fabric
-            # agent that changes routes only does not read every ring's
-            # row again (160 on an HLT leaf, on a shared core).
-            plan = Plan()
-        else:
-            plan = self.plan(dcms)
-            if plan.empty():
-                self.held_config = (seqno, dcms)
+        plan = self.plan(dcms) if dry_run else self.plan_unless_held(dcms)
         label = self.spec.label()
         res = self.result
         res["dry_run"] = dry_run

@@ -142,7 +142,6 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
     out = {s.name: Slice(s.name) for s in state.switches}
     hosts = {h.name: h for h in state.hosts}
     ros = [h for h in state.hosts if h.role == "ros"]
-    ros_leaves_of: Dict[int, Set[str]] = {}
     # The ROS leaves that route towards the DCMs on a (plane, leaf).
     ros_leaves_at: Dict[Tuple[int, str], List[str]] = {}
     cabled = _links_between(state)
@@ -173,11 +172,9 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
         leaf, port = att
         ros_leaves = ros_leaves_at.get((a.plane, leaf))
         if ros_leaves is None:
-            if a.plane not in ros_leaves_of:
-                ros_leaves_of[a.plane] = {r.leaf(a.plane)[0] for r in ros
-                                          if r.leaf(a.plane) is not None}
             ros_leaves = ros_leaves_at[(a.plane, leaf)] = sorted(
-                ros_leaves_of[a.plane] - {leaf})
+                {r.leaf(a.plane)[0] for r in ros
+                 if r.leaf(a.plane) is not None} - {leaf})
         if (only is not None and only not in (a.spine, leaf)
                 and only not in ros_leaves):
             continue
