@@ -46,8 +46,8 @@ def cfg(*argv: str) -> config.Config:
 
 # =============================================================== options
 @pytest.mark.parametrize("argv,words", [
-    (["--spines", "3"], "at most 1 plane of 2 spines"),
-    (["--planes", "2"], "at most 1 plane of 2 spines"),
+    (["--spines", "3"], "at most 2 planes of 2 spines"),
+    (["--planes", "3"], "at most 2 planes of 2 spines"),
     (["--spines", "0"], "must be positive"),
     (["--dcms", "3", "--hlt-hosts", "2"], "not a multiple of --hlt-hosts"),
     (["--hlt-hosts", "0"], "--hlt-hosts must be"),
@@ -150,6 +150,50 @@ def test_plan_shape_and_names() -> None:
     up = next(x for x in leaf.ports if x.name == "up0")
     assert up.frames > c.port_frames and up.dpdk_host(leaf.ns).qpairs == 1
     assert "framecnt=%d" % up.frames in up.dpdk_host(leaf.ns).devargs()
+
+
+def test_two_planes_plan() -> None:
+    """--planes 2: every switch once per plane (plane 0's names as with
+    one plane, the other's prefixed), a host interface per plane cabled
+    to that plane's leaf, every plane's HLT leaf with DPDK, and a map
+    whose hosts list their port in each plane."""
+    c = cfg("--ros", "6", "--dcms", "4", "--spines", "2", "--planes", "2",
+            "--ros-leaves", "2", "--hlt-hosts", "2")
+    p = fabric.make_fabric_plan(4194304, c)
+    names = {s.name for s in p.switches}
+    one = {"ros-leaf0", "ros-leaf1", "hlt-leaf", "spine0", "spine1"}
+    assert names == one | {"p1-" + n for n in one}
+    assert p.hlt_leaves == ["hlt-leaf", "p1-hlt-leaf"]
+    assert p.host_devs == ["e0", "e1"]
+    assert [s.name for s in p.switches if s.dpdk] == p.hlt_leaves
+    assert all(s.plane == (1 if s.name.startswith("p1-") else 0)
+               for s in p.switches)
+    assert len(set(p.namespaces())) == len(p.namespaces())
+    assert all(len(ns) <= 40 for ns in p.namespaces())
+    # Links within a plane only.
+    assert len(p.links) == 2 * 3 * 2
+    for leaf, _, spine, _ in p.links:
+        assert leaf.startswith("p1-") == spine.startswith("p1-")
+    # A host's interface per plane, each cabled to that plane's leaf.
+    for h in p.ros_hosts:
+        for plane in (0, 1):
+            leaf = p.switch(p.ros_leaf(h.ns, plane))
+            port = next(x for x in leaf.ports if x.name == h.veth)
+            assert (port.peer_ns, port.peer_port) == (h.ns, "e%d" % plane)
+            assert port.to_host
+    doc = fabric.fabric_map(p, fabric.ring_params(c, "daqring"))
+    assert {s["name"]: s["plane"] for s in doc["fabric"]["switches"]} == {
+        s.name: s.plane for s in p.switches}
+    hlt0 = next(h for h in doc["fabric"]["hosts"] if h["name"] == "hlt0")
+    assert hlt0["ports"] == {0: "hlt-leaf:h0", 1: "p1-hlt-leaf:h0"}
+    # NORMAL's tree in each plane: its first spine.
+    nf = fabric.no_flood_ports(p)
+    assert sorted(nf) == sorted(
+        [n for n in names if "leaf" in n] + ["spine1", "p1-spine1"])
+    # The limit counts both planes' access links.
+    lim = fabric.fabric_limit(c, p)
+    assert lim["inputs"]["N_P"] == 2
+    assert lim["limit_bps"] == 2 * c.hlt_hosts * c.link_rate_bps
 
 
 # =================================================================== map
@@ -608,13 +652,14 @@ def _dump(sl: Any, rings: bool = True) -> Any:
     return "\n".join(" " + ln for ln in lines) + "\n", gdump
 
 
+@pytest.mark.parametrize("planes", [1, 2])
 @pytest.mark.parametrize("mode", ["stock", "daqring"])
-def test_switches_hold_both_directions(mode: str) -> None:
+def test_switches_hold_both_directions(mode: str, planes: int) -> None:
     """What the agents install from the slices (route_table) is what the
     emulator expects from the cabling alone (expected_flows), both ways;
     a route out of the wrong port, or one missing, is named."""
     c = cfg("--ros", "6", "--dcms", "4", "--spines", "2",
-            "--ros-leaves", "2")
+            "--ros-leaves", "2", "--planes", str(planes))
     p = fabric.make_fabric_plan(77, c)
     ring = mode == "daqring"
     state = _state(fabric.fabric_map(
@@ -632,10 +677,21 @@ def test_switches_hold_both_directions(mode: str) -> None:
     assert fabric.check_routes(p, flows, asg) == []
     want = fabric.expected_flows(p, asg)
     # Both ways: every DCM from the HLT leaf, every ROS host to it.
-    hl = want["hlt-leaf"]
+    hl = [f for leaf in p.hlt_leaves for f in want[leaf]]
     assert sorted(f[1] for f in hl if f[0] == "from") == (
         sorted(d.ips[0] for d in p.dcms) if ring else [])
-    assert len(want["spine1"]) == 6 + (2 if ring else 0)
+    # Every HLT leaf holds every DCM's ring (standby rings).
+    for leaf in p.hlt_leaves:
+        assert sorted(f[1] for f in want[leaf] if f[0] == "ring") == (
+            sorted(p.ring_name(d) for d in p.dcms) if ring else [])
+    assert len([f for f in want["spine1"] if not f[1].startswith(
+        fabric.NET + ".0.")]) == 6
+    if ring:
+        # The planner spreads the DCMs over every plane and spine.
+        assert sorted(asg.values()) == sorted(
+            "%d/%s" % (pl, fabric.plane_name(pl, "spine%d" % j))
+            for pl in range(planes) for j in (0, 1)
+            for _ in range(4 // (2 * planes)))
     # A DCM's way back out of the other spine's uplink: named.
     if ring:
         bad = dict(flows)

@@ -115,7 +115,7 @@ TOPOLOGIES = ("switch", "fabric")
 # fabric.py): the HLT leaf's DPDK ports (one per HLT host and spine)
 # count against MAX_ETHDEV_PORTS; other switches have system ports.
 MAX_FABRIC_SPINES = 2
-MAX_FABRIC_PLANES = 1
+MAX_FABRIC_PLANES = 2
 MAX_ROS_LEAVES = 4
 MAX_HLT_HOSTS = 8
 MAX_FABRIC_DCMS = 32
@@ -941,7 +941,8 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     # Hosts: one ethdev port per namespace (in a fabric, the HLT leaf's
     # ports: its HLT hosts' and its uplinks; the ROS are on system ports
     # of the ROS leaves, and aggregated the same way).
-    dcm_ports = ns.hlt_hosts + ns.spines * ns.planes if fabric else links
+    # (Each plane's HLT leaf is an ovs-vswitchd of its own.)
+    dcm_ports = ns.hlt_hosts + ns.spines if fabric else links
     if ns.ros_per_host < 0:
         raise ConfigError("--ros-per-host must be positive")
     k = ns.ros_per_host or 1
@@ -1210,9 +1211,8 @@ def check_fabric(ns: argparse.Namespace) -> None:
         raise ConfigError("--planes and --spines must be positive")
     if ns.planes > MAX_FABRIC_PLANES or ns.spines > MAX_FABRIC_SPINES:
         raise ConfigError(
-            "--planes %d --spines %d: at most %d plane of %d spines so "
-            "far (several planes need hosts that choose theirs, and the "
-            "one PMD core holds one HLT leaf)"
+            "--planes %d --spines %d: at most %d planes of %d spines on "
+            "this machine (one PMD core shared by every plane's HLT leaf)"
             % (ns.planes, ns.spines, MAX_FABRIC_PLANES, MAX_FABRIC_SPINES))
     if ns.dcms > MAX_FABRIC_DCMS:
         raise ConfigError("--dcms %d: at most %d in a fabric"

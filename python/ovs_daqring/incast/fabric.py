@@ -56,6 +56,13 @@ UPLINK_OFPORT_BASE = 100
 # frames) overflowed by 143 frames while another PMD shared the core.
 UPLINK_FRAMES = 4096
 AGENT_INTERVAL = "1"
+# With several planes, the PMD of each plane's HLT leaf shares the PMD
+# core: each sleeps when idle, at most this long (pmd-maxsleep, base
+# 3.5's pmd-sleep-max), and never past a shaped ring's next deadline
+# nor while a ring holds packets it may send (the series' patches 0014
+# and 0015).  Frames arriving on its ports meanwhile wait in their
+# af_packet rings (UPLINK_FRAMES, --port-frames).
+PMD_MAX_SLEEP_US = 100
 APPLY_TIMEOUT = 120
 # The fabric map's hold-down: seconds before a moved DCM goes back home.
 HOLD_DOWN = 2
@@ -79,17 +86,18 @@ TIMELINE_BIN = 0.25
 # when their port is added; it is put back right after.
 SYSTEM_PORT_RCVBUF = 8 << 20
 RMEM_DEFAULT = "net.core.rmem_default"
-# A gratuitous ARP per address, sent by a host out of e0: the NORMAL
+# A gratuitous ARP per address, sent by a host out of each of its
+# interfaces (argv: the interface, the MAC, the addresses): the NORMAL
 # action of every switch on the way learns where the host is.  The ROS
 # send everything else to the DCMs through the fabric's flows, which do
 # not learn, so without it the requests and ACKs towards the ROS would be
 # flooded on every switch (and onto the other HLT hosts' links).
 GARP = r"""
 import socket, struct, sys
-mac = bytes.fromhex(sys.argv[1].replace(":", ""))
+mac = bytes.fromhex(sys.argv[2].replace(":", ""))
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind(("e0", 0))
-for ip in sys.argv[2:]:
+s.bind((sys.argv[1], 0))
+for ip in sys.argv[3:]:
     a = socket.inet_aton(ip)
     s.send(b"\xff" * 6 + mac + b"\x08\x06"
            + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + mac + a
@@ -116,8 +124,13 @@ class FabricPort:
     name: str
     ofport: int
     peer_ns: str
-    peer_port: str              # "e0" for a host, else the peer switch's
+    peer_port: str              # a host's e<plane>, else the peer switch's
     frames: int = 0             # af_packet TX frames (DPDK ports), 0 = default
+
+    @property
+    def to_host(self) -> bool:
+        """Whether a host is at the other end (not another switch)."""
+        return not self.peer_port.startswith(("up", "dn"))
 
     def dpdk_host(self, ns: str) -> Host:
         """The port as incast.switch.Switch.add_ports() takes it."""
@@ -132,6 +145,7 @@ class FabricSwitch:
     ns: str
     dpdk: bool
     ports: List[FabricPort] = field(default_factory=list)
+    plane: int = 0
 
 
 @dataclass
@@ -140,7 +154,19 @@ class HltHost:
     ns: str
     mac: str
     ips: List[str]              # its DCMs' addresses, the first is its own
-    port: str                   # its port on the HLT leaf
+    port: str                   # its port on the HLT leaf of every plane
+
+
+def plane_name(plane: int, name: str) -> str:
+    """The name of switch NAME ("spine1", "ros-leaf0", HLT_LEAF) in
+    PLANE: plane 0's as they are (the names of a one-plane fabric), the
+    others' prefixed "p<plane>-"."""
+    return name if plane == 0 else "p%d-%s" % (plane, name)
+
+
+def host_dev(plane: int) -> str:
+    """A host's interface cabled to PLANE."""
+    return "e%d" % plane
 
 
 @dataclass
@@ -148,11 +174,12 @@ class FabricPlan:
     tag: str
     switches: List[FabricSwitch]
     ros_hosts: List[Host]       # .veth: the host's port on its ROS leaf
-    ros_leaf_of: Dict[str, str]     # ROS host ns -> its leaf
+    ros_leaf_of: Dict[str, str]     # ROS host ns -> its leaf (plane 0's)
     hlt_hosts: List[HltHost]
     dcms: List[Host]            # one per DCM: .ns its HLT host's
     dcm_host: Dict[int, str]    # DCM index -> HLT host name
     links: List[Tuple[str, str, str, str]]   # leaf, port, spine, port
+    planes: int = 1
 
     @property
     def ros_ips(self) -> List[str]:
@@ -167,6 +194,20 @@ class FabricPlan:
     def hosts_ns(self) -> List[str]:
         return ([h.ns for h in self.ros_hosts]
                 + [h.ns for h in self.hlt_hosts])
+
+    @property
+    def hlt_leaves(self) -> List[str]:
+        """The HLT leaf of each plane, in plane order."""
+        return [plane_name(p, HLT_LEAF) for p in range(self.planes)]
+
+    @property
+    def host_devs(self) -> List[str]:
+        """Every host's interfaces, one per plane, in plane order."""
+        return [host_dev(p) for p in range(self.planes)]
+
+    def ros_leaf(self, ns: str, plane: int) -> str:
+        """The leaf of ROS host NS in PLANE."""
+        return plane_name(plane, self.ros_leaf_of[ns])
 
     def switch(self, name: str) -> FabricSwitch:
         return next(s for s in self.switches if s.name == name)
@@ -185,34 +226,41 @@ def make_fabric_plan(pid: int, cfg: Config) -> FabricPlan:
     """Names, addresses and ports; nothing is created.  Namespaces
     dqf<pid>-<switch> and dqf<pid>-ros<j> / -hlt<k>; in each switch's
     namespace its ports are h<i> (hosts), up<j> (a leaf's uplink to spine
-    j), dn<i> (a spine's downlink to leaf i); the hosts' side is e0.
-    DCM addresses 10.77.0.N (HLT host k holds its DCMs' addresses), ROS
-    10.77.1.N... as on one switch."""
-    if cfg.planes != 1:
-        raise ValueError("one plane only")
+    j), dn<i> (a spine's downlink to leaf i); the hosts' side is e<p>,
+    one per plane p (plane_name() names the switches of planes past the
+    first).  DCM addresses 10.77.0.N (HLT host k holds its DCMs'
+    addresses), ROS 10.77.1.N... as on one switch."""
     tag = "dqf%d" % pid
-    if len("%s-ros-leaf%d" % (tag, cfg.ros_leaves)) > 40:
+    if len("%s-%s" % (tag, plane_name(cfg.planes - 1, "ros-leaf%d"
+                                      % cfg.ros_leaves))) > 40:
         raise ValueError("pid %d too long for namespace names" % pid)
     spines = ["spine%d" % j for j in range(cfg.spines)]
     ros_leaves = ["ros-leaf%d" % i for i in range(cfg.ros_leaves)]
     leaves = ros_leaves + [HLT_LEAF]
     sw: Dict[str, FabricSwitch] = {}
-    for name in leaves:
-        sw[name] = FabricSwitch(name, "leaf", "%s-%s" % (tag, name),
-                                dpdk=(name == HLT_LEAF and cfg.fabric_dpdk))
-    for name in spines:
-        sw[name] = FabricSwitch(name, "spine", "%s-%s" % (tag, name),
-                                dpdk=False)
     links = []
-    for i, leaf in enumerate(leaves):
-        for j, sp in enumerate(spines):
-            up, dn = "up%d" % j, "dn%d" % i
-            hlt = leaf == HLT_LEAF
-            sw[leaf].ports.append(FabricPort(
-                up, (UPLINK_OFPORT_BASE if hlt else 1000) + j, sw[sp].ns,
-                dn, frames=UPLINK_FRAMES if hlt else 0))
-            sw[sp].ports.append(FabricPort(dn, i + 1, sw[leaf].ns, up))
-            links.append((leaf, up, sp, dn))
+    for plane in range(cfg.planes):
+        def at(name: str) -> FabricSwitch:
+            return sw[plane_name(plane, name)]
+        for base in leaves:
+            name = plane_name(plane, base)
+            sw[name] = FabricSwitch(name, "leaf", "%s-%s" % (tag, name),
+                                    dpdk=(base == HLT_LEAF
+                                          and cfg.fabric_dpdk),
+                                    plane=plane)
+        for base in spines:
+            name = plane_name(plane, base)
+            sw[name] = FabricSwitch(name, "spine", "%s-%s" % (tag, name),
+                                    dpdk=False, plane=plane)
+        for i, leaf in enumerate(leaves):
+            for j, sp in enumerate(spines):
+                up, dn = "up%d" % j, "dn%d" % i
+                hlt = leaf == HLT_LEAF
+                at(leaf).ports.append(FabricPort(
+                    up, (UPLINK_OFPORT_BASE if hlt else 1000) + j,
+                    at(sp).ns, dn, frames=UPLINK_FRAMES if hlt else 0))
+                at(sp).ports.append(FabricPort(dn, i + 1, at(leaf).ns, up))
+                links.append((at(leaf).name, up, at(sp).name, dn))
     # ROS hosts (aggregated as on one switch), round-robin over leaves.
     ros_hosts: List[Host] = []
     ros_leaf_of: Dict[str, str] = {}
@@ -222,18 +270,21 @@ def make_fabric_plan(pid: int, cfg: Config) -> FabricPlan:
         raise ValueError("%d ROS hosts for %d ROS leaves: every leaf needs "
                          "one" % (len(firsts), cfg.ros_leaves))
     for j, first in enumerate(firsts):
-        leaf = sw[ros_leaves[j % cfg.ros_leaves]]
+        base = ros_leaves[j % cfg.ros_leaves]
         ids = list(range(first, min(cfg.ros, first + k)))
         port = "h%d" % (j // cfg.ros_leaves)
         ns = "%s-ros%d" % (tag, j)
-        leaf.ports.append(FabricPort(port, len(leaf.ports) + 1, ns, "e0"))
+        for plane in range(cfg.planes):
+            leaf = sw[plane_name(plane, base)]
+            leaf.ports.append(FabricPort(port, len(leaf.ports) + 1, ns,
+                                         host_dev(plane)))
         ros_hosts.append(Host(
             kind="ros", index=j, ns=ns, veth=port,
             mac="02:77:00:00:%02x:%02x" % (1 + j // 256, j % 256),
             ips=[ros_host_ip(j, m) for m in range(len(ids))],
-            ofport=len(leaf.ports),
+            ofport=len(sw[base].ports),
             ros_ids=ids))
-        ros_leaf_of[ns] = leaf.name
+        ros_leaf_of[ns] = base
     hlt: List[HltHost] = []
     dcms: List[Host] = []
     dcm_host: Dict[int, str] = {}
@@ -244,8 +295,9 @@ def make_fabric_plan(pid: int, cfg: Config) -> FabricPlan:
         ips = ["%s.0.%d" % (NET, k2 * per + i + 1) for i in range(per)]
         mac = "02:77:00:00:00:%02x" % (k2 + 1)
         hlt.append(HltHost("hlt%d" % k2, ns, mac, ips, port))
-        sw[HLT_LEAF].ports.append(FabricPort(port, k2 + 1, ns, "e0",
-                                             frames=cfg.port_frames))
+        for plane in range(cfg.planes):
+            sw[plane_name(plane, HLT_LEAF)].ports.append(FabricPort(
+                port, k2 + 1, ns, host_dev(plane), frames=cfg.port_frames))
         for i, ip in enumerate(ips):
             n = k2 * per + i
             dcms.append(Host(kind="dcm", index=n, ns=ns, veth=port, mac=mac,
@@ -254,7 +306,7 @@ def make_fabric_plan(pid: int, cfg: Config) -> FabricPlan:
     return FabricPlan(tag=tag, switches=list(sw.values()),
                       ros_hosts=ros_hosts, ros_leaf_of=ros_leaf_of,
                       hlt_hosts=hlt, dcms=dcms, dcm_host=dcm_host,
-                      links=links)
+                      links=links, planes=cfg.planes)
 
 
 # ====================================================================== map
@@ -329,16 +381,18 @@ def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
     the DCMs (matched by their address) with PARAMS' ring options, none
     when PARAMS is None (stock, credits: the switches' NORMAL forwarding
     alone)."""
-    switches = [{"name": s.name, "role": s.role, "plane": 0,
+    switches = [{"name": s.name, "role": s.role, "plane": s.plane,
                  "dpdk": s.dpdk, "bridge": BRIDGE} for s in plan.switches]
     links = [{"a": "%s:%s" % (lf, lp), "b": "%s:%s" % (sp, spp)}
              for lf, lp, sp, spp in plan.links]
     hosts = [{"name": "ros%d" % h.index, "role": "ros",
               "ip": ros_host_prefix(h.index),
-              "ports": {0: "%s:%s" % (plan.ros_leaf_of[h.ns], h.veth)}}
+              "ports": {p: "%s:%s" % (plan.ros_leaf(h.ns, p), h.veth)
+                        for p in range(plan.planes)}}
              for h in plan.ros_hosts]
     hosts += [{"name": h.name, "role": "hlt", "ip": h.ips[0],
-               "ports": {0: "%s:%s" % (HLT_LEAF, h.port)}}
+               "ports": {p: "%s:%s" % (leaf, h.port)
+                         for p, leaf in enumerate(plan.hlt_leaves)}}
               for h in plan.hlt_hosts]
     doc: Dict[str, Any] = {"fabric": {"hold-down": hold_down,
                                       "switches": switches, "links": links,
@@ -598,8 +652,9 @@ def no_flood_ports(plan: FabricPlan) -> Dict[str, List[str]]:
     """Per switch, its ports towards (or of) a spine other than the
     first: NORMAL's tree is the first spine (see basic_connectivity)."""
     out: Dict[str, List[str]] = {}
+    first = {plane_name(p, "spine0") for p in range(plan.planes)}
     for leaf, up, spine, down in plan.links:
-        if spine != "spine0":
+        if spine not in first:
             out.setdefault(leaf, []).append(up)
             out.setdefault(spine, []).append(down)
     return out
@@ -620,9 +675,11 @@ def describe_fabric(cfg: Config, plan: FabricPlan) -> str:
     return "\n".join([
         "fabric: %d plane x %d spine, %d ROS leaves, 1 HLT leaf; %d ROS in "
         "%d ROS hosts, %d HLT hosts x %d DCMs (one namespace and one "
-        "access link each)" % (cfg.planes, cfg.spines, cfg.ros_leaves,
-                               cfg.ros, len(plan.ros_hosts), cfg.hlt_hosts,
-                               cfg.dcms_per_host),
+        "access link each)%s" % (
+            cfg.planes, cfg.spines, cfg.ros_leaves, cfg.ros,
+            len(plan.ros_hosts), cfg.hlt_hosts, cfg.dcms_per_host,
+            "" if plan.planes == 1 else
+            "; per plane: the leaves and spines above, a link per host"),
         "switches: %s" % sw,
         "fabric database: %d-member Raft cluster; one ovs-daqfabric-agent "
         "per switch (%s plans)" % (cfg.fabric_db_members, HLT_LEAF),
@@ -704,37 +761,44 @@ def bound_drains(ifaces: Dict[str, Dict[str, Any]]) -> List[List[str]]:
 def expected_flows(plan: FabricPlan, assignments: Dict[str, str]
                    ) -> Dict[str, List[List[str]]]:
     """What the fabric's cabling says each switch of PLAN must hold, as
-    fabric_flows gives it, with the DCMs ASSIGNMENTS (DCM -> "0/spine";
-    none in the modes without rings).  Towards each ROS host: its leaf
-    out of its port, every spine down to its leaf.  Towards each DCM:
-    every ROS leaf up to the DCM's spine, that spine down to the HLT
-    leaf, there into its ring and from the ring out of its host's port.
-    From each DCM: the HLT leaf up to the DCM's spine."""
+    fabric_flows gives it, with the DCMs ASSIGNMENTS (DCM -> "plane/
+    spine"; none in the modes without rings).  Towards each ROS host, in
+    every plane: its leaf out of its port, every spine down to its leaf.
+    Towards each DCM: every ROS leaf of its plane up to the DCM's spine,
+    that spine down to the plane's HLT leaf, there into its ring; from
+    the DCM: that HLT leaf up to the DCM's spine.  Its ring, on the HLT
+    leaf of every plane (standby rings), drains out of its host's
+    port."""
     out: Dict[str, List[List[str]]] = {s.name: [] for s in plan.switches}
-    spines = [s.name for s in plan.switches if s.role == "spine"]
 
     def port(a: str, b: str) -> str:
         return next(lk[1] if lk[0] == a else lk[3] for lk in plan.links
                     if (lk[0], lk[2]) in ((a, b), (b, a)))
-    for h in plan.ros_hosts:
-        leaf = plan.ros_leaf_of[h.ns]
-        pfx = ros_host_prefix(h.index)
-        out[leaf].append(["to", pfx, h.veth])
-        for sp in spines:
-            out[sp].append(["to", pfx, port(sp, leaf)])
-    leaves = sorted(set(plan.ros_leaf_of.values()))
+    for p in range(plan.planes):
+        spines = [s.name for s in plan.switches
+                  if s.role == "spine" and s.plane == p]
+        for h in plan.ros_hosts:
+            leaf = plan.ros_leaf(h.ns, p)
+            pfx = ros_host_prefix(h.index)
+            out[leaf].append(["to", pfx, h.veth])
+            for sp in spines:
+                out[sp].append(["to", pfx, port(sp, leaf)])
     for d in plan.dcms:
         a = assignments.get(plan.dcm_name(d))
         if a is None:
             continue
-        sp = a.split("/", 1)[1]
+        plane_s, sp = a.split("/", 1)
+        plane = int(plane_s)
+        hlt = plan.hlt_leaves[plane]
         ip = d.ips[0]
-        for leaf in leaves:
+        for leaf in sorted({plan.ros_leaf(h.ns, plane)
+                            for h in plan.ros_hosts}):
             out[leaf].append(["to", ip, port(leaf, sp)])
-        out[sp].append(["to", ip, port(sp, HLT_LEAF)])
-        out[HLT_LEAF].append(["from", ip, port(HLT_LEAF, sp)])
-        out[HLT_LEAF].append(["to", ip, plan.ring_name(d)])
-        out[HLT_LEAF].append(["ring", plan.ring_name(d), d.veth])
+        out[sp].append(["to", ip, port(sp, hlt)])
+        out[hlt].append(["from", ip, port(hlt, sp)])
+        for leaf in plan.hlt_leaves:
+            out[leaf].append(["to", ip, plan.ring_name(d)])
+            out[leaf].append(["ring", plan.ring_name(d), d.veth])
     return {k: sorted(v) for k, v in out.items()}
 
 
@@ -869,12 +933,13 @@ class SystemSwitch(Sandbox):
         ovs-vswitchd replaces the veth's root qdisc with the default
         one."""
         args: List[str] = []
+        hlt = self.fsw.name == plane_name(self.fsw.plane, HLT_LEAF)
         for p in self.fsw.ports:
             args += ["--", "add-port", self.bridge, p.name, "--", "set",
                      "Interface", p.name, "ofport_request=%d" % p.ofport]
-            if p.peer_port == "e0" and self.fsw.name == HLT_LEAF:
+            if p.to_host and hlt:
                 args += ["--", "set", "Port", p.name, "qos=@noop"]
-        if self.fsw.name == HLT_LEAF:
+        if hlt:
             args += ["--", "--id=@noop", "create", "QoS", "type=linux-noop"]
         self.vsctl(*args, timeout=60)
         check_ports(self, [p.name for p in self.fsw.ports])
@@ -950,10 +1015,15 @@ class FabricRunner(Runner):
         self.ideal["per_dcm_goodput_bps"] = (
             self.limit["goodput_bps"] / cfg.dcms)
         # The ideal event time of a DCM: its share of its host's link.
+        # (With several planes, a host has a link on each and the
+        # planner spreads its DCMs over them.)
         self.ideal["collection_time_s"] = ideal_collection_time(
-            cfg.link_rate_bps / cfg.dcms_per_host, cfg.ros,
+            cfg.link_rate_bps * cfg.planes / cfg.dcms_per_host, cfg.ros,
             cfg.fragment_size, cfg.mss, cfg.link_overhead)
         self.switches: Dict[str, Sandbox] = {}
+        # The DPDK switches (the HLT leaf of each plane); self.switch is
+        # plane 0's.
+        self.dpdk_switches: List[Switch] = []
         self.agents: Dict[str, "subprocess.Popen[bytes]"] = {}
         self.db: Optional[FabricDatabase] = None
         self.generations: List[Dict[str, Any]] = []
@@ -991,10 +1061,20 @@ class FabricRunner(Runner):
             self.progress.show("starting %s%s" % (s.name, " (DPDK)"
                                                   if s.dpdk else ""))
             if s.dpdk:
-                sw = Switch(cfg, _LeafPlan(s.ns, plan.tag),  # type: ignore
-                            d, self.cleanup)
+                # A DPDK file prefix of its own per plane's HLT leaf.
+                sw = Switch(cfg, _LeafPlan(  # type: ignore
+                    s.ns, plan.tag + ("p%d" % s.plane if s.plane else "")),
+                    d, self.cleanup)
                 sw.label = s.name
                 sw.start()
+                if plan.planes > 1:
+                    # Each plane's HLT leaf has a PMD on the PMD core:
+                    # an idle one sleeps (see PMD_MAX_SLEEP_US).
+                    sw.vsctl("set", "Open_vSwitch", ".",
+                             "other_config:pmd-maxsleep=%d"
+                             % PMD_MAX_SLEEP_US,
+                             "other_config:pmd-sleep-max=%d"
+                             % PMD_MAX_SLEEP_US)
                 try:
                     sw.add_ports([p.dpdk_host(s.ns) for p in s.ports])
                 except ModeUnavailable as e:
@@ -1003,7 +1083,9 @@ class FabricRunner(Runner):
                 pin(sw.pid(), cfg.agent_cpus, skip_pmd=True)
                 assert sw.ovsdb is not None
                 pin(sw.ovsdb.pid, cfg.agent_cpus)
-                self.switch = sw
+                self.dpdk_switches.append(sw)
+                if s.plane == 0:
+                    self.switch = sw
             else:
                 ssw = SystemSwitch(cfg, s, d, self.cleanup)
                 ssw.start()
@@ -1017,6 +1099,9 @@ class FabricRunner(Runner):
         self.cleanup.push("stop the fabric agents", self._stop_fabric_agents)
         for s in plan.switches:
             self._start_agent(s.name, planner=(s.name == HLT_LEAF))
+        if plan.planes > 1:
+            for ns, name in self.host_names():
+                self._start_host_agent(ns, name)
         self.cleanup.push("stop agents", self._stop_agents)
         self._start_ros()
 
@@ -1054,6 +1139,47 @@ class FabricRunner(Runner):
                 cmd, stdout=out, stderr=subprocess.STDOUT, env=sw.env,
                 start_new_session=True,
                 preexec_fn=_preexec(self.cfg.agent_cpus))
+
+    def host_names(self) -> List[Tuple[str, str]]:
+        """(namespace, name in the fabric map) of every host."""
+        return ([(h.ns, "ros%d" % h.index) for h in self.fplan.ros_hosts]
+                + [(h.ns, h.name) for h in self.fplan.hlt_hosts])
+
+    def _start_host_agent(self, ns: str, name: str) -> None:
+        """With several planes, the agent of a host (ovs-daqfabric-agent
+        --host) in its namespace: it routes each DCM's traffic out of
+        the host's interface to the DCM's plane, as the planner assigns
+        it (thesis 6.3.1, where OVS on the hosts did it)."""
+        assert self.db is not None
+        agent = tool_path("ovs-daqfabric-agent")
+        if not agent:
+            raise RunError("ovs-daqfabric-agent not found next to "
+                           "daq-incast or on PATH")
+        d = os.path.join(self.workdir, "host-" + name)
+        os.makedirs(d, exist_ok=True)
+        cmd = ["ip", "netns", "exec", ns, sys.executable, agent,
+               "--host", name, "--db", self.db.remotes(),
+               "--interval", AGENT_INTERVAL, "--timeout", "60",
+               "--unixctl", os.path.join(d, "agent.ctl"),
+               "--log-file=" + os.path.join(d, "agent.log"),
+               "-vconsole:off", "--no-chdir"]
+        for p, dev in enumerate(self.fplan.host_devs):
+            cmd += ["--plane-dev", "%d=%s" % (p, dev)]
+        sw = self.switches[HLT_LEAF]
+        with open(os.path.join(d, "agent.out"), "w") as out:
+            self.agents["host:" + name] = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=sw.env,
+                start_new_session=True,
+                preexec_fn=_preexec(self.cfg.agent_cpus))
+
+    def pmd_schedstat(self) -> Tuple[int, int]:
+        """The PMD threads' schedstat, of every plane's HLT leaf."""
+        run_ns = wait_ns = 0
+        for sw in self.dpdk_switches:
+            r, w = sw.pmd_schedstat()
+            run_ns += r
+            wait_ns += w
+        return run_ns, wait_ns
 
     def _stop_fabric_agents(self) -> None:
         for p in self.agents.values():
@@ -1095,10 +1221,11 @@ class FabricRunner(Runner):
         want = ({self.fplan.ring_name(d) for d in self.fplan.dcms}
                 if ring_mode else set())
         got = self.outcome()
-        if got["rings"] != sorted(want):
-            raise ModeUnavailable("after fabric apply, %s holds rings %s, "
-                                  "not %s" % (HLT_LEAF, got["rings"],
-                                              sorted(want)))
+        for leaf in self.fplan.hlt_leaves:
+            if got["rings_of"][leaf] != sorted(want):
+                raise ModeUnavailable(
+                    "after fabric apply, %s holds rings %s, not %s"
+                    % (leaf, got["rings_of"][leaf], sorted(want)))
         got["assignments"] = self.assignments()
         wrong = check_routes(self.fplan, got["flows"],
                              got["assignments"] if ring_mode else {})
@@ -1132,23 +1259,27 @@ class FabricRunner(Runner):
                 self.fplan.switch(name),
                 sw.ofctl("--names", "dump-flows", BRIDGE),
                 sw.ofctl("--names", "dump-groups", BRIDGE))
-        ifaces = self.switches[HLT_LEAF].interfaces("name,type,options")
-        rings = sorted(n for n, row in ifaces.items()
-                       if row.get("type") == "daqring")
-        flows[HLT_LEAF] = sorted(flows[HLT_LEAF] + bound_drains(ifaces))
-        return {"rings": rings, "flows": flows}
+        rings_of = {}
+        for leaf in self.fplan.hlt_leaves:
+            ifaces = self.switches[leaf].interfaces("name,type,options")
+            rings_of[leaf] = sorted(n for n, row in ifaces.items()
+                                    if row.get("type") == "daqring")
+            flows[leaf] = sorted(flows[leaf] + bound_drains(ifaces))
+        return {"rings": rings_of[HLT_LEAF], "rings_of": rings_of,
+                "flows": flows}
 
     def announce(self) -> None:
         """A gratuitous ARP from every host (see GARP).  The counters read
         next wait for ovs-vswitchd to have written its statistics after
         them (the kernel's count them at once): otherwise a DPDK port's
         ARPs would seem sent and never seen by its veth."""
-        for h in self.fplan.ros_hosts:
-            run(["ip", "netns", "exec", h.ns, sys.executable, "-c", GARP,
-                 h.mac] + h.ips)
-        for hh in self.fplan.hlt_hosts:
-            run(["ip", "netns", "exec", hh.ns, sys.executable, "-c", GARP,
-                 hh.mac] + hh.ips)
+        for dev in self.fplan.host_devs:
+            for h in self.fplan.ros_hosts:
+                run(["ip", "netns", "exec", h.ns, sys.executable, "-c",
+                     GARP, dev, h.mac] + h.ips)
+            for hh in self.fplan.hlt_hosts:
+                run(["ip", "netns", "exec", hh.ns, sys.executable, "-c",
+                     GARP, dev, hh.mac] + hh.ips)
         self.last_traffic = time.monotonic()
 
     def unprogram(self, mode: str) -> None:
@@ -1157,9 +1288,15 @@ class FabricRunner(Runner):
     def ring_status(self, mode: str) -> Optional[Dict[str, object]]:
         if not mode.startswith("daqring"):
             return None
-        return Switch.status(self.switches[HLT_LEAF],  # type: ignore
-                             [self.fplan.ring_name(d)
-                              for d in self.fplan.dcms])
+        names = [self.fplan.ring_name(d) for d in self.fplan.dcms]
+        out: Dict[str, object] = {}
+        for leaf in self.fplan.hlt_leaves:
+            # Plane 0's rings by their names, as with one plane; the
+            # other planes' as LEAF:RING.
+            for k, v in Switch.status(self.switches[leaf],  # type: ignore
+                                      names).items():
+                out[k if leaf == HLT_LEAF else "%s:%s" % (leaf, k)] = v
+        return out
 
     def is_ring_mode(self, mode: str) -> bool:
         return mode.startswith("daqring")
@@ -1210,15 +1347,16 @@ class FabricRunner(Runner):
 
     def _qdiscs(self) -> Dict[str, Dict[str, int]]:
         out = {}
-        ns = self.fplan.switch(HLT_LEAF).ns
-        for h in self.fplan.hlt_hosts:
-            data = json.loads(run(["tc", "-n", ns, "-s", "-j", "qdisc",
-                                   "show", "dev", h.port]) or "[]")
-            root = next((q for q in data if q.get("root")),
-                        data[0] if data else {})
-            out["%s:%s" % (HLT_LEAF, h.port)] = {
-                k: int(root.get(k, 0)) for k in ("packets", "bytes",
-                                                 "drops", "overlimits")}
+        for leaf in self.fplan.hlt_leaves:
+            ns = self.fplan.switch(leaf).ns
+            for h in self.fplan.hlt_hosts:
+                data = json.loads(run(["tc", "-n", ns, "-s", "-j", "qdisc",
+                                       "show", "dev", h.port]) or "[]")
+                root = next((q for q in data if q.get("root")),
+                            data[0] if data else {})
+                out["%s:%s" % (leaf, h.port)] = {
+                    k: int(root.get(k, 0)) for k in ("packets", "bytes",
+                                                     "drops", "overlimits")}
         return out
 
     def _links(self) -> Dict[str, Dict[str, int]]:
@@ -1242,8 +1380,8 @@ class FabricRunner(Runner):
 
     def _drops(self, before: Dict[str, Any],  # type: ignore[override]
                after: Dict[str, Any]) -> Dict[str, Any]:
-        rings = {"%s:%s" % (HLT_LEAF, self.fplan.ring_name(d))
-                 for d in self.fplan.dcms}
+        rings = {"%s:%s" % (leaf, self.fplan.ring_name(d))
+                 for leaf in self.fplan.hlt_leaves for d in self.fplan.dcms}
         ports: Dict[str, Dict[str, int]] = {}
         total = ring_drops = 0
         dpdk = {s.name for s in self.fplan.switches if s.dpdk}
@@ -1277,9 +1415,9 @@ class FabricRunner(Runner):
         # again at the next kick: dropped again and counted twice, or
         # delivered after it was counted dropped.  That made one
         # failover run of several "overcounted 1" or 2.
-        leaf = self.fplan.switch(HLT_LEAF)
-        uplinks = ({"%s:%s" % (HLT_LEAF, p.name) for p in leaf.ports
-                    if p.peer_port != "e0"} if leaf.dpdk else set())
+        hlt_leaves = [self.fplan.switch(n) for n in self.fplan.hlt_leaves]
+        uplinks = {"%s:%s" % (leaf.name, p.name) for leaf in hlt_leaves
+                   if leaf.dpdk for p in leaf.ports if not p.to_host}
         # A veth that cannot hand a frame to its peer counts it at both
         # ends (the sender's tx_dropped, the peer's rx_dropped): each
         # once, at the sender.
@@ -1288,9 +1426,11 @@ class FabricRunner(Runner):
         # Frames a peer sent into a DPDK port's veth that the port never
         # read (its af_packet RX ring was full: no counter shows it).
         socket = {}
-        if leaf.dpdk:
+        for leaf in hlt_leaves:
+            if not leaf.dpdk:
+                continue
             for p in leaf.ports:
-                name = "%s:%s" % (HLT_LEAF, p.name)
+                name = "%s:%s" % (leaf.name, p.name)
                 sent = links.get(name, {}).get("rx_packets")
                 read = counter_delta(before["ports"].get(name, {}),
                                      after["ports"].get(name, {})
@@ -1375,8 +1515,8 @@ class FabricRunner(Runner):
         # the counters run).
 
         def host(hosts: Sequence[Any], key: str) -> int:
-            return sum(links.get("%s:e0" % h.ns, {}).get(key, 0)
-                       for h in hosts)
+            return sum(links.get("%s:%s" % (h.ns, dev), {}).get(key, 0)
+                       for h in hosts for dev in self.fplan.host_devs)
         ros_tx = host(self.fplan.ros_hosts, "tx_packets")
         hlt_rx = host(self.fplan.hlt_hosts, "rx_packets")
         hlt_tx = host(self.fplan.hlt_hosts, "tx_packets")
@@ -1389,7 +1529,8 @@ class FabricRunner(Runner):
         # The tbf's drops are losses on system ports; a DPDK af_packet
         # port retries what the tbf refuses (see the single switch).
         lost = ros_tx - hlt_rx + hlt_tx - ros_rx
-        counted = total + ring_drops + kernel + (0 if leaf.dpdk else qdisc)
+        counted = total + ring_drops + kernel + (
+            0 if hlt_leaves[0].dpdk else qdisc)
         return {"switch_total": total, "daqring": ring_drops,
                 # Packets the switches forwarded by NORMAL, not by the
                 # fabric's routes (0 in a mode with rings: both ways of
@@ -1482,8 +1623,11 @@ class FabricRunner(Runner):
             "ros": self.cfg.ros, "dcms": self.cfg.dcms,
             "ros_per_host": self.cfg.ros_per_host,
             "ros_hosts": len(plan.ros_hosts),
+            "planes": plan.planes,
             "hlt_hosts": [{"name": h.name, "ns": h.ns, "ips": h.ips,
-                           "port": "%s:%s" % (HLT_LEAF, h.port)}
+                           "port": "%s:%s" % (HLT_LEAF, h.port),
+                           "ports": ["%s:%s" % (leaf, h.port)
+                                     for leaf in plan.hlt_leaves]}
                           for h in plan.hlt_hosts],
             "switches": [{"name": s.name, "role": s.role, "ns": s.ns,
                           "dpdk": s.dpdk,
@@ -1494,7 +1638,10 @@ class FabricRunner(Runner):
             "cpu_plan": {
                 "pmd_cpus": self.cfg.pmd_cpus if self.switch else [],
                 "other_cpus": self.cfg.agent_cpus,
-                "dpdk_switch": HLT_LEAF if self.switch else None}}
+                "dpdk_switch": HLT_LEAF if self.switch else None,
+                "dpdk_switches": [s.label for s in self.dpdk_switches],
+                "pmd_max_sleep_us": (PMD_MAX_SLEEP_US if plan.planes > 1
+                                     else 0)}}
         doc["fabric"] = {"limit": self.limit,
                          "hold_down_s": HOLD_DOWN,
                          "sharing": ring_params(self.cfg,
@@ -1557,29 +1704,53 @@ def format_fabric(doc: Dict[str, Any]) -> str:
 # ================================================================ topology
 def _setup_hosts(cfg: Config, plan: FabricPlan) -> None:
     """Addresses, MAC, congestion control, RPS and static ARP of every
-    host (its congestion control allowed: see create_topology())."""
+    host (its congestion control allowed: see create_topology()).  With
+    several planes a host has an interface per plane (e<plane>), its
+    addresses on e0, the same MAC on each, static ARP on each and no
+    reverse-path filter (a DCM's packets arrive on the interface of its
+    plane); until the host's agent routes the DCMs by their plane, the
+    main table spreads the traffic over the planes by ROS host (ROS
+    host j's connections take plane j mod P: the modes without rings,
+    which have no DCMs in the fabric, keep that)."""
     dcm_ips = [(ip, h.mac) for h in plan.hlt_hosts for ip in h.ips]
     ros_ips = [(ip, h.mac) for h in plan.ros_hosts for ip in h.ips]
     rps = rps_mask(cfg.rps_cpus)
-    for ns, mac, ips, peers, kind in (
-            [(h.ns, h.mac, h.ips, dcm_ips, "ros") for h in plan.ros_hosts]
-            + [(h.ns, h.mac, h.ips, ros_ips, "dcm")
+    devs = plan.host_devs
+    n_p = plan.planes
+    for ns, mac, ips, peers, kind, j in (
+            [(h.ns, h.mac, h.ips, dcm_ips, "ros", h.index)
+             for h in plan.ros_hosts]
+            + [(h.ns, h.mac, h.ips, ros_ips, "dcm", 0)
                for h in plan.hlt_hosts]):
         script = [NO_IPV6 + "ip link set lo up",
-                  "ip link set e0 address %s" % mac,
                   "sysctl -q -w net.ipv4.tcp_congestion_control=%s"
                   % cfg.congestion_control]
+        script += ["ip link set %s address %s" % (dev, mac) for dev in devs]
         if rps and kind in cfg.rps_kinds:
             # --host-rps: the host's receive off the PMD's core (an HLT
             # host's is run by the PMD's sends; see daq-incast.rst).
-            script.append("echo %s > /sys/class/net/e0/queues/rx-0/"
-                          "rps_cpus" % rps)
+            script += ["echo %s > /sys/class/net/%s/queues/rx-0/rps_cpus"
+                       % (rps, dev) for dev in devs]
         script += ["ip addr add %s/16 dev e0" % ip for ip in ips]
-        script += ["ethtool -K e0 tx off >/dev/null", "ip link set e0 up"]
+        for dev in devs:
+            script += ["ethtool -K %s tx off >/dev/null" % dev,
+                       "ip link set %s up" % dev]
+        if n_p > 1:
+            script += ["sysctl -q -w net.ipv4.conf.all.rp_filter=0",
+                       "sysctl -q -w net.ipv4.conf.default.rp_filter=0"]
+            script += ["sysctl -q -w net.ipv4.conf.%s.rp_filter=0" % dev
+                       for dev in devs]
+            if kind == "ros":
+                script.append("ip route add %s.0.0/24 dev %s"
+                              % (NET, devs[j % n_p]))
+            else:
+                script += ["ip route add %s dev %s" % (
+                    ros_host_prefix(h.index), devs[h.index % n_p])
+                    for h in plan.ros_hosts]
         run(["ip", "netns", "exec", ns, "sh", "-c", "\n".join(script)])
         run(["ip", "-n", ns, "-batch", "-"], input="".join(
-            "neigh replace %s lladdr %s dev e0 nud permanent\n" % pm
-            for pm in peers))
+            "neigh replace %s lladdr %s dev %s nud permanent\n"
+            % (ip, pmac, dev) for ip, pmac in peers for dev in devs))
 
 
 def create_topology(cfg: Config, plan: FabricPlan, cleanup: Cleanup) -> None:
@@ -1644,7 +1815,9 @@ def create_topology(cfg: Config, plan: FabricPlan, cleanup: Cleanup) -> None:
 def access_links(cfg: Config, plan: FabricPlan) -> None:
     """The HLT hosts' access links: a tbf on the HLT leaf's side of each
     (after its switch has the port: see SystemSwitch.add_ports)."""
-    leaf = plan.switch(HLT_LEAF)
-    for h in plan.hlt_hosts:
-        run(tbf_command(leaf.ns, h.port, cfg.link_rate_bps, cfg.link_burst,
-                        cfg.link_limit, cfg.link_overhead))
+    for name in plan.hlt_leaves:
+        leaf = plan.switch(name)
+        for h in plan.hlt_hosts:
+            run(tbf_command(leaf.ns, h.port, cfg.link_rate_bps,
+                            cfg.link_burst, cfg.link_limit,
+                            cfg.link_overhead))
