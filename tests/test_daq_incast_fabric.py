@@ -155,8 +155,9 @@ def test_plan_shape_and_names() -> None:
 def test_two_planes_plan() -> None:
     """--planes 2: every switch once per plane (plane 0's names as with
     one plane, the other's prefixed), a host interface per plane cabled
-    to that plane's leaf, every plane's HLT leaf with DPDK, and a map
-    whose hosts list their port in each plane."""
+    to that plane's leaf, every plane's HLT leaf with DPDK and a bridge
+    of one ovs-vswitchd (one PMD for both: ports, rings and bridges named
+    apart), and a map whose hosts list their port in each plane."""
     c = cfg("--ros", "6", "--dcms", "4", "--spines", "2", "--planes", "2",
             "--ros-leaves", "2", "--hlt-hosts", "2")
     p = fabric.make_fabric_plan(4194304, c)
@@ -169,6 +170,21 @@ def test_two_planes_plan() -> None:
     assert all(s.plane == (1 if s.name.startswith("p1-") else 0)
                for s in p.switches)
     assert len(set(p.namespaces())) == len(p.namespaces())
+    hl, hl1 = p.switch("hlt-leaf"), p.switch("p1-hlt-leaf")
+    assert (hl1.ns, hl1.host_switch, hl1.bridge) == (hl.ns, "hlt-leaf",
+                                                     "br1")
+    assert (hl.host_switch, hl.bridge) == ("", "br0")
+    assert p.shared_hlt
+    # One process: its port names, OpenFlow numbers (af_packet vdev
+    # names) and rings apart.
+    both = hl.ports + hl1.ports
+    assert len({x.name for x in both}) == len(both)
+    assert len({x.ofport for x in both}) == len(both)
+    assert {x.name for x in hl1.ports} == {"p1-h0", "p1-h1", "p1-up0",
+                                           "p1-up1"}
+    d = p.dcms[0]
+    assert {p.ring_on(d, leaf) for leaf in p.hlt_leaves} == {
+        "dcm0-ring.br0", "dcm0-ring.br1"}
     assert all(len(ns) <= 40 for ns in p.namespaces())
     # Links within a plane only.
     assert len(p.links) == 2 * 3 * 2
@@ -181,11 +197,26 @@ def test_two_planes_plan() -> None:
             port = next(x for x in leaf.ports if x.name == h.veth)
             assert (port.peer_ns, port.peer_port) == (h.ns, "e%d" % plane)
             assert port.to_host
-    doc = fabric.fabric_map(p, fabric.ring_params(c, "daqring"))
+    with pytest.raises(ValueError):
+        fabric.fabric_map(p, None)
+    doc = fabric.fabric_map(p, fabric.ring_params(c, "daqring"),
+                            db="unix:/x/db.sock")
     assert {s["name"]: s["plane"] for s in doc["fabric"]["switches"]} == {
         s.name: s.plane for s in p.switches}
+    assert {s["name"]: s.get("db") for s in doc["fabric"]["switches"]
+            if s.get("db")} == {"hlt-leaf": "unix:/x/db.sock",
+                                "p1-hlt-leaf": "unix:/x/db.sock"}
     hlt0 = next(h for h in doc["fabric"]["hosts"] if h["name"] == "hlt0")
-    assert hlt0["ports"] == {0: "hlt-leaf:h0", 1: "p1-hlt-leaf:h0"}
+    assert hlt0["ports"] == {0: "hlt-leaf:h0", 1: "p1-hlt-leaf:p1-h0"}
+    # The fabric names the rings of the shared ovs-vswitchd apart, as
+    # the emulator expects them.
+    state = _state(doc)
+    assert state.sharing_db() == {"hlt-leaf", "p1-hlt-leaf"}
+    assign, _ = fabric_plan(state, {}, set(), {}, 0)
+    sl = slices(state, assign)
+    for leaf in p.hlt_leaves:
+        assert sorted(r.ring for r in sl[leaf].rings) == sorted(
+            p.ring_on(x, leaf) for x in p.dcms)
     # NORMAL's tree in each plane: its first spine.
     nf = fabric.no_flood_ports(p)
     assert sorted(nf) == sorted(
@@ -663,7 +694,8 @@ def test_switches_hold_both_directions(mode: str, planes: int) -> None:
     p = fabric.make_fabric_plan(77, c)
     ring = mode == "daqring"
     state = _state(fabric.fabric_map(
-        p, fabric.ring_params(c, mode) if ring else None))
+        p, fabric.ring_params(c, mode) if ring else None,
+        db="unix:/x/db.sock"))
     assign, _ = fabric_plan(state, {}, set(), {}, 0)
     asg = {n: "%d/%s" % (a.plane, a.spine) for n, a in assign.items()}
     sl = slices(state, assign)
@@ -683,7 +715,7 @@ def test_switches_hold_both_directions(mode: str, planes: int) -> None:
     # Every HLT leaf holds every DCM's ring (standby rings).
     for leaf in p.hlt_leaves:
         assert sorted(f[1] for f in want[leaf] if f[0] == "ring") == (
-            sorted(p.ring_name(d) for d in p.dcms) if ring else [])
+            sorted(p.ring_on(d, leaf) for d in p.dcms) if ring else [])
     assert len([f for f in want["spine1"] if not f[1].startswith(
         fabric.NET + ".0.")]) == 6
     if ring:

@@ -35,7 +35,8 @@ from ..daqctl.model import (DCM_KEYS, DEFAULT_KEYS, MapError, NAME_RE,
                             Problem)
 from .model import (BFD_KEYS, FabricDcm, FabricHost, FabricLink,
                     FabricState, FabricSwitch, HOLD_DOWN_DEFAULT,
-                    HOLD_DOWN_MAX, HOST_ROLES, PLANE_MAX, POD_MAX, ROLES)
+                    HOLD_DOWN_MAX, HOST_ROLES, PLANE_MAX, POD_MAX, ROLES,
+                    switch_ring)
 
 TOP_KEYS = ("fabric", "defaults", "dcms")
 FABRIC_KEYS = ("hold_down", "bfd", "switches", "links", "hosts")
@@ -124,6 +125,7 @@ class FabricMapReader:
         state.dcms = self._dcms(doc, state)
         self._check_paths(fab, state)
         self._check_addresses(fab, state)
+        self._check_shared(fab, state)
         if self.problems:
             raise self.fail()
         return state
@@ -463,6 +465,48 @@ class FabricMapReader:
                     if ipaddress.ip_address(a) in net:
                         self.bad(fab.line, "host %s: its addresses %s hold "
                                  "DCM %s's %s" % (h.name, h.ip, d.name, a))
+
+    def _check_shared(self, fab: LineDict, state: FabricState) -> None:
+        """Switches that share an OVSDB are bridges of one ovs-vswitchd:
+        each needs a bridge of its own and port names that no other of
+        them has, its rings' (switch_ring()) included."""
+        sharing = state.sharing_db()
+        if not sharing:
+            return
+        by_db: Dict[str, List[FabricSwitch]] = {}
+        for s in state.switches:
+            if s.name in sharing and s.db:
+                by_db.setdefault(s.db, []).append(s)
+        ports: Dict[str, Set[str]] = {}
+        for sw, port in self._used_ports:
+            ports.setdefault(sw, set()).add(port)
+        for db, group in sorted(by_db.items()):
+            seen_br: Dict[str, str] = {}
+            seen_port: Dict[str, str] = {}
+            for s in group:
+                if s.bridge in seen_br:
+                    self.bad(fab.line, "switches %s and %s share db %s and "
+                             "bridge %s (each switch of one OVSDB needs a "
+                             "bridge of its own)" % (seen_br[s.bridge],
+                                                     s.name, db, s.bridge))
+                seen_br.setdefault(s.bridge, s.name)
+                on = {h.name for h in state.hosts
+                      for _, leaf, _ in h.attachments if leaf == s.name}
+                names = set(ports.get(s.name, ())) | {
+                    switch_ring(d.dcm.ring, s.bridge) for d in state.dcms
+                    if d.host in on}
+                for n in sorted(names):
+                    if not NAME_RE.match(n):
+                        self.bad(fab.line, "switch %s shares db %s: its "
+                                 "ring %s is not a port name (at most 64 "
+                                 "letters, digits, '_', '.', '-')"
+                                 % (s.name, db, n))
+                    elif n in seen_port:
+                        self.bad(fab.line, "switches %s and %s share db "
+                                 "%s and both have a port %s (port names "
+                                 "are unique in an ovs-vswitchd)"
+                                 % (seen_port[n], s.name, db, n))
+                    seen_port.setdefault(n, s.name)
 
     def _check_paths(self, fab: LineDict, state: FabricState) -> None:
         """Each plane that a host uses has a spine, and each of its leaves

@@ -17,7 +17,7 @@
 assignments of DCMs to paths (a plane and a spine)."""
 
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..daqctl.model import Dcm
 
@@ -95,6 +95,17 @@ class FabricHost:
         return sorted(p for p, _, _ in self.attachments)
 
 
+def switch_ring(ring: str, bridge: str) -> str:
+    """The name of a DCM's ring RING on a switch that shares its OVSDB
+    with other switches of the fabric (FabricState.sharing_db()): they
+    are bridges of one ovs-vswitchd, where port names are unique, and a
+    DCM has a ring on its host's leaf in every plane.  RING.BRIDGE, the
+    switch's bridge (unique in its ovs-vswitchd, and short: OpenFlow
+    shows 15 characters of a port's name).  The map refuses a name that
+    collides or is not a port name."""
+    return "%s.%s" % (ring, bridge)
+
+
 def host_egress(host: str) -> str:
     """The egress of the DCMs of 'host' until slice.py binds each of
     their rings to the host's port on its leaf: one per host, and no
@@ -140,6 +151,17 @@ class FabricState:
 
     def host(self, name: str) -> Optional[FabricHost]:
         return next((h for h in self.hosts if h.name == name), None)
+
+    def sharing_db(self) -> Set[str]:
+        """The switches whose OVSDB (the map's 'db') another switch
+        names too: bridges of one ovs-vswitchd (one server as the leaf
+        of several planes, or the emulator's one PMD core), whose rings
+        are named by switch_ring()."""
+        by: Dict[str, List[str]] = {}
+        for s in self.switches:
+            if s.db:
+                by.setdefault(s.db, []).append(s.name)
+        return {n for v in by.values() if len(v) > 1 for n in v}
 
     def spines(self) -> Dict[int, List[str]]:
         """Spine names per plane, sorted."""

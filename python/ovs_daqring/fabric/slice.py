@@ -20,11 +20,13 @@ functions.
 
 A DCM's daqring is on its host's leaf in every plane the host is cabled
 to, bound to the host's port there, whatever plane the planner assigned
-it (and before it has an assignment): the rings of the planes it is not
-assigned to are standby rings, which no route leads to.  A move between
-planes therefore changes flows only, never ports (adding a daqring
-reconfigures the datapath and reloads its PMD threads); and packets a
-ring still holds when its DCM moves away keep its egress and drain.  An
+it (and before it has an assignment; named RING.BRIDGE on a switch that
+shares its OVSDB with others, model.switch_ring()): the rings of the
+planes it is not assigned to are standby rings, which no route leads
+to.  A move between planes therefore changes flows only, never ports
+(adding a daqring reconfigures the datapath and reloads its PMD
+threads); and packets a ring still holds when its DCM moves away keep
+its egress and drain.  An
 idle ring takes no share of its egress: the rings bound to one port
 share its egress-max-rate work-conservingly.
 
@@ -43,7 +45,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..daqctl.model import PRIO_TO_RING, Dcm
-from .model import Assignment, FabricDcm, FabricHost, FabricState
+from .model import (Assignment, FabricDcm, FabricHost, FabricState,
+                    switch_ring)
 
 # A route's flows are at the priority of the flows into a ring (a switch
 # holds either a DCM's ring or a route towards it, never both; a ROS
@@ -141,6 +144,8 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
     what an agent needs, in a fraction of the time at thousands of DCMs."""
     out = {s.name: Slice(s.name) for s in state.switches}
     hosts = {h.name: h for h in state.hosts}
+    sharing = {s: state.switch(s).bridge  # type: ignore[union-attr]
+               for s in state.sharing_db()}
     ros = [h for h in state.hosts if h.role == "ros"]
     # The ROS leaves that route towards the DCMs on a (plane, leaf).
     ros_leaves_at: Dict[Tuple[int, str], List[str]] = {}
@@ -163,7 +168,11 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
         # or not (standby rings), and before it has an assignment.
         for _, hleaf, hport in host.attachments:
             if hleaf in out and only in (None, hleaf):
-                out[hleaf].rings.append(replace(d.dcm, egress=hport))
+                out[hleaf].rings.append(
+                    replace(d.dcm, egress=hport,
+                            ring=switch_ring(d.dcm.ring, sharing[hleaf]))
+                    if hleaf in sharing else
+                    replace(d.dcm, egress=hport))
         if a is None:
             continue
         att = host.leaf(a.plane)

@@ -941,8 +941,9 @@ def validate(ns: argparse.Namespace, host: HostInfo,
     # Hosts: one ethdev port per namespace (in a fabric, the HLT leaf's
     # ports: its HLT hosts' and its uplinks; the ROS are on system ports
     # of the ROS leaves, and aggregated the same way).
-    # (Each plane's HLT leaf is an ovs-vswitchd of its own.)
-    dcm_ports = ns.hlt_hosts + ns.spines if fabric else links
+    # (The HLT leaves of every plane are bridges of one ovs-vswitchd.)
+    dcm_ports = ((ns.hlt_hosts + ns.spines) * ns.planes if fabric
+                 else links)
     if ns.ros_per_host < 0:
         raise ConfigError("--ros-per-host must be positive")
     k = ns.ros_per_host or 1
@@ -1212,7 +1213,7 @@ def check_fabric(ns: argparse.Namespace) -> None:
     if ns.planes > MAX_FABRIC_PLANES or ns.spines > MAX_FABRIC_SPINES:
         raise ConfigError(
             "--planes %d --spines %d: at most %d planes of %d spines on "
-            "this machine (one PMD core shared by every plane's HLT leaf)"
+            "this machine (one PMD core for every plane's HLT leaf)"
             % (ns.planes, ns.spines, MAX_FABRIC_PLANES, MAX_FABRIC_SPINES))
     if ns.dcms > MAX_FABRIC_DCMS:
         raise ConfigError("--dcms %d: at most %d in a fabric"

@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import tool_path
 from ..daqctl.openflow import parse_group
 from ..fabric import SCHEMA_NAME, schema_path
+from ..fabric.model import switch_ring
 from ..process import Cleanup, RunError, die_with_parent, read_text, run
 from ..process import stop_process
 from ..sandbox import Sandbox
@@ -51,18 +52,14 @@ BRIDGE = "br0"
 # OpenFlow/DPDK port numbers of the HLT leaf: its hosts' ports 1.., its
 # uplinks UPLINK_OFPORT_BASE.. (net_af_packetN is unique per process).
 UPLINK_OFPORT_BASE = 100
+# ... plus this times the plane for the HLT leaves of planes past the
+# first (bridges of the same process: see make_fabric_plan).
+OFPORT_PLANE = 200
 # af_packet frames of the HLT leaf's uplinks (RX and TX rings each): the
 # whole incast of the spines arrives there, and DPDK's default ring (512
 # frames) overflowed by 143 frames while another PMD shared the core.
 UPLINK_FRAMES = 4096
 AGENT_INTERVAL = "1"
-# With several planes, the PMD of each plane's HLT leaf shares the PMD
-# core: each sleeps when idle, at most this long (pmd-maxsleep, base
-# 3.5's pmd-sleep-max), and never past a shaped ring's next deadline
-# nor while a ring holds packets it may send (the series' patches 0014
-# and 0015).  Frames arriving on its ports meanwhile wait in their
-# af_packet rings (UPLINK_FRAMES, --port-frames).
-PMD_MAX_SLEEP_US = 100
 APPLY_TIMEOUT = 120
 # The fabric map's hold-down: seconds before a moved DCM goes back home.
 HOLD_DOWN = 2
@@ -146,6 +143,11 @@ class FabricSwitch:
     dpdk: bool
     ports: List[FabricPort] = field(default_factory=list)
     plane: int = 0
+    bridge: str = BRIDGE
+    # The switch whose ovs-vswitchd (and OVSDB) this one is a bridge of
+    # (the HLT leaves of planes past the first: see make_fabric_plan),
+    # or "" for its own.
+    host_switch: str = ""
 
 
 @dataclass
@@ -154,7 +156,11 @@ class HltHost:
     ns: str
     mac: str
     ips: List[str]              # its DCMs' addresses, the first is its own
-    port: str                   # its port on the HLT leaf of every plane
+    port: str                   # its port on plane 0's HLT leaf
+
+    def port_in(self, plane: int) -> str:
+        """Its port on PLANE's HLT leaf."""
+        return plane_name(plane, self.port)
 
 
 def plane_name(plane: int, name: str) -> str:
@@ -205,6 +211,19 @@ class FabricPlan:
         """Every host's interfaces, one per plane, in plane order."""
         return [host_dev(p) for p in range(self.planes)]
 
+    def ring_on(self, d: Host, leaf: str) -> str:
+        """DCM D's ring on HLT leaf LEAF: with several planes the HLT
+        leaves are bridges of one ovs-vswitchd, whose ports have names
+        of their own (fabric.model.switch_ring())."""
+        ring = self.ring_name(d)
+        return (switch_ring(ring, self.switch(leaf).bridge)
+                if self.shared_hlt else ring)
+
+    @property
+    def shared_hlt(self) -> bool:
+        """Whether the HLT leaves are bridges of one ovs-vswitchd."""
+        return any(s.host_switch for s in self.switches)
+
     def ros_leaf(self, ns: str, plane: int) -> str:
         """The leaf of ROS host NS in PLANE."""
         return plane_name(plane, self.ros_leaf_of[ns])
@@ -213,7 +232,8 @@ class FabricPlan:
         return next(s for s in self.switches if s.name == name)
 
     def namespaces(self) -> List[str]:
-        return [s.ns for s in self.switches] + self.hosts_ns
+        return (list(dict.fromkeys(s.ns for s in self.switches))
+                + self.hosts_ns)
 
     def dcm_name(self, d: Host) -> str:
         return "dcm%d" % d.index
@@ -229,7 +249,15 @@ def make_fabric_plan(pid: int, cfg: Config) -> FabricPlan:
     j), dn<i> (a spine's downlink to leaf i); the hosts' side is e<p>,
     one per plane p (plane_name() names the switches of planes past the
     first).  DCM addresses 10.77.0.N (HLT host k holds its DCMs'
-    addresses), ROS 10.77.1.N... as on one switch."""
+    addresses), ROS 10.77.1.N... as on one switch.
+
+    With several planes, the HLT leaves of the planes past the first are
+    bridges (br<p>) of plane 0's HLT leaf's ovs-vswitchd, in its
+    namespace, their ports named p<p>-h<i> and p<p>-up<j>: the one PMD
+    core then runs one PMD thread for every plane, polling all the
+    planes' rings and ports (two ovs-vswitchd, a PMD each on that core,
+    took it in turns: 71-87% of the limit, each PMD thread half the
+    core).  Every other switch is an ovs-vswitchd of its own."""
     tag = "dqf%d" % pid
     if len("%s-%s" % (tag, plane_name(cfg.planes - 1, "ros-leaf%d"
                                       % cfg.ros_leaves))) > 40:
@@ -244,20 +272,25 @@ def make_fabric_plan(pid: int, cfg: Config) -> FabricPlan:
             return sw[plane_name(plane, name)]
         for base in leaves:
             name = plane_name(plane, base)
-            sw[name] = FabricSwitch(name, "leaf", "%s-%s" % (tag, name),
-                                    dpdk=(base == HLT_LEAF
-                                          and cfg.fabric_dpdk),
-                                    plane=plane)
+            shared = base == HLT_LEAF and plane > 0 and cfg.fabric_dpdk
+            sw[name] = FabricSwitch(
+                name, "leaf", "%s-%s" % (tag, HLT_LEAF if shared else name),
+                dpdk=(base == HLT_LEAF and cfg.fabric_dpdk), plane=plane,
+                bridge="br%d" % plane if shared else BRIDGE,
+                host_switch=HLT_LEAF if shared else "")
         for base in spines:
             name = plane_name(plane, base)
             sw[name] = FabricSwitch(name, "spine", "%s-%s" % (tag, name),
                                     dpdk=False, plane=plane)
         for i, leaf in enumerate(leaves):
             for j, sp in enumerate(spines):
-                up, dn = "up%d" % j, "dn%d" % i
                 hlt = leaf == HLT_LEAF
+                up, dn = "up%d" % j, "dn%d" % i
+                if hlt:
+                    up = plane_name(plane, up)
                 at(leaf).ports.append(FabricPort(
-                    up, (UPLINK_OFPORT_BASE if hlt else 1000) + j,
+                    up, (UPLINK_OFPORT_BASE + plane * OFPORT_PLANE if hlt
+                         else 1000) + j,
                     at(sp).ns, dn, frames=UPLINK_FRAMES if hlt else 0))
                 at(sp).ports.append(FabricPort(dn, i + 1, at(leaf).ns, up))
                 links.append((at(leaf).name, up, at(sp).name, dn))
@@ -297,7 +330,8 @@ def make_fabric_plan(pid: int, cfg: Config) -> FabricPlan:
         hlt.append(HltHost("hlt%d" % k2, ns, mac, ips, port))
         for plane in range(cfg.planes):
             sw[plane_name(plane, HLT_LEAF)].ports.append(FabricPort(
-                port, k2 + 1, ns, host_dev(plane), frames=cfg.port_frames))
+                plane_name(plane, port), plane * OFPORT_PLANE + k2 + 1, ns,
+                host_dev(plane), frames=cfg.port_frames))
         for i, ip in enumerate(ips):
             n = k2 * per + i
             dcms.append(Host(kind="dcm", index=n, ns=ns, veth=port, mac=mac,
@@ -376,13 +410,23 @@ def ring_params(cfg: Config, mode: str) -> Dict[str, Any]:
 
 
 def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
-               hold_down: int = HOLD_DOWN) -> Dict[str, Any]:
+               hold_down: int = HOLD_DOWN, db: str = "") -> Dict[str, Any]:
     """The fabric map of a mode: the switches, links and hosts always;
     the DCMs (matched by their address) with PARAMS' ring options, none
     when PARAMS is None (stock, credits: the switches' NORMAL forwarding
-    alone)."""
+    alone).  DB: with several planes, the OVSDB remote of the
+    ovs-vswitchd whose bridges the HLT leaves are (make_fabric_plan())."""
+    if plan.shared_hlt and not db:
+        raise ValueError("%d planes: the map needs the OVSDB the HLT "
+                         "leaves share" % plan.planes)
     switches = [{"name": s.name, "role": s.role, "plane": s.plane,
-                 "dpdk": s.dpdk, "bridge": BRIDGE} for s in plan.switches]
+                 "dpdk": s.dpdk, "bridge": s.bridge} for s in plan.switches]
+    if db:
+        # The HLT leaves that share an ovs-vswitchd name its OVSDB: the
+        # fabric names their rings apart (fabric.model.switch_ring()).
+        for sw in switches:
+            if sw["name"] in plan.hlt_leaves:
+                sw["db"] = db
     links = [{"a": "%s:%s" % (lf, lp), "b": "%s:%s" % (sp, spp)}
              for lf, lp, sp, spp in plan.links]
     hosts = [{"name": "ros%d" % h.index, "role": "ros",
@@ -391,7 +435,7 @@ def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
                         for p in range(plan.planes)}}
              for h in plan.ros_hosts]
     hosts += [{"name": h.name, "role": "hlt", "ip": h.ips[0],
-               "ports": {p: "%s:%s" % (leaf, h.port)
+               "ports": {p: "%s:%s" % (leaf, h.port_in(p))
                          for p, leaf in enumerate(plan.hlt_leaves)}}
               for h in plan.hlt_hosts]
     doc: Dict[str, Any] = {"fabric": {"hold-down": hold_down,
@@ -570,9 +614,11 @@ class Failover(threading.Thread):
         n = 0
         for name in ("ros-leaf0", HLT_LEAF):
             sw = self.runner.switches[name]
-            flows = fabric_flows(self.runner.fplan.switch(name),
-                                 sw.ofctl("--names", "dump-flows", BRIDGE),
-                                 sw.ofctl("--names", "dump-groups", BRIDGE))
+            fsw = self.runner.fplan.switch(name)
+            flows = fabric_flows(fsw, sw.ofctl("--names", "dump-flows",
+                                               fsw.bridge),
+                                 sw.ofctl("--names", "dump-groups",
+                                          fsw.bridge))
             n += sum(1 for way, addr, port in flows
                      if port == "up1" and addr.startswith(NET + ".0."))
         return n
@@ -796,9 +842,10 @@ def expected_flows(plan: FabricPlan, assignments: Dict[str, str]
             out[leaf].append(["to", ip, port(leaf, sp)])
         out[sp].append(["to", ip, port(sp, hlt)])
         out[hlt].append(["from", ip, port(hlt, sp)])
-        for leaf in plan.hlt_leaves:
-            out[leaf].append(["to", ip, plan.ring_name(d)])
-            out[leaf].append(["ring", plan.ring_name(d), d.veth])
+        for p, leaf in enumerate(plan.hlt_leaves):
+            out[leaf].append(["to", ip, plan.ring_on(d, leaf)])
+            out[leaf].append(["ring", plan.ring_on(d, leaf),
+                              plane_name(p, d.veth)])
     return {k: sorted(v) for k, v in out.items()}
 
 
@@ -1020,10 +1067,9 @@ class FabricRunner(Runner):
         self.ideal["collection_time_s"] = ideal_collection_time(
             cfg.link_rate_bps * cfg.planes / cfg.dcms_per_host, cfg.ros,
             cfg.fragment_size, cfg.mss, cfg.link_overhead)
+        # Switch name -> its ovs-vswitchd (one for the HLT leaves of all
+        # planes, self.switch).
         self.switches: Dict[str, Sandbox] = {}
-        # The DPDK switches (the HLT leaf of each plane); self.switch is
-        # plane 0's.
-        self.dpdk_switches: List[Switch] = []
         self.agents: Dict[str, "subprocess.Popen[bytes]"] = {}
         self.db: Optional[FabricDatabase] = None
         self.generations: List[Dict[str, Any]] = []
@@ -1060,21 +1106,24 @@ class FabricRunner(Runner):
             d = os.path.join(self.workdir, s.name)
             self.progress.show("starting %s%s" % (s.name, " (DPDK)"
                                                   if s.dpdk else ""))
-            if s.dpdk:
-                # A DPDK file prefix of its own per plane's HLT leaf.
-                sw = Switch(cfg, _LeafPlan(  # type: ignore
-                    s.ns, plan.tag + ("p%d" % s.plane if s.plane else "")),
-                    d, self.cleanup)
+            if s.dpdk and s.host_switch:
+                # A bridge of another switch's ovs-vswitchd (the HLT
+                # leaves of several planes: see make_fabric_plan()).
+                sw = self.switches[s.host_switch]
+                assert isinstance(sw, Switch)
+                sw.add_bridge(s.bridge)
+                try:
+                    sw.add_ports([p.dpdk_host(s.ns) for p in s.ports],
+                                 bridge=s.bridge)
+                except ModeUnavailable as e:
+                    raise RunError("%s: ports failed: %s\n%s"
+                                   % (s.name, e, sw.log_tail()))
+                pin(sw.pid(), cfg.agent_cpus, skip_pmd=True)
+            elif s.dpdk:
+                sw = Switch(cfg, _LeafPlan(s.ns, plan.tag),  # type: ignore
+                            d, self.cleanup)
                 sw.label = s.name
                 sw.start()
-                if plan.planes > 1:
-                    # Each plane's HLT leaf has a PMD on the PMD core:
-                    # an idle one sleeps (see PMD_MAX_SLEEP_US).
-                    sw.vsctl("set", "Open_vSwitch", ".",
-                             "other_config:pmd-maxsleep=%d"
-                             % PMD_MAX_SLEEP_US,
-                             "other_config:pmd-sleep-max=%d"
-                             % PMD_MAX_SLEEP_US)
                 try:
                     sw.add_ports([p.dpdk_host(s.ns) for p in s.ports])
                 except ModeUnavailable as e:
@@ -1083,9 +1132,7 @@ class FabricRunner(Runner):
                 pin(sw.pid(), cfg.agent_cpus, skip_pmd=True)
                 assert sw.ovsdb is not None
                 pin(sw.ovsdb.pid, cfg.agent_cpus)
-                self.dpdk_switches.append(sw)
-                if s.plane == 0:
-                    self.switch = sw
+                self.switch = sw
             else:
                 ssw = SystemSwitch(cfg, s, d, self.cleanup)
                 ssw.start()
@@ -1113,7 +1160,9 @@ class FabricRunner(Runner):
         it; the DCMs' routes (the agents') use every spine all the same."""
         for name, ports in no_flood_ports(self.fplan).items():
             for port in ports:
-                self.switches[name].ofctl("mod-port", BRIDGE, port,
+                self.switches[name].ofctl("mod-port",
+                                          self.fplan.switch(name).bridge,
+                                          port,
                                           "no-flood")
 
     def _start_agent(self, name: str, planner: bool) -> None:
@@ -1123,10 +1172,12 @@ class FabricRunner(Runner):
         if not agent:
             raise RunError("ovs-daqfabric-agent not found next to "
                            "daq-incast or on PATH")
-        d = sw.dir
+        d = os.path.join(self.workdir, name)
+        os.makedirs(d, exist_ok=True)
         cmd = [sys.executable, agent, "--node", name,
                "--db", self.db.remotes(), "--ovsdb", sw.db,
-               "--bridge", BRIDGE, "--interval", AGENT_INTERVAL,
+               "--bridge", self.fplan.switch(name).bridge,
+               "--interval", AGENT_INTERVAL,
                "--timeout", "60", "--state-file",
                os.path.join(d, "agent.json"),
                "--unixctl", os.path.join(d, "agent.ctl"),
@@ -1172,15 +1223,6 @@ class FabricRunner(Runner):
                 start_new_session=True,
                 preexec_fn=_preexec(self.cfg.agent_cpus))
 
-    def pmd_schedstat(self) -> Tuple[int, int]:
-        """The PMD threads' schedstat, of every plane's HLT leaf."""
-        run_ns = wait_ns = 0
-        for sw in self.dpdk_switches:
-            r, w = sw.pmd_schedstat()
-            run_ns += r
-            wait_ns += w
-        return run_ns, wait_ns
-
     def _stop_fabric_agents(self) -> None:
         for p in self.agents.values():
             stop_process(p)
@@ -1204,7 +1246,9 @@ class FabricRunner(Runner):
         outcome on the switches: the HLT leaf has exactly the rings of the
         map, and every other switch a route per DCM."""
         ring_mode = mode.startswith("daqring")
-        doc = fabric_map(self.fplan, params if ring_mode else None)
+        doc = fabric_map(self.fplan, params if ring_mode else None,
+                         db=self.switch.db if self.fplan.shared_hlt
+                         and self.switch else "")
         path = os.path.join(self.workdir, "fabric-map.%s.json" % mode)
         with open(path, "w") as f:
             json.dump(doc, f, indent=1)
@@ -1218,14 +1262,14 @@ class FabricRunner(Runner):
         except RunError as e:
             raise ModeUnavailable("fabric apply failed: %s" % e)
         applied_s = time.monotonic() - t0
-        want = ({self.fplan.ring_name(d) for d in self.fplan.dcms}
-                if ring_mode else set())
         got = self.outcome()
         for leaf in self.fplan.hlt_leaves:
-            if got["rings_of"][leaf] != sorted(want):
+            want = sorted(self.fplan.ring_on(d, leaf)
+                          for d in self.fplan.dcms) if ring_mode else []
+            if got["rings_of"][leaf] != want:
                 raise ModeUnavailable(
                     "after fabric apply, %s holds rings %s, not %s"
-                    % (leaf, got["rings_of"][leaf], sorted(want)))
+                    % (leaf, got["rings_of"][leaf], want))
         got["assignments"] = self.assignments()
         wrong = check_routes(self.fplan, got["flows"],
                              got["assignments"] if ring_mode else {})
@@ -1255,13 +1299,14 @@ class FabricRunner(Runner):
         fabric_flows)."""
         flows = {}
         for name, sw in self.switches.items():
+            fsw = self.fplan.switch(name)
             flows[name] = fabric_flows(
-                self.fplan.switch(name),
-                sw.ofctl("--names", "dump-flows", BRIDGE),
-                sw.ofctl("--names", "dump-groups", BRIDGE))
+                fsw, sw.ofctl("--names", "dump-flows", fsw.bridge),
+                sw.ofctl("--names", "dump-groups", fsw.bridge))
         rings_of = {}
         for leaf in self.fplan.hlt_leaves:
-            ifaces = self.switches[leaf].interfaces("name,type,options")
+            ifaces = self.own(leaf, self.switches[leaf].interfaces(
+                "name,type,options"))
             rings_of[leaf] = sorted(n for n, row in ifaces.items()
                                     if row.get("type") == "daqring")
             flows[leaf] = sorted(flows[leaf] + bound_drains(ifaces))
@@ -1288,14 +1333,11 @@ class FabricRunner(Runner):
     def ring_status(self, mode: str) -> Optional[Dict[str, object]]:
         if not mode.startswith("daqring"):
             return None
-        names = [self.fplan.ring_name(d) for d in self.fplan.dcms]
         out: Dict[str, object] = {}
         for leaf in self.fplan.hlt_leaves:
-            # Plane 0's rings by their names, as with one plane; the
-            # other planes' as LEAF:RING.
-            for k, v in Switch.status(self.switches[leaf],  # type: ignore
-                                      names).items():
-                out[k if leaf == HLT_LEAF else "%s:%s" % (leaf, k)] = v
+            out.update(Switch.status(
+                self.switches[leaf],  # type: ignore
+                [self.fplan.ring_on(d, leaf) for d in self.fplan.dcms]))
         return out
 
     def is_ring_mode(self, mode: str) -> bool:
@@ -1327,9 +1369,11 @@ class FabricRunner(Runner):
         ports = {}
         normal = {}
         for name, sw in self.switches.items():
-            for port, st in Switch.stats(sw).items():  # type: ignore
+            for port, st in self.own(
+                    name, Switch.stats(sw)).items():  # type: ignore
                 ports["%s:%s" % (name, port)] = st
-            normal[name] = normal_packets(sw.ofctl("dump-flows", BRIDGE))
+            normal[name] = normal_packets(sw.ofctl(
+                "dump-flows", self.fplan.switch(name).bridge))
         tcp = {}
         for ns in self.fplan.hosts_ns:
             tcp[ns] = parse_snmp(run(["ip", "netns", "exec", ns, "cat",
@@ -1337,6 +1381,19 @@ class FabricRunner(Runner):
                                       "/proc/net/netstat"]))
         return {"ports": ports, "qdisc": self._qdiscs(),
                 "tcp": tcp, "links": self._links(), "normal": normal}
+
+    def own(self, name: str, ifaces: Dict[str, Any]) -> Dict[str, Any]:
+        """Of IFACES (interface name -> row or statistics, of switch
+        NAME's ovs-vswitchd), those of NAME: all of them, but in an
+        ovs-vswitchd whose bridges are several switches (the HLT leaves
+        of several planes), its ports, its rings and its bridge's
+        interface."""
+        fsw = self.fplan.switch(name)
+        if not self.fplan.shared_hlt or name not in self.fplan.hlt_leaves:
+            return ifaces
+        mine = ({p.name for p in fsw.ports} | {fsw.bridge}
+                | {self.fplan.ring_on(d, name) for d in self.fplan.dcms})
+        return {k: v for k, v in ifaces.items() if k in mine}
 
     def failover_port(self) -> Optional[Tuple[str, str]]:
         """The switch port --failover sets down (spine, port), or None."""
@@ -1347,14 +1404,15 @@ class FabricRunner(Runner):
 
     def _qdiscs(self) -> Dict[str, Dict[str, int]]:
         out = {}
-        for leaf in self.fplan.hlt_leaves:
+        for p, leaf in enumerate(self.fplan.hlt_leaves):
             ns = self.fplan.switch(leaf).ns
             for h in self.fplan.hlt_hosts:
                 data = json.loads(run(["tc", "-n", ns, "-s", "-j", "qdisc",
-                                       "show", "dev", h.port]) or "[]")
+                                       "show", "dev", h.port_in(p)])
+                                  or "[]")
                 root = next((q for q in data if q.get("root")),
                             data[0] if data else {})
-                out["%s:%s" % (leaf, h.port)] = {
+                out["%s:%s" % (leaf, h.port_in(p))] = {
                     k: int(root.get(k, 0)) for k in ("packets", "bytes",
                                                      "drops", "overlimits")}
         return out
@@ -1362,16 +1420,24 @@ class FabricRunner(Runner):
     def _links(self) -> Dict[str, Dict[str, int]]:
         """Kernel counters of every veth end (switches' and hosts')."""
         out: Dict[str, Dict[str, int]] = {}
-        where = [(s.name, s.ns) for s in self.fplan.switches]
-        where += [(ns, ns) for ns in self.fplan.hosts_ns]
-        for label, ns in where:
+        # A veth of a namespace that several switches share (the HLT
+        # leaves of several planes) is the one that has it as port's.
+        owner = {(s.ns, p.name): s.name for s in self.fplan.switches
+                 for p in s.ports}
+        where: Dict[str, str] = {}
+        for s in self.fplan.switches:
+            where.setdefault(s.ns, s.name)
+        where.update({ns: ns for ns in self.fplan.hosts_ns})
+        skip = {s.bridge for s in self.fplan.switches} | {"ovs-netdev"}
+        for ns, label in where.items():
             for link in json.loads(run(["ip", "-n", ns, "-s", "-j", "link",
                                         "show"])):
                 if link.get("link_type") != "ether" or link.get(
-                        "ifname") in (BRIDGE, "ovs-netdev"):
+                        "ifname") in skip:
                     continue
                 st = link.get("stats64", {})
-                out["%s:%s" % (label, link["ifname"])] = {
+                out["%s:%s" % (owner.get((ns, link["ifname"]), label),
+                               link["ifname"])] = {
                     "rx_packets": int(st["rx"]["packets"]),
                     "tx_packets": int(st["tx"]["packets"]),
                     "rx_dropped": int(st["rx"]["dropped"]),
@@ -1380,7 +1446,7 @@ class FabricRunner(Runner):
 
     def _drops(self, before: Dict[str, Any],  # type: ignore[override]
                after: Dict[str, Any]) -> Dict[str, Any]:
-        rings = {"%s:%s" % (leaf, self.fplan.ring_name(d))
+        rings = {"%s:%s" % (leaf, self.fplan.ring_on(d, leaf))
                  for leaf in self.fplan.hlt_leaves for d in self.fplan.dcms}
         ports: Dict[str, Dict[str, int]] = {}
         total = ring_drops = 0
@@ -1390,7 +1456,7 @@ class FabricRunner(Runner):
             sw, port = name.split(":", 1)
             if name in rings:
                 ring_drops += delta.get("tx_dropped", 0)
-            elif port != BRIDGE and sw in dpdk:
+            elif port != self.fplan.switch(sw).bridge and sw in dpdk:
                 # A system port's counters are its veth's, counted below
                 # (kernel_links); a DPDK port's drops are DPDK's own.
                 total += sum(delta.get(k, 0) for k in
@@ -1626,8 +1692,9 @@ class FabricRunner(Runner):
             "planes": plan.planes,
             "hlt_hosts": [{"name": h.name, "ns": h.ns, "ips": h.ips,
                            "port": "%s:%s" % (HLT_LEAF, h.port),
-                           "ports": ["%s:%s" % (leaf, h.port)
-                                     for leaf in plan.hlt_leaves]}
+                           "ports": ["%s:%s" % (leaf, h.port_in(p))
+                                     for p, leaf in enumerate(
+                                         plan.hlt_leaves)]}
                           for h in plan.hlt_hosts],
             "switches": [{"name": s.name, "role": s.role, "ns": s.ns,
                           "dpdk": s.dpdk,
@@ -1639,9 +1706,8 @@ class FabricRunner(Runner):
                 "pmd_cpus": self.cfg.pmd_cpus if self.switch else [],
                 "other_cpus": self.cfg.agent_cpus,
                 "dpdk_switch": HLT_LEAF if self.switch else None,
-                "dpdk_switches": [s.label for s in self.dpdk_switches],
-                "pmd_max_sleep_us": (PMD_MAX_SLEEP_US if plan.planes > 1
-                                     else 0)}}
+                "dpdk_bridges": {s.name: s.bridge for s in plan.switches
+                                 if s.dpdk}}}
         doc["fabric"] = {"limit": self.limit,
                          "hold_down_s": HOLD_DOWN,
                          "sharing": ring_params(self.cfg,
@@ -1815,9 +1881,9 @@ def create_topology(cfg: Config, plan: FabricPlan, cleanup: Cleanup) -> None:
 def access_links(cfg: Config, plan: FabricPlan) -> None:
     """The HLT hosts' access links: a tbf on the HLT leaf's side of each
     (after its switch has the port: see SystemSwitch.add_ports)."""
-    for name in plan.hlt_leaves:
+    for p, name in enumerate(plan.hlt_leaves):
         leaf = plan.switch(name)
         for h in plan.hlt_hosts:
-            run(tbf_command(leaf.ns, h.port, cfg.link_rate_bps,
+            run(tbf_command(leaf.ns, h.port_in(p), cfg.link_rate_bps,
                             cfg.link_burst, cfg.link_limit,
                             cfg.link_overhead))

@@ -97,10 +97,13 @@ class Switch(Sandbox):
                          % (why, cfg.socket_mem_mb))
 
     # ------------------------------------------------------------ ports
-    def add_ports(self, hosts: List[Host]) -> None:
+    def add_ports(self, hosts: List[Host],
+                  bridge: Optional[str] = None) -> None:
+        """The hosts' ports, on BRIDGE (default: the switch's)."""
         args: List[str] = []
         for h in hosts:
-            args += ["--", "add-port", self.bridge, h.port_name, "--", "set",
+            args += ["--", "add-port", bridge or self.bridge, h.port_name,
+                     "--", "set",
                      "Interface", h.port_name, "type=dpdk",
                      "options:dpdk-devargs=%s" % h.devargs(),
                      "ofport_request=%d" % h.ofport]
