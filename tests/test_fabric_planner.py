@@ -577,6 +577,52 @@ def test_every_plane_leaf_of_a_host_holds_its_dcms_rings() -> None:
                                         ("hl1", "d1-0")]
 
 
+def test_switches_of_one_ovsdb_name_their_rings_apart() -> None:
+    """Switches whose map entries name one OVSDB are bridges of one
+    ovs-vswitchd (the leaf of several planes on one server), where port
+    names are unique: a DCM's ring there is RING.BRIDGE; switches with
+    their own OVSDB keep the ring's name.  The map refuses two such
+    switches on one bridge, a port name both use, and a ring name that
+    is no port name."""
+    def shared(text: str, b1: str = "br1") -> str:
+        return text.replace(
+            "{name: hl0, role: leaf, plane: 0}",
+            "{name: hl0, role: leaf, plane: 0, db: 'unix:/r/db.sock'}"
+        ).replace(
+            "{name: hl1, role: leaf, plane: 1}",
+            "{name: hl1, role: leaf, plane: 1, db: 'unix:/r/db.sock', "
+            "bridge: %s}" % b1)
+    base = fabric_yaml(planes=2, spines=1, hlt=1, dcms_per_host=2)
+    apart = base.replace('"hl1:h0"', '"hl1:p1h0"').replace(
+        '"hl1:u0"', '"hl1:p1u0"')
+    st = parse(shared(apart))
+    assert st.sharing_db() == {"hl0", "hl1"}
+    sl = slices(st, assign(st, {}))
+    assert sorted(r.ring for r in sl["hl0"].rings) == [
+        "d0-0.br0", "d0-1.br0"]
+    assert sorted(r.ring for r in sl["hl1"].rings) == [
+        "d0-0.br1", "d0-1.br1"]
+    # The DCM is the same but for its ring's name.
+    r = sl["hl1"].rings[0]
+    assert replace(r, ring=r.name) == replace(
+        next(d.dcm for d in st.dcms if d.name == r.name), egress=r.egress)
+    # Without a shared OVSDB: the rings' own names.
+    plain = slices(parse(base), {})
+    assert sorted(r.ring for r in plain["hl1"].rings) == ["d0-0", "d0-1"]
+    # One bridge for both, and a port both have (h0).
+    msgs = refused(shared(base, b1="br0"))
+    assert any("share db unix:/r/db.sock and bridge br0" in m
+               for m in msgs), msgs
+    assert any("both have a port h0" in m for m in msgs), msgs
+    # A ring whose name with the bridge is too long for a port.
+    long = "r" * 62
+    msgs = refused(shared(apart.replace(
+        "{name: d0-0, host: hlt0,", "{name: d0-0, ring: %s, host: hlt0,"
+        % long)))
+    assert any("its ring %s.br0 is not a port name" % long in m
+               for m in msgs), msgs
+
+
 def test_routes_fall_back_on_the_other_spines_of_their_plane() -> None:
     """A ROS leaf's route of a DCM: its assigned spine's uplink first,
     then the uplinks to the plane's other spines (a fast_failover group);
