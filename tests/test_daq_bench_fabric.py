@@ -195,6 +195,13 @@ def test_rate_points_are_judged_each_and_together() -> None:
     # Both met: met.
     r = rows({"points": [point("100mbit", good), point("50mbit", good)]})
     assert all(x["met"] is True for x in r.values()), r
+    # A point of two planes is judged alike, and named with its planes.
+    fab = {"points": [point("100mbit", good),
+                      dict(point("50mbit", slow), planes=2)]}
+    r = rows(fab)
+    assert r["fabric_limit"]["met"] is False
+    assert "; at 2 planes x 50mbit: 92.5%" in r["fabric_limit"]["value"]
+    assert "### At 2 planes x 50mbit" in "\n".join(fabric_markdown(fab))
 
 
 def test_a_rate_point_without_results_is_never_met() -> None:
@@ -229,7 +236,17 @@ def test_daq_bench_takes_the_rates_apart_from_the_other_arguments(
     ns = parse_args(["--parts", "fabric-incast", "--fabric-incast-rates",
                      "1gbit", "--fabric-incast-args", "--events 10"])
     assert ns.fabric_incast_rates == ["1gbit"]
+    # Two planes at half the rates by default (the same fabric limits);
+    # none with ''.
+    assert ns.fabric_incast_two_planes == ["50mbit", "100mbit"]
+    ns = parse_args(["--parts", "fabric-incast",
+                     "--fabric-incast-two-planes", ""])
+    assert ns.fabric_incast_two_planes == []
     for bad, why in ((["--fabric-incast-rates", ""], "at least one rate"),
+                     (["--fabric-incast-two-planes", "50mbit,50mbit"],
+                      "--fabric-incast-two-planes: 50mbit and 50mbit"),
+                     (["--fabric-incast-args", "--planes 2"],
+                      "not --planes"),
                      (["--fabric-incast-rates", "100mbit,fast"],
                       "bad rate 'fast'"),
                      (["--fabric-incast-rates", "100mbit,0.1gbit"],

@@ -38,6 +38,7 @@ from .parse import (parse_perf_report, parse_pmd_perf, parse_pmd_stats,
                     pmd_totals)
 from .fabric_incast import FAILOVER_ARGS, STEADY_ARGS
 from .fabric_incast import RATES as FABRIC_RATES
+from .fabric_incast import TWO_PLANE_RATES
 from .fabric_incast import parse_rates as parse_fabric_rates
 from . import lossless
 from .parts import Parts
@@ -453,8 +454,9 @@ ovsdb-server, ovs-vswitchd in a network namespace of its own):
             ideal, 0 drops, 0 RTOs
   fabric-incast  (only when named) daq-incast --topology fabric: every
             mode through an emulated leaf-spine, and a leaf-spine link
-            failing under load, at each of --fabric-incast-rates; valid
-            runs only (PMD >= 90% of its core)
+            failing under load, at each of --fabric-incast-rates (one
+            plane) and --fabric-incast-two-planes; valid runs only (PMD
+            >= 90% of its core)
 
 and writes OUT/bench.json and OUT/summary.md, with the PMD thread's share
 of its core (schedstat) next to every number.""",
@@ -540,6 +542,12 @@ of its core (schedstat) next to every number.""",
                    "(daq-incast --link-rate), comma-separated: the runs "
                    "are made at each, and a target is met only if it is "
                    "at every rate (default: %(default)s)")
+    g.add_argument("--fabric-incast-two-planes", metavar="RATES",
+                   default=TWO_PLANE_RATES,
+                   help="fabric-incast: the same with two planes (--planes "
+                   "2) at these access-link rates, more points judged "
+                   "alike; '' for none (default: %(default)s, the same "
+                   "limits as the one-plane default's)")
     g.add_argument("--skip-incast", action="store_true",
                    help="leave out the incast part")
     g.add_argument("--peers-points", metavar="NAMES",
@@ -698,6 +706,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     try:
         lossless.parse_points(ns.lossless_points, ns.quick)
         ns.fabric_incast_rates = parse_fabric_rates(ns.fabric_incast_rates)
+        ns.fabric_incast_two_planes = parse_fabric_rates(
+            ns.fabric_incast_two_planes, "--fabric-incast-two-planes",
+            empty_ok=True)
     except ValueError as e:
         p.error(str(e))
     try:
@@ -709,6 +720,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
            and "--link-rate".startswith(w.split("=")[0]) for w in words):
         p.error("--fabric-incast-args: give the link rates with "
                 "--fabric-incast-rates, not --link-rate")
+    if any(w.split("=")[0] == "--planes" for w in words):
+        p.error("--fabric-incast-args: give two planes' rates with "
+                "--fabric-incast-two-planes, not --planes")
     for name in ("peers_runs", "peers_events", "lossless_runs",
                  "lossless_events"):
         v = getattr(ns, name)

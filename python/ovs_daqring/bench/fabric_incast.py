@@ -68,24 +68,32 @@ FAILOVER_ARGS = ("--ros 12 --dcms 4 --spines 2 --events 150 "
 # mode lost 10-30 points of the limit against 100 Mbit/s in the same
 # session (25-26 Nov 2026): a verdict at one rate would hide which.
 RATES = "100mbit,200mbit"
+# The same with two planes (daq-incast --planes 2, --spines 2), at half
+# the access-link rates (--fabric-incast-two-planes): the same limits of
+# the fabric (each HLT host has a link in each plane) as the one-plane
+# points, spread over twice the switches.
+TWO_PLANE_RATES = "50mbit,100mbit"
 
 
-def parse_rates(text: str) -> List[str]:
-    """--fabric-incast-rates: daq-incast --link-rate values,
-    comma-separated, at least one, none twice; ValueError says why."""
+def parse_rates(text: str, option: str = "--fabric-incast-rates",
+                empty_ok: bool = False) -> List[str]:
+    """--fabric-incast-rates (OPTION): daq-incast --link-rate values,
+    comma-separated, at least one (none if EMPTY_OK), none twice;
+    ValueError says why."""
     rates = [r.strip() for r in (text or "").split(",") if r.strip()]
+    if not rates and empty_ok:
+        return []
     if not rates:
-        raise ValueError("--fabric-incast-rates: at least one rate, e.g. "
-                         "%s" % RATES)
+        raise ValueError("%s: at least one rate, e.g. %s" % (option, RATES))
     seen: Dict[int, str] = {}
     for r in rates:
         try:
             bps = parse_rate(r)
         except ConfigError as e:
-            raise ValueError("--fabric-incast-rates: %s" % e)
+            raise ValueError("%s: %s" % (option, e))
         if bps in seen:
-            raise ValueError("--fabric-incast-rates: %s and %s are the "
-                             "same rate" % (seen[bps], r))
+            raise ValueError("%s: %s and %s are the same rate"
+                             % (option, seen[bps], r))
         seen[bps] = r
     return rates
 
@@ -138,8 +146,13 @@ def fabric_summary(steady: Sequence[Optional[Dict[str, Any]]],
             share = m.get("pmd_cpu_share")
             x = out["modes"].setdefault(name, {
                 "limit_ratio": [], "lost": [], "rtos": [], "p50_s": [],
-                "p99_s": [], "shares": [], "valid_runs": []})
+                "p99_s": [], "shares": [], "valid_runs": [],
+                "cpu_busy": []})
             x["shares"].append(share)
+            # How busy each CPU was (the PMD's, and the one every other
+            # switch, the hosts and the agents share: the emulator's).
+            x["cpu_busy"].append((m.get("cpu") or {}).get(
+                "per_cpu_busy_share"))
             if not m.get("valid"):
                 out["invalid"].append("run %d %s: %s" % (
                     i + 1, name, m.get("invalid_reason", "invalid")))
@@ -245,7 +258,7 @@ def fabric_verdicts(fab: Dict[str, Any],
         oks = [ok for _, ok, _ in rows]
         ok = (False if False in oks or not rows
               else None if None in oks else True)
-        value = "; ".join("at %s: %s" % (pt.get("link_rate", "?"), v)
+        value = "; ".join("at %s: %s" % (point_label(pt), v)
                           for pt, (v, _, _) in zip(points, rows))
         add(k, value or "no rate point", ok,
             [x for _, _, sh in rows for x in sh])
@@ -324,6 +337,14 @@ def _point_verdicts(fab: Dict[str, Any],
             and r.get("balanced") is not False for r in valid))
 
 
+def point_label(pt: Dict[str, Any]) -> str:
+    """A point's name: its access-link rate, and its planes if more than
+    one ("2 planes x 50mbit")."""
+    rate = pt.get("link_rate", "?")
+    planes = pt.get("planes", 1)
+    return rate if planes == 1 else "%d planes x %s" % (planes, rate)
+
+
 def fabric_markdown(fab: Dict[str, Any]) -> List[str]:
     """The fabric section of summary.md: one subsection per rate
     point."""
@@ -331,13 +352,13 @@ def fabric_markdown(fab: Dict[str, Any]) -> List[str]:
     points = fab.get("points")
     if points is None:
         return L + _point_markdown(fab)
-    L.append("At %d access-link rate(s): %s.  Every target is judged at "
-             "each, and met only if it is at all of them (verdicts)."
-             % (len(points), ", ".join(pt.get("link_rate", "?")
-                                       for pt in points)))
+    L.append("At %d points (access-link rates, one plane unless said): "
+             "%s.  Every target is judged at each, and met only if it is "
+             "at all of them (verdicts)."
+             % (len(points), ", ".join(point_label(pt) for pt in points)))
     L.append("")
     for pt in points:
-        L.append("### At %s" % pt.get("link_rate", "?"))
+        L.append("### At %s" % point_label(pt))
         L.append("")
         if pt.get("error"):
             L += ["Not completed: %s" % pt["error"], ""]
@@ -365,14 +386,15 @@ def _point_markdown(fab: Dict[str, Any]) -> List[str]:
                     lim.get("goodput_bps", 0) / 1e6, lim.get("bound_by")))
         L.append("")
     L.append("| mode | of the limit | lost frames | RTOs | p50 / p99 ms | "
-             "PMD share per run |")
-    L.append("|---|---|---|---|---|---|")
+             "PMD share per run | CPUs busy per run |")
+    L.append("|---|---|---|---|---|---|---|")
     for name, x in sorted(fab.get("modes", {}).items()):
-        L.append("| %s | %s | %s | %s | %s / %s | %s |" % (
+        L.append("| %s | %s | %s | %s | %s / %s | %s | %s |" % (
             name, _pct(x["limit_ratio"]), _num(x["lost"]), _num(x["rtos"]),
             _num(_ms(x["p50_s"])), _num(_ms(x["p99_s"])),
             ", ".join("-" if s is None else "%.0f%%" % (100 * s)
-                      for s in x["shares"])))
+                      for s in x["shares"]),
+            ", ".join(_busy(b) for b in x.get("cpu_busy", []))))
     L.append("")
     for what in ("invalid", "failed"):
         if fab.get(what):
@@ -393,6 +415,13 @@ def _point_markdown(fab: Dict[str, Any]) -> List[str]:
             L.append("Failed: %s." % "; ".join(fo["failed"]))
         L.append("")
     return L
+
+
+def _busy(b: Optional[Dict[str, float]]) -> str:
+    """A run's busy share of each CPU: "99/100%" (cpu0/cpu1...)."""
+    if not b:
+        return "-"
+    return "%s%%" % "/".join("%.0f" % (100 * b[k]) for k in sorted(b))
 
 
 def _s(v: Optional[float]) -> str:

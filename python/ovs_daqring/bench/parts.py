@@ -26,7 +26,8 @@ from .analysis import (SHAPING_BYTES_FRAMES, SHAPING_BYTES_MIN_S,
                        incast_analysis, incast_summary, jain, opt_verdict,
                        ratios, regression_verdict, scale_analysis,
                        summarize, window_share)
-from .fabric_incast import FAILOVER_ARGS, STEADY_ARGS, fabric_summary
+from .fabric_incast import (FAILOVER_ARGS, STEADY_ARGS, fabric_summary,
+                            point_label)
 from .parse import parse_configure_cflags, parse_pmd_perf, parse_task_stat
 from .source import rel, rel_top
 from .switch import Build, Switch, opt_level
@@ -945,10 +946,11 @@ class Parts:
 
     # --------------------------------------------------- fabric incast
     def part_fabric_incast(self) -> None:
-        """daq-incast --topology fabric at each of --fabric-incast-rates,
-        --incast-runs times (3, quick 1): every mode without a failure,
-        then the daqring mode with a leaf-spine link down and up again
-        (fabric_incast.py).  One subdirectory per rate."""
+        """daq-incast --topology fabric at each of --fabric-incast-rates
+        (one plane) and --fabric-incast-two-planes (two), --incast-runs
+        times (3, quick 1): every mode without a failure, then the
+        daqring mode with a leaf-spine link down and up again
+        (fabric_incast.py).  One subdirectory per point."""
         runs = self.args.incast_runs or (1 if self.quick else 3)
         top = os.path.join(self.out, "fabric-incast")
         extra = shlex.split(self.args.fabric_incast_args or "")
@@ -963,16 +965,21 @@ class Parts:
                                for x in cmd[2:]])
         points: List[Dict[str, Any]] = []
         self.res["fabric-incast"] = {"dir": rel_top(top), "points": points}
-        for rate in self.args.fabric_incast_rates:
-            d = os.path.join(top, rate)
+        shapes = ([(1, r) for r in self.args.fabric_incast_rates]
+                  + [(2, r) for r in self.args.fabric_incast_two_planes])
+        for planes, rate in shapes:
+            d = os.path.join(top, rate if planes == 1
+                             else "%dplanes-%s" % (planes, rate))
             os.makedirs(d, exist_ok=True)
-            rate_args = ["--link-rate", rate]
+            rate_args = ["--link-rate", rate, "--planes", str(planes)]
             steady = base + shlex.split(STEADY_ARGS) + rate_args + extra
             fail = base + shlex.split(FAILOVER_ARGS) + rate_args + extra
-            out: Dict[str, Any] = {"link_rate": rate, "dir": rel_top(d),
+            out: Dict[str, Any] = {"link_rate": rate, "planes": planes,
+                                   "dir": rel_top(d),
                                    "command": show(steady),
                                    "failover_command": show(fail)}
             points.append(out)
+            rate = point_label(out)
             data: List[Optional[Dict[str, Any]]] = []
             fdata: List[Optional[Dict[str, Any]]] = []
             for i in range(runs):
