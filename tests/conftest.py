@@ -37,7 +37,8 @@ MACHINE_FREE = {
     "test_daq_bench_fabric.py", "test_daqctl_fuzz.py",
     "test_executables.py", "test_fabric_cluster.py",
     "test_fabric_condmon.py", "test_fabric_groups.py",
-    "test_fabric_idle.py", "test_fabric_planner.py", "test_man.py",
+    "test_fabric_hostnet.py", "test_fabric_idle.py",
+    "test_fabric_planner.py", "test_man.py",
     "test_pins.py",
 }
 

@@ -33,6 +33,32 @@ from ovs_daqring.fabric import schema_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# A fabric of two planes, a ROS leaf, an HLT leaf and a spine each (the
+# HLT leaves with DPDK, for the tests that run their daqrings), and two
+# hosts cabled to both planes: ros1 (10.0.0.1) and hlt1 (10.1.0.1).  A
+# map's "fabric:" part: the tests add their defaults and DCMs.
+TWO_PLANES_FABRIC = """\
+fabric:
+  hold-down: 3600
+  switches:
+    - {name: ros-leaf1, role: leaf, plane: 0}
+    - {name: hlt-leaf1, role: leaf, plane: 0, dpdk: true}
+    - {name: spine1, role: spine, plane: 0}
+    - {name: ros-leaf2, role: leaf, plane: 1}
+    - {name: hlt-leaf2, role: leaf, plane: 1, dpdk: true}
+    - {name: spine3, role: spine, plane: 1}
+  links:
+    - {a: "ros-leaf1:up1", b: "spine1:down1"}
+    - {a: "hlt-leaf1:up1", b: "spine1:down2"}
+    - {a: "ros-leaf2:up1", b: "spine3:down1"}
+    - {a: "hlt-leaf2:up1", b: "spine3:down2"}
+  hosts:
+    - {name: ros1, role: ros, ip: 10.0.0.1,
+       ports: {0: "ros-leaf1:h1", 1: "ros-leaf2:h1"}}
+    - {name: hlt1, role: hlt, ip: 10.1.0.1,
+       ports: {0: "hlt-leaf1:h1", 1: "hlt-leaf2:h1"}}
+"""
+
 
 def _tool(name: str) -> str:
     """An OVS program: from the build in ovs/, else installed."""

@@ -46,7 +46,7 @@ from ovs_daqring.fabric.db import FabricDb
 from ovs_daqring.process import RunError
 from ovs_daqring.sandbox import Sandbox, dpdk_settings, tree_binaries
 
-from fabric_helpers import Cluster, Pki, _tool, wait_for
+from fabric_helpers import TWO_PLANES_FABRIC, Cluster, Pki, _tool, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = ROOT / "utilities" / "ovs-daqfabric-agent"
@@ -542,26 +542,7 @@ def test_agent_gives_the_rings_of_a_host_its_shared_egress(
 # leaf in each: its DCMs' daqrings are on both (standby rings).  dcm0's
 # ring is shaped to 4 kbit/s with a burst of 2 frames, so that it holds
 # what it is sent for seconds (2 s a frame of 1000 bytes).
-TWO_PLANES = """\
-fabric:
-  hold-down: 3600
-  switches:
-    - {name: ros-leaf1, role: leaf, plane: 0}
-    - {name: hlt-leaf1, role: leaf, plane: 0, dpdk: true}
-    - {name: spine1, role: spine, plane: 0}
-    - {name: ros-leaf2, role: leaf, plane: 1}
-    - {name: hlt-leaf2, role: leaf, plane: 1, dpdk: true}
-    - {name: spine3, role: spine, plane: 1}
-  links:
-    - {a: "ros-leaf1:up1", b: "spine1:down1"}
-    - {a: "hlt-leaf1:up1", b: "spine1:down2"}
-    - {a: "ros-leaf2:up1", b: "spine3:down1"}
-    - {a: "hlt-leaf2:up1", b: "spine3:down2"}
-  hosts:
-    - {name: ros1, role: ros, ip: 10.0.0.1,
-       ports: {0: "ros-leaf1:h1", 1: "ros-leaf2:h1"}}
-    - {name: hlt1, role: hlt, ip: 10.1.0.1,
-       ports: {0: "hlt-leaf1:h1", 1: "hlt-leaf2:h1"}}
+TWO_PLANES = TWO_PLANES_FABRIC + """\
 defaults: {ring-size: 64, rate: 1gbit, steering: bound}
 dcms:
   - {name: dcm0, host: hlt1, tuples: ["*:*->10.1.0.1:10000"],

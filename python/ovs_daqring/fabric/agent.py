@@ -34,7 +34,6 @@ import functools
 import json
 import math
 import os
-import socket
 import sys
 import time
 from dataclasses import fields
@@ -64,19 +63,14 @@ from ..daqctl.model import DaqctlError, Dcm, SwitchSpec, dcm_cookie
 from ..daqctl.openflow import FlowWatch, find_ofctl, set_ssl
 from ..daqctl.reconcile import Reconciler
 from .cli import default_fabric_db
-from .db import DESIRED_TABLES, FabricDb, Planner, Txn, now_ms
+from .db import DESIRED_TABLES, Planner, now_ms
+from .hostagent import HostAgent
+from .model import PLANE_MAX
+from .node import INTERVAL_MIN, PROG, NodeBase, vlog
 from .slice import FROM, PRIO_ROUTE, Slice, slices
 
-PROG = "ovs-daqfabric-agent"
-vlog = ovs.vlog.Vlog(PROG)
-
 CACHE_VERSION = 1
-INTERVAL_MIN = 0.1          # s: Node:report_interval is at least 100 ms
 PLAN_TICK = 1.0             # s: planner rounds without changes (hold-down)
-# A Node row that did not change is written once in this many intervals
-# (its heartbeat; a node is up while its last write is younger than
-# cli.UP_INTERVALS heartbeats).
-HEARTBEAT = 3
 # --full-check-every's default: of the switch's checks every --interval,
 # one in this many dumps and compares every flow, group and port; those
 # between compare its daqrings (its OVSDB, which the agent monitors) and
@@ -259,18 +253,10 @@ class _Log:
         pass
 
 
-class Agent:
+class Agent(NodeBase):
     def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.node: str = args.node
-        self.interval: float = args.interval
+        super().__init__(args, args.node)
         self.cache_path: str = args.state_file
-        self.fabric = FabricDb(args.db, args.timeout, leader_only=False,
-                               wait=False)
-        # Of the nodes' reports, its own only: every node reports every
-        # interval, and N agents that each received every report would
-        # spend their CPU on N^2 rows (the planner gets them all).
-        self.fabric.idl.cond_change("Node", [["name", "==", self.node]])
         # Of the DCMs and assignments, those its slice is computed from
         # (FabricDb.watch_slice()): at thousands of DCMs, an HLT leaf's
         # agent would otherwise parse every row of both tables.  Its
@@ -304,7 +290,6 @@ class Agent:
         # The slice (JSON text) the switch was last brought to, and its
         # generation: what the Node row reports.
         self.applied: Optional[str] = None
-        self.applied_gen = 0
         self.applied_at: Optional[float] = None
         self.n_applies = 0
         # The switch's checks (apply()): full ones, and those between
@@ -326,44 +311,22 @@ class Agent:
         # read_fabric()'s slice and what goes with it, and the
         # FabricDb.slice_changes() it was computed at.
         self.sliced: Optional[Tuple[Any, ...]] = None
-        self.error: Optional[str] = None
-        # The generation of the slice whose last apply failed (with
-        # self.error saying why), until a slice is held again: what the
-        # Node row's failed_generation reports.
-        self.failed_gen: Optional[int] = None
-        self.fabric_note: Optional[str] = None
         self.seqno = -1
         self.next_check = 0.0
-        self.next_report = 0.0
-        # The Node row is written every interval when something in it
-        # changed, and at least every heartbeat (HEARTBEAT intervals)
-        # when nothing did: what its report_interval says.
-        self.heartbeat = HEARTBEAT * self.interval
-        self.next_heartbeat = 0.0
         self.next_plan = 0.0
         self.plan_key: Any = None
         self.plan_again = True
         self.plan_what = ""
-        self.report_txn: Optional[Txn] = None
-        self.reports = 0
-        self.last_report = 0.0
         self.reported_links: Optional[Dict[str, str]] = None
-        # What report() wrote of the Node row (column -> value) on the
-        # connection and row of written_key (see report()).
-        self.written: Dict[str, Any] = {}
         # local_view()'s last ring counters: (the switch IDL's
         # change_seqno, the slice, the counters).
         self.counted: Optional[Tuple[Any, ...]] = None
         # links_now()'s: (the switch IDL's change_seqno, the want, the
         # link states).
         self.linked: Optional[Tuple[Any, ...]] = None
-        self.written_key: Any = None
         # The BFD sessions of the link ports, as local_view() last read
         # them: port -> Interface:bfd_status.
         self.bfd: Dict[str, Dict[str, str]] = {}
-        self.exiting = False
-        # Whether fabric_up() was, the last time.
-        self.was_up = False
         # (generation, until when to wait for its plan) of a generation
         # not planned yet (plan_pending()).
         self.unplanned: Optional[Tuple[int, float]] = None
@@ -378,25 +341,11 @@ class Agent:
             self.planner.close()
 
     # ------------------------------------------------------------- fabric
-    def fabric_up(self) -> bool:
-        """Connected to a member of the fabric database, synced on it
-        (FabricDb.connected()); a change is logged."""
-        up = self.fabric.connected()
-        if up != self.was_up:
-            if up:
-                vlog.info("fabric database: connected to %s"
-                          % self.fabric.idl.session_name())
-            else:
-                vlog.warn(self.fabric.unreachable() or "not connected")
-            self.was_up = up
-        return up
-
     def read_fabric(self) -> None:
         """The slice the fabric database gives this node now."""
         db = self.fabric
-        fab = db.root()
+        fab = self.fabric_root()
         if fab is None:
-            self._note("the fabric database is empty (no map applied yet)")
             return
         sw = next((s for s in db.rows("Switch") if s.name == self.node),
                   None)
@@ -463,11 +412,6 @@ class Agent:
         if self.sliced is not None and want["slice"] is self.sliced[4]:
             return str(self.sliced[5])
         return json.dumps(want["slice"], sort_keys=True)
-
-    def _note(self, note: Optional[str]) -> None:
-        if note != self.fabric_note and note is not None:
-            vlog.warn(note)
-        self.fabric_note = note
 
     # -------------------------------------------------------------- apply
     def reconciler(self) -> Reconciler:
@@ -760,17 +704,8 @@ class Agent:
     def report(self) -> None:
         """The Node row, every interval (a transaction in flight is
         finished first; none is waited for)."""
-        if self.report_txn is not None:
-            status = self.report_txn.commit()
-            if status == Txn.INCOMPLETE:
-                return
-            if status not in (Txn.SUCCESS, Txn.UNCHANGED):
-                vlog.dbg("report: %s" % status)
-                # Not written: all of it next time.
-                self.written = {}
-            else:
-                self.reports += 1
-            self.report_txn = None
+        if self.report_busy():
+            return
         now = time.monotonic()
         if not self.fabric_up():
             return
@@ -785,68 +720,21 @@ class Agent:
         self.next_report = now + self.interval
         links, rings = self.local_view()
         self.reported_links = links
-        db = self.fabric
-        row = next((r for r in db.rows("Node") if r.name == self.node),
-                   None)
-        key = (None if row is None else row.uuid,
-               db.idl._session.get_seqno())
-        fresh = row is None
-        if key != self.written_key:
-            self.written = {}
-            self.written_key = key
         err = self.error or self.fabric_note
         if (err is None and self.planner is not None
                 and self.planner.db.down_for() > 3 * self.interval):
             # This agent reaches a member, its planner not the leader
             # (not just while it connects).
             err = "planner: %s" % self.planner_state()
-        cols = {
-            "agent": "%s %d@%s" % (PROG, os.getpid(), socket.gethostname()),
-            "generation": self.applied_gen,
-            "report_interval": max(100, int(self.heartbeat * 1000)),
+        cols = self.node_columns(self.applied_gen, err, self.failed_gen)
+        cols.update({
             "bfd": {p: st.get("state", "down")
                     for p, st in self.bfd.items()},
             "ring_occupancy": {r: v["occupancy"] for r, v in rings.items()},
             "ring_high_watermark": {r: v["high_watermark"]
                                     for r, v in rings.items()},
-            "ring_drops": {r: v["drops"] for r, v in rings.items()},
-            "error": [err[:1000]] if err else [],
-            "failed_generation": ([self.failed_gen]
-                                  if self.failed_gen is not None else [])}
-        # The row is this agent's own: the columns it wrote on this
-        # connection are only written again when they change (the IDL
-        # writes every column it is given, converting and checking each
-        # ring's counters).  The links, which the agents at a link's ends
-        # report and a test or an operator may write, are compared with
-        # the row.
-        news = [c for c, v in cols.items() if self.written.get(c) != v]
-        new_links = fresh or row.links != links
-        if not news and not new_links and now < self.next_heartbeat:
-            # Nothing to say: every commit wakes every client of the
-            # cluster (its _Server row changes), so a row that did not
-            # change is written once a heartbeat only.
-            return
-        self.last_report = now
-        self.next_heartbeat = now + self.heartbeat
-        txn = Txn(db.idl)
-        if fresh:
-            row = txn.insert(db.idl.tables["Node"])
-            row.name = self.node
-        # The heartbeat.
-        row.updated = now_ms()
-        if new_links:
-            row.links = links
-        for col in news:
-            setattr(row, col, cols[col])
-        status = txn.commit()
-        if status in (Txn.SUCCESS, Txn.UNCHANGED, Txn.INCOMPLETE):
-            self.written.update(cols)
-        else:
-            self.written = {}
-        if status == Txn.INCOMPLETE:
-            self.report_txn = txn
-        elif status in (Txn.SUCCESS, Txn.UNCHANGED):
-            self.reports += 1
+            "ring_drops": {r: v["drops"] for r, v in rings.items()}})
+        self.write_report(cols, links, now)
 
     # ------------------------------------------------------------ planner
     def plan(self) -> None:
@@ -971,16 +859,7 @@ class Agent:
         if fd is not None:
             # A change of the switch's flows (run() looks at once).
             poller.fd_wait(fd, ovs.poller.POLLIN)
-        now = time.monotonic()
-        if self.report_txn is not None:
-            # The report is due once the one in flight is answered.
-            self.report_txn.wait(poller)
-            deadlines = [now + self.interval]
-        elif not self.fabric_up():
-            # ... once connected (the IDL wakes us).
-            deadlines = [now + self.interval]
-        else:
-            deadlines = [self.next_report]
+        deadlines = [self.report_deadline(poller)]
         if self.want is not None:
             deadlines.append(self.next_check)
         due = self.plan_wait_until()
@@ -1001,14 +880,8 @@ class Agent:
 
     def status(self) -> Dict[str, Any]:
         w = self.want
-        out: Dict[str, Any] = {
-            "node": self.node,
-            "fabric": ("connected to %s" % self.fabric.idl.session_name()
-                       if self.fabric_up() else "not connected: %s"
-                       % self.fabric.unreachable()),
-            "applied_generation": self.applied_gen,
-            "failed_generation": ("-" if self.failed_gen is None
-                                  else self.failed_gen),
+        out = self.status_head()
+        out.update({
             "wanted_generation": w["generation"] if w else None,
             "rings": len(w["slice"]["rings"]) if w else 0,
             "routes": len(w["slice"]["routes"]) if w else 0,
@@ -1022,15 +895,10 @@ class Agent:
                              "%d times)" % ("up" if self.watch.ready
                                             else "starting",
                                             self.watch.started)),
-            # What its IDL holds of the big tables (FabricDb.narrow()).
-            "monitored": "%d DCMs, %d assignments%s" % (
-                len(self.fabric.idl.tables["DCM"].rows),
-                len(self.fabric.idl.tables["Assignment"].rows),
-                "" if self.fabric.narrowed() else
-                " (conditions not acknowledged yet)"),
+            "monitored": self.monitored(),
             "bfd": {p: bfd_text(st) for p, st in sorted(self.bfd.items())},
             "reports": self.reports,
-            "error": self.error or self.fabric_note or "-"}
+            "error": self.error or self.fabric_note or "-"})
         if self.planner is not None:
             out["planner"] = self.planner_state()
         return out
@@ -1071,10 +939,20 @@ def bfd_text(st: Dict[str, str]) -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="The fabric agent of one ovs-daqring "
-        "switch: holds the switch to its slice of the fabric database "
-        "(ovs-daqfabric-agent(8), Documentation/topics/fabric.rst).")
-    p.add_argument("--node", "-n", required=True, metavar="NAME",
-                   help="this switch's name in the fabric (its Switch row)")
+        "switch: holds the switch to its slice of the fabric database; "
+        "with --host, of one ROS or HLT host: holds its policy routing "
+        "to the planes of its DCMs (ovs-daqfabric-agent(8), "
+        "Documentation/topics/fabric.rst).")
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--node", "-n", metavar="NAME",
+                     help="this switch's name in the fabric (its Switch "
+                     "row)")
+    who.add_argument("--host", metavar="NAME",
+                     help="run as the agent of host NAME (its Host row), "
+                     "in the host's network namespace")
+    p.add_argument("--plane-dev", action="append", default=[],
+                   metavar="PLANE=DEV", help="with --host: the host's "
+                   "device cabled to plane PLANE (once per plane)")
     p.add_argument("--db", metavar="REMOTES", default=None,
                    help="the fabric database: every cluster member, "
                    "comma-separated (default $OVS_DAQFABRIC_DB, else "
@@ -1130,6 +1008,34 @@ def _ssl_needed(args: argparse.Namespace) -> bool:
                + [args.ovsdb or "", args.of or ""])
 
 
+def check_host_args(p: argparse.ArgumentParser,
+                    args: argparse.Namespace) -> None:
+    """--host's arguments: the switch's options refused, --plane-dev
+    parsed into args.plane_dev: [(plane, device)]."""
+    for opt, v in (("--ovsdb", args.ovsdb), ("--bridge", args.bridge),
+                   ("--of", args.of), ("--planner", args.planner),
+                   ("--state-file", args.state_file)):
+        if v:
+            p.error("%s: a switch's option; not with --host" % opt)
+    if not args.host.strip() or "/" in args.host:
+        p.error("--host: %r is not a host name" % args.host)
+    devs: Dict[int, str] = {}
+    for v in args.plane_dev:
+        plane, eq, dev = v.partition("=")
+        try:
+            n = int(plane)
+        except ValueError:
+            n = -1
+        if not eq or not (0 <= n <= PLANE_MAX) or not dev.strip() \
+                or len(dev) > 15 or "/" in dev or " " in dev:
+            p.error("--plane-dev: %r is not PLANE=DEV (a plane 0-%d, a "
+                    "device name)" % (v, PLANE_MAX))
+        if n in devs and devs[n] != dev:
+            p.error("--plane-dev: plane %d given twice" % n)
+        devs[n] = dev
+    args.plane_dev = sorted(devs.items())
+
+
 def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Bad arguments: argparse's error (exit status 2)."""
     args.db = args.db or default_fabric_db()
@@ -1139,7 +1045,11 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
                     "tcp:IP:PORT, ssl:IP:PORT)" % r)
     if args.ovsdb and not ovs.stream.Stream.is_valid_name(args.ovsdb):
         p.error("--ovsdb: %s is not an OVSDB remote" % args.ovsdb)
-    if not args.node.strip() or "/" in args.node:
+    if args.host is not None:
+        check_host_args(p, args)
+    elif args.plane_dev:
+        p.error("--plane-dev: only with --host")
+    elif not args.node.strip() or "/" in args.node:
         p.error("--node: %r is not a switch name" % args.node)
     if args.full_check_every < 1:
         p.error("--full-check-every: %d is below 1" % args.full_check_every)
@@ -1148,13 +1058,14 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
                                                     INTERVAL_MIN))
     if not (args.timeout > 0):
         p.error("--timeout: must be positive")
-    if args.state_file is None:
-        args.state_file = os.path.join(ovs.dirs.DBDIR, "%s.%s.json"
-                                       % (PROG, args.node))
-    args.state_file = os.path.abspath(args.state_file)
-    d = os.path.dirname(args.state_file)
-    if not os.path.isdir(d):
-        p.error("--state-file: directory %s does not exist" % d)
+    if args.host is None:
+        if args.state_file is None:
+            args.state_file = os.path.join(ovs.dirs.DBDIR, "%s.%s.json"
+                                           % (PROG, args.node))
+        args.state_file = os.path.abspath(args.state_file)
+        d = os.path.dirname(args.state_file)
+        if not os.path.isdir(d):
+            p.error("--state-file: directory %s does not exist" % d)
     if _ssl_needed(args) and not (args.private_key and args.certificate
                                   and args.ca_cert):
         p.error("ssl: remotes need --private-key, --certificate and "
@@ -1177,7 +1088,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if error:
         ovs.util.ovs_fatal(error, "could not create the unixctl server",
                            vlog)
-    agent = Agent(args)
+    agent = HostAgent(args) if args.host is not None else Agent(args)
 
     def unixctl_exit(conn: Any, _argv: Any, _aux: Any) -> None:
         agent.exiting = True
@@ -1197,9 +1108,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     ovs.unixctl.command_register("status", "[--json]", 0, 1, unixctl_status,
                                  None)
     ovs.daemon.daemonize_complete()
-    vlog.info("%s %s: node %s, fabric %s%s" % (
-        PROG, VERSION, args.node, args.db,
-        ", planner candidate" if args.planner else ""))
+    vlog.info("%s %s: %s %s, fabric %s%s" % (
+        PROG, VERSION, "node" if args.host is None else "host",
+        args.node or args.host, args.db,
+        ", planner candidate" if args.planner else
+        ", planes %s" % " ".join("%d=%s" % pd for pd in args.plane_dev)
+        if args.host is not None else ""))
     try:
         while not agent.exiting:
             server.run()

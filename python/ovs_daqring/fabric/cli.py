@@ -133,30 +133,44 @@ def _dry_run(args: argparse.Namespace, db: FabricDb, state: Any) -> int:
 
 
 def node_view(db: FabricDb, now: int) -> List[Dict[str, Any]]:
-    """Per switch: its node's report, and whether it is up."""
+    """Per switch, and per host that has a Node row (a host's agent,
+    ovs-daqfabric-agent --host: the hosts of a fabric of one plane run
+    none), its node's report and whether it is up.  "switch" is the
+    node's name (a host's too), "kind" "switch" or "host"."""
     nodes = {n.name: n for n in db.rows("Node")}
     out = []
     for s in sorted(db.rows("Switch"), key=lambda s: s.name):
-        n = nodes.get(s.name)
-        v: Dict[str, Any] = {"switch": s.name, "role": s.role,
-                             "plane": s.plane, "up": False,
-                             "generation": None}
-        if n is not None:
-            age = now - int(n.updated)
-            v.update(
-                up=age <= UP_INTERVALS * int(n.report_interval),
-                generation=int(n.generation), agent=n.agent,
-                age_ms=age, links=dict(n.links), bfd=dict(n.bfd),
-                rings={r: {"occupancy": n.ring_occupancy.get(r),
-                           "high_watermark": n.ring_high_watermark.get(r),
-                           "drops": n.ring_drops.get(r)}
-                       for r in sorted(set(n.ring_occupancy)
-                                       | set(n.ring_drops))},
-                error=n.error[0] if n.error else None,
-                failed_generation=(int(n.failed_generation[0])
-                                   if n.failed_generation else None))
+        v: Dict[str, Any] = {"switch": s.name, "kind": "switch",
+                             "role": s.role, "plane": s.plane}
+        v.update(_report(nodes.get(s.name), now))
+        out.append(v)
+    for h in sorted(db.rows("Host"), key=lambda h: h.name):
+        n = nodes.get(h.name)
+        if n is None:
+            continue
+        v = {"switch": h.name, "kind": "host", "role": h.role,
+             "plane": None, "planes": sorted(int(p) for p in h.attachments)}
+        v.update(_report(n, now))
         out.append(v)
     return out
+
+
+def _report(n: Any, now: int) -> Dict[str, Any]:
+    """node_view()'s part of a node's report (Node row 'n', or None)."""
+    if n is None:
+        return {"up": False, "generation": None}
+    age = now - int(n.updated)
+    return dict(
+        up=age <= UP_INTERVALS * int(n.report_interval),
+        generation=int(n.generation), agent=n.agent,
+        age_ms=age, links=dict(n.links), bfd=dict(n.bfd),
+        rings={r: {"occupancy": n.ring_occupancy.get(r),
+                   "high_watermark": n.ring_high_watermark.get(r),
+                   "drops": n.ring_drops.get(r)}
+               for r in sorted(set(n.ring_occupancy) | set(n.ring_drops))},
+        error=n.error[0] if n.error else None,
+        failed_generation=(int(n.failed_generation[0])
+                           if n.failed_generation else None))
 
 
 def wait_verdict(nodes: List[Dict[str, Any]], gen: int) -> Dict[str, Any]:
@@ -265,8 +279,10 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
         links = n.get("links") or {}
         dn = sorted(p for p, s in links.items() if s == "down")
         bfd = n.get("bfd") or {}
-        out.write("  %-6s %-16s plane %-2d %-8s generation %s%s%s%s%s\n"
-                  % (n["role"], n["switch"], n["plane"],
+        out.write("  %-6s %-16s %-8s %-8s generation %s%s%s%s%s\n"
+                  % (n["role"], n["switch"],
+                     "plane %d" % n["plane"] if n["plane"] is not None
+                     else "host",
                      _liveness(n),
                      "-" if n["generation"] is None else n["generation"],
                      ", failed generation %d" % n["failed_generation"]

@@ -265,6 +265,8 @@ class FabricDb:
         # watch_slice()'s node, the conditions narrow() last set (table
         # -> condition) and the changes() of the rows it set them for.
         self._slice_node: Optional[str] = None
+        self._conditions: Optional[Callable[..., Dict[str, List[Any]]]] = (
+            None)
         self._conds: Dict[str, List[Any]] = {}
         self._conds_key: Optional[int] = None
         # Since when (time.monotonic()) connected() has been false.
@@ -365,7 +367,9 @@ class FabricDb:
                 self.idl._session.get_seqno())
 
     # ------------------------------------------------ conditional monitoring
-    def watch_slice(self, node: str) -> None:
+    def watch_slice(self, node: str,
+                    conditions: Optional[Callable[
+                        ..., Dict[str, List[Any]]]] = None) -> None:
         """From now on, monitors of the DCM and Assignment tables only
         the rows switch 'node's slice is computed from (as ovn-controller
         monitors its chassis' part of the southbound database): at
@@ -373,8 +377,11 @@ class FabricDb:
         instead of every DCM.  Nothing of them until the IDL holds the
         hosts: narrow() sets the conditions.  The other tables are
         small and monitored whole.  Only for an agent's own IDL: a
-        planner needs every row."""
+        planner needs every row.  'conditions': the function that gives
+        them (slice.monitored()'s arguments and result; a host's agent
+        has its own), by default slice.monitored()."""
         self._slice_node = node
+        self._conditions = conditions
         self._conds = {t: [False] for t in NARROWED_TABLES}
         self._conds_key = None
         for t, cond in self._conds.items():
@@ -410,7 +417,8 @@ class FabricDb:
         if key != self._conds_key:
             self._conds_key = key
             # [] is [False] to the IDL (and so what it acknowledges).
-            self._conds = {t: c or [False] for t, c in monitored(
+            conditions = self._conditions or monitored
+            self._conds = {t: c or [False] for t, c in conditions(
                 node, self.state().hosts, self.state().dcms,
                 self.assignments().values()).items()}
             for t, cond in self._conds.items():
