@@ -268,3 +268,16 @@ def test_host_monitored_conditions() -> None:
                        for n in ("dcm1", "dcm2", "dcm4")]}
     assert host_monitored("nosuch", st.hosts, st.dcms, []) == {
         "DCM": [], "Assignment": []}
+
+
+def test_batch_summary_counts_what_a_batch_does() -> None:
+    from ovs_daqring.fabric.hostagent import batch_summary
+    st = fabric(DCMS)
+    want = host_routes(st, assign(dcm1=0, dcm2=1, dcm3=1, dcm4=0), "ros1",
+                       DEVS)
+    assert want is not None
+    assert batch_summary(batch(Kernel(), want)) == (
+        "3 routes replaced, 4 rules added")
+    old = Kernel(list(want.routes), list(want.rules))
+    assert batch_summary(batch(old, HostNet())) == (
+        "3 routes deleted, 4 rules deleted")

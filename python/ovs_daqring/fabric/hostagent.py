@@ -52,6 +52,23 @@ def run_ip(argv: List[str], stdin: str, timeout: float = 30
     return p.returncode, p.stdout, p.stderr
 
 
+def batch_summary(lines: List[str]) -> str:
+    """What a batch does, in a few words ("2 routes replaced, 1 rule
+    added, 1 rule deleted"): a ROS host's first batch has a line per
+    four-tuple of every DCM."""
+    counts: Dict[Tuple[str, str], int] = {}
+    for line in lines:
+        what, verb = line.split()[:2]
+        counts[(what, verb)] = counts.get((what, verb), 0) + 1
+    done = {"replace": "replaced", "add": "added", "del": "deleted"}
+    return ", ".join("%d %s%s %s" % (n, what, "s" if n > 1 else "",
+                                     done.get(verb, verb))
+                     for (what, verb), n in sorted(
+                         counts.items(), key=lambda kv: (
+                             ("replace", "add", "del").index(kv[0][1])
+                             if kv[0][1] in done else 3, kv[0][0])))
+
+
 class HostAgent(NodeBase):
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__(args, args.host)
@@ -128,8 +145,10 @@ class HostAgent(NodeBase):
                             % ", ".join(missing))
         if lines:
             self.n_batches += 1
-            vlog.info("host %s: generation %d: %s"
-                      % (self.node, self.want_gen, "; ".join(lines)))
+            vlog.info("host %s: generation %d: %s" % (
+                self.node, self.want_gen, batch_summary(lines)))
+            for line in lines:
+                vlog.dbg("ip %s" % line)
             why = apply_batch(self.run_ip, lines)
             if why is not None:
                 problems.append(why)

@@ -90,7 +90,7 @@ class Route:
             self.table, RT_PROTO)
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Rule:
     """A rule of the host agent's ('src'/'dst' prefixes, None: all)."""
     priority: int
@@ -100,6 +100,12 @@ class Rule:
     sport: Optional[int]
     dport: Optional[int]
     table: int
+
+    def order(self) -> Tuple[Any, ...]:
+        """A sort key (None first)."""
+        return (self.priority, self.src or "", self.dst or "",
+                self.ipproto or "", self.sport or 0, self.dport or 0,
+                self.table)
 
     def line(self, verb: str) -> str:
         """'ip -batch' text ("add" or "del")."""
@@ -321,8 +327,10 @@ def batch(current: Kernel, want: HostNet) -> List[str]:
     lines = [r.line("replace") for k, r in sorted(wanted.items())
              if [x.dev for x in have.get(k, [])] != [r.dev]]
     cur_rules = set(current.rules)
-    lines += [r.line("add") for r in sorted(want.rules - cur_rules)]
-    lines += [r.line("del") for r in sorted(cur_rules - want.rules)]
+    lines += [r.line("add") for r in sorted(want.rules - cur_rules,
+                                            key=Rule.order)]
+    lines += [r.line("del") for r in sorted(cur_rules - want.rules,
+                                            key=Rule.order)]
     # A duplicate of a wanted rule (someone added it by hand again).
     seen: Set[Rule] = set()
     for r in current.rules:
