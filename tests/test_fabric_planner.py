@@ -121,6 +121,8 @@ BAD_MAPS = [
      "already cabled"),
     ("link to a missing switch", fabric_yaml(planes=1, spines=1).replace(
         'b: "sp0-0:hl0"', 'b: "nosuch:p1"'), "no switch nosuch"),
+    ("host named as a switch", fabric_yaml(planes=1, spines=1).replace(
+        "{name: ros0,", "{name: rl0,"), "host rl0: a switch has that name"),
     ("link between planes", fabric_yaml(planes=2, spines=1).replace(
         'b: "sp1-0:hl1"', 'b: "sp0-0:x9"'), "planes are independent"),
     ("DCM on a missing host", fabric_yaml(planes=1, spines=1).replace(

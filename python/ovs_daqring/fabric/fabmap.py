@@ -371,6 +371,13 @@ class FabricMapReader:
                 self.bad(m.key_lines["name"], "duplicate host %s (first at "
                          "%s)" % (name, seen[name]))
                 continue
+            if state.switch(name) is not None:
+                # A node's Node row is its name: a host's agent
+                # (ovs-daqfabric-agent --host) and the switch's would
+                # write one row.
+                self.bad(m.key_lines["name"], "host %s: a switch has that "
+                         "name (a node's report is by name)" % name)
+                continue
             seen[name] = self.at(m.line)
             if role in HOST_ROLES and pod is not None and atts:
                 out.append(FabricHost(name=name, role=role,
