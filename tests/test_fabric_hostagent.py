@@ -14,8 +14,10 @@
 
 """Tests of ovs-daqfabric-agent --host, the fabric's agent on a ROS or
 HLT host, in network namespaces of their own (dqh<pid>r, dqh<pid>h: one
-per host, two veth devices each, e0 and e1, one per plane) against a
-1-member fabric database and a planner of the test's; no switch.
+per host, cabled to each other by two veth pairs, e0 and e1, one per
+plane, and no route but the agents') against a 1-member fabric database
+and a planner of the test's; no switch.  TCP connections to the DCMs'
+ports go through only if both hosts steer them, on the DCM's plane.
 
 Needs root (network namespaces).  Outcomes only; waits are bounded and
 nothing asserts a duration.
@@ -93,18 +95,50 @@ def ip(ns: str, *args: str) -> str:
 class Host:
     """A host's network namespace and its agent."""
 
-    def __init__(self, name: str, ns: str, d: str) -> None:
+    def __init__(self, name: str, ns: str, d: str, addr: str) -> None:
         self.name = name
         self.ns = ns
         self.dir = d
+        self.addr = addr
         self.ctl = os.path.join(d, name + ".ctl")
         self.agent: Optional["subprocess.Popen[bytes]"] = None
         subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
+        # No IPv6 (nothing but the test's packets on the devices), the
+        # reverse-path filter off (fabric.rst, "Hosts on several
+        # planes"), the host's address on its loopback.
+        self.sysctl("net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                    "net.ipv4.conf.all.rp_filter=0",
+                    "net.ipv4.conf.default.rp_filter=0")
+        ip(ns, "link", "set", "lo", "up")
+        ip(ns, "addr", "add", addr + "/32", "dev", "lo")
+
+    def sysctl(self, *settings: str) -> None:
+        subprocess.run(["ip", "netns", "exec", self.ns, "sysctl", "-qw"]
+                       + list(settings), check=True, timeout=30)
+
+    def cable(self, peer: "Host") -> None:
+        """A veth pair per plane between this host and 'peer', eK at
+        both ends."""
         for k in (0, 1):
-            ip(ns, "link", "add", "e%d" % k, "type", "veth", "peer", "name",
-               "p%d" % k)
-            ip(ns, "link", "set", "e%d" % k, "up")
-            ip(ns, "link", "set", "p%d" % k, "up")
+            dev = "e%d" % k
+            ip(self.ns, "link", "add", dev, "type", "veth", "peer", "name",
+               dev, "netns", peer.ns)
+            ip(self.ns, "link", "set", dev, "up")
+            ip(peer.ns, "link", "set", dev, "up")
+        # The kernel says a device's carrier is up a moment later
+        # (linkwatch), and the agents report what it says.
+        for h in (self, peer):
+            wait_for(lambda h=h: all(
+                lk["operstate"] == "UP" for lk in json.loads(
+                    ip(h.ns, "-j", "link", "show"))
+                if lk["ifname"] in ("e0", "e1")), "the devices to be up")
+
+    def tx(self) -> Dict[str, int]:
+        """The packets each plane device sent."""
+        return {lk["ifname"]: int(lk["stats64"]["tx"]["packets"])
+                for lk in json.loads(ip(self.ns, "-j", "-s", "link", "show"))
+                if lk["ifname"] in ("e0", "e1")}
 
     def start(self, remotes: str) -> None:
         out = open(os.path.join(self.dir, self.name + ".out"), "ab")
@@ -166,8 +200,9 @@ def hosts(cluster: Cluster) -> Iterator[Dict[str, Any]]:
     planner = None
     try:
         base = "dqh%d" % os.getpid()
-        made["ros1"] = Host("ros1", base + "r", d)
-        made["hlt1"] = Host("hlt1", base + "h", d)
+        made["ros1"] = Host("ros1", base + "r", d, "10.0.0.1")
+        made["hlt1"] = Host("hlt1", base + "h", d, "10.1.0.1")
+        made["ros1"].cable(made["hlt1"])
         planner = subprocess.Popen([PYTHON, "-c", PLANNER,
                                     cluster.remotes()], env=env(),
                                    stdout=subprocess.DEVNULL,
@@ -183,6 +218,54 @@ def hosts(cluster: Cluster) -> Iterator[Dict[str, Any]]:
             if k in made:
                 made[k].stop()
         shutil.rmtree(d, ignore_errors=True)
+
+
+SERVER = """\
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.1.0.1", int(sys.argv[1])))
+s.listen()
+print("ready", flush=True)
+s.settimeout(60)
+c, _ = s.accept()
+c.sendall(b"dcm")
+c.close()
+"""
+CLIENT = """\
+import socket, sys
+s = socket.create_connection(("10.1.0.1", int(sys.argv[1])), timeout=10,
+                             source_address=("10.0.0.1", 0))
+print(s.recv(10).decode())
+"""
+
+
+def connect(ros: Host, hlt: Host, port: int) -> Dict[str, Dict[str, int]]:
+    """A TCP connection from ros1 to a DCM's port on hlt1 (it fails
+    unless both steer it: they have no other route to each other).
+    Returns the packets each plane device of each host sent for it."""
+    before = {"ros1": ros.tx(), "hlt1": hlt.tx()}
+    srv = subprocess.Popen(["ip", "netns", "exec", hlt.ns, PYTHON, "-c",
+                            SERVER, str(port)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout is not None
+        if srv.stdout.readline().strip() != "ready":
+            srv.kill()
+            raise AssertionError("the DCM's server: %s"
+                                 % srv.communicate(timeout=30)[1])
+        p = subprocess.run(["ip", "netns", "exec", ros.ns, PYTHON, "-c",
+                            CLIENT, str(port)], capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0 and p.stdout.strip() == "dcm", p.stderr
+        srv.wait(60)
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait(30)
+    after = {"ros1": ros.tx(), "hlt1": hlt.tx()}
+    return {h: {d: after[h][d] - before[h][d] for d in after[h]}
+            for h in after}
 
 
 def set_link_down(cluster: Cluster, switch: str, port: str) -> None:
@@ -234,6 +317,12 @@ def test_host_agents_steer_each_dcm_on_its_plane(
         n = nodes[name]
         assert (n["kind"], n["up"], n["error"]) == ("host", True, None), n
         assert n["links"] == {"e0": "up", "e1": "up"}, n
+    # A connection to dcm0 (plane 0) and one to dcm1 (plane 1): each on
+    # its plane's devices, both ways.
+    for port, dev, other in ((10000, "e0", "e1"), (10001, "e1", "e0")):
+        sent = connect(ros, hlt, port)
+        for h in ("ros1", "hlt1"):
+            assert sent[h][dev] > 0 and sent[h][other] == 0, (port, sent)
     assert nodes["spine1"]["kind"] == "switch"
     assert not nodes["spine1"]["up"]
     p = daqctl("fabric", "status", "--db", remotes)
@@ -249,6 +338,9 @@ def test_host_agents_steer_each_dcm_on_its_plane(
     wait_for(lambda: hlt.ports_by_table("sport") == every
              and ros.ports_by_table("dport") == every,
              "the hosts to move the DCMs to plane 1", WAIT_S)
+    sent = connect(ros, hlt, 10000)
+    for h in ("ros1", "hlt1"):
+        assert sent[h]["e1"] > 0 and sent[h]["e0"] == 0, sent
 
     # A DCM more: 'apply --wait' waits for the hosts too.
     m = write_map(tmp_path / "m5.yaml", 5)

@@ -20,6 +20,7 @@ Run: /usr/bin/python3 -m pytest -q tests/test_fabric_hostnet.py
 """
 
 import json
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
@@ -281,3 +282,15 @@ def test_batch_summary_counts_what_a_batch_does() -> None:
     old = Kernel(list(want.routes), list(want.rules))
     assert batch_summary(batch(old, HostNet())) == (
         "3 routes deleted, 4 rules deleted")
+
+
+def test_reverse_path_filter_is_found(tmp_path: Path) -> None:
+    from ovs_daqring.fabric.hostagent import rp_filtered
+    for name, v in (("all", "0"), ("e0", "1"), ("e1", "2"), ("e2", "0")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "rp_filter").write_text(v + "\n")
+    assert rp_filtered(["e0", "e1", "e2", "e9"], str(tmp_path)) == [
+        "e0", "e1"]
+    (tmp_path / "all" / "rp_filter").write_text("2\n")
+    assert rp_filtered(["e0", "e1", "e2"], str(tmp_path)) == [
+        "e0", "e1", "e2"]

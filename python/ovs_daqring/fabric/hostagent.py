@@ -29,6 +29,7 @@ states."""
 
 import argparse
 import math
+import os
 import subprocess
 import time
 from typing import Any, Dict, List, Optional, Tuple
@@ -50,6 +51,20 @@ def run_ip(argv: List[str], stdin: str, timeout: float = 30
     except (OSError, subprocess.TimeoutExpired) as e:
         return 127, "", str(e)
     return p.returncode, p.stdout, p.stderr
+
+
+def rp_filtered(devs: List[str],
+                conf: str = "/proc/sys/net/ipv4/conf") -> List[str]:
+    """Those of 'devs' on which the reverse-path filter is on (the larger
+    of conf/all's and the device's rp_filter is not 0)."""
+    def value(name: str) -> int:
+        try:
+            with open(os.path.join(conf, name, "rp_filter")) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return 0
+    every = value("all")
+    return [d for d in devs if max(every, value(d)) != 0]
 
 
 def batch_summary(lines: List[str]) -> str:
@@ -87,6 +102,7 @@ class HostAgent(NodeBase):
         self.kernel = Kernel()
         self.n_checks = 0
         self.n_batches = 0
+        self.rp_checked = False
 
     def close(self) -> None:
         # The routes and rules stay (switching never waits for the
@@ -125,6 +141,15 @@ class HostAgent(NodeBase):
             if self.want is not None:
                 self._failed(str(e))
             return
+        if not self.rp_checked:
+            self.rp_checked = True
+            on = rp_filtered(sorted(set(self.devs.values())))
+            if on:
+                vlog.warn("host %s: the reverse-path filter is on for %s: "
+                          "ARP and what reaches a DCM on the plane it just "
+                          "left may be dropped (set net.ipv4.conf.all and "
+                          "the device's rp_filter to 0)"
+                          % (self.node, ", ".join(on)))
         links = {d: self.kernel.links.get(d, "down")
                  for d in self.devs.values()}
         if links != self.links:
