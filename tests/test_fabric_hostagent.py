@@ -365,6 +365,23 @@ def test_host_agents_steer_each_dcm_on_its_plane(
     assert "10.9.0.0/16" in ip(ros.ns, "route", "show", "table", str(T1))
     assert "10.9.0.0/16" in ip(ros.ns, "rule", "show")
 
+    # The fabric database goes away: the hosts keep steering, and put
+    # back what someone deletes.
+    cluster.kill(1)
+    wait_for(lambda: json.loads(hlt.appctl("status", "--json"))[
+        "fabric"].startswith("not connected"), "hlt1 to see it", WAIT_S)
+    held = hlt.ports_by_table("sport")
+    rule = next(r for r in hlt.rules() if r["sport"] == 10001)
+    ip(hlt.ns, "rule", "del", "pref", str(rule["priority"]), "from",
+       "10.1.0.1", "ipproto", "tcp", "sport", "10001", "lookup", str(T1),
+       "protocol", str(RT_PROTO))
+    assert 10001 not in hlt.ports_by_table("sport")
+    wait_for(lambda: hlt.ports_by_table("sport") == held,
+             "hlt1 to put the rule back", WAIT_S)
+    sent = connect(ros, hlt, 10001)
+    for h in ("ros1", "hlt1"):
+        assert sent[h]["e1"] > 0 and sent[h]["e0"] == 0, sent
+
     # The agent exits: the routes stay.
     ros.appctl("exit")
     assert ros.agent is not None
@@ -411,3 +428,21 @@ def test_host_options_refused() -> None:
                            capture_output=True, text=True, timeout=60,
                            env=env())
         assert p.returncode == 2 and msg in p.stderr, p.stderr
+
+
+def test_unknown_host_is_left_alone(cluster: Cluster, hosts: Dict[str, Any],
+                                    tmp_path: Path) -> None:
+    """An agent whose --host is not in the map (a typo) leaves the host's
+    routes and rules as they are, and says why."""
+    ros = hosts["ros1"]
+    ip(ros.ns, "rule", "add", "pref", "5300", "to", "10.1.0.1", "lookup",
+       str(T0), "protocol", str(RT_PROTO))
+    ros.name = "ros9"
+    ros.start(cluster.remotes())
+    m = write_map(tmp_path / "m2.yaml", 2)
+    p = daqctl("fabric", "apply", m, "--db", cluster.remotes())
+    assert p.returncode == 0, p.stdout + p.stderr
+    wait_for(lambda: "no host ros9 in the fabric" in json.loads(
+        ros.appctl("status", "--json"))["error"], "the agent to say so",
+        WAIT_S)
+    assert [r.get("dst") for r in ros.rules()] == ["10.1.0.1"]
