@@ -395,14 +395,16 @@ def test_plane_without_a_device_is_an_error(
         cluster: Cluster, hosts: Dict[str, Any], tmp_path: Path) -> None:
     """hlt1's agent has no device for plane 1: the DCMs of plane 1 are
     named in its error, and 'apply --wait' says so; those of plane 0 are
-    steered."""
+    steered.  Its device of plane 5, which the fabric does not have, does
+    not exist: no matter."""
     hlt = hosts["hlt1"]
     remotes = cluster.remotes()
     out = open(os.path.join(hosts["dir"], "hlt1.out"), "ab")
     try:
         hlt.agent = subprocess.Popen(
             ["ip", "netns", "exec", hlt.ns, PYTHON, str(AGENT), "--host",
-             "hlt1", "--db", remotes, "--plane-dev", "0=e0", "--interval",
+             "hlt1", "--db", remotes, "--plane-dev", "0=e0",
+             "--plane-dev", "5=nosuch", "--interval",
              "0.5", "--unixctl", hlt.ctl, "-vconsole:off", "--no-chdir"],
             stdout=out, stderr=out, env=env())
     finally:
@@ -413,7 +415,9 @@ def test_plane_without_a_device_is_an_error(
                "--db", remotes, "-f", "json")
     assert p.returncode == 1, p.stdout + p.stderr
     rep = json.loads(p.stdout)["fabric"]
-    assert "plane 1 has no --plane-dev: DCM dcm1" in rep["refused"]["hlt1"]
+    assert rep["refused"]["hlt1"] == (
+        "plane 1 has no --plane-dev: DCM dcm1 not steered (the main "
+        "table's routes stand)"), rep
     assert hlt.ports_by_table("sport") == {10000: T0}
 
 

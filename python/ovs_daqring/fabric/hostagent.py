@@ -163,8 +163,10 @@ class HostAgent(NodeBase):
             return
         lines = batch(self.kernel, want)
         problems = list(want.errors)
-        missing = sorted(d for d in set(self.devs.values())
-                         if d not in self.kernel.links)
+        # Of the devices its routes go through (a --plane-dev of a plane
+        # no DCM is on may be absent: a host of a one-plane fabric).
+        missing = sorted({r.dev for r in want.routes
+                          if r.dev not in self.kernel.links})
         if missing:
             problems.append("no device %s in this network namespace"
                             % ", ".join(missing))
