@@ -1278,10 +1278,60 @@ class FabricRunner(Runner):
                                   "routes are not the fabric's: %s"
                                   % "; ".join(wrong))
         got["routes"] = {sw: len(f) for sw, f in got["flows"].items()}
+        if self.fplan.planes > 1:
+            got["host_planes"] = self.wait_host_planes(
+                got["assignments"] if ring_mode else {})
         self.generations.append({"mode": mode, "apply_s": applied_s,
                                  "outcome": got,
                                  "output": out.strip().splitlines()[-3:]})
         self.announce()
+
+    def host_planes(self) -> Dict[str, Dict[str, int]]:
+        """Per host, the plane its kernel sends each DCM's traffic on
+        (ip route get): a ROS host's towards the DCM, an HLT host's from
+        the DCM to its first ROS host's first address.  DCM name ->
+        plane (-1: not out of a plane's interface)."""
+        plan = self.fplan
+        devs = plan.host_devs
+        out: Dict[str, Dict[str, int]] = {}
+
+        def plane(ns: str, *where: str) -> int:
+            r = json.loads(run(["ip", "-n", ns, "-j", "route", "get"]
+                               + list(where)) or "[]")
+            dev = r[0].get("dev") if r else None
+            return devs.index(dev) if dev in devs else -1
+        for ns, name in self.host_names():
+            if ns in {h.ns for h in plan.ros_hosts}:
+                out[name] = {plan.dcm_name(d): plane(ns, d.ips[0])
+                             for d in plan.dcms}
+            else:
+                out[name] = {plan.dcm_name(d): plane(
+                    ns, plan.ros_hosts[0].ips[0], "from", d.ips[0])
+                    for d in plan.dcms if d.ns == ns}
+        return out
+
+    def wait_host_planes(self, assignments: Dict[str, str]
+                         ) -> Dict[str, Dict[str, int]]:
+        """Until every host sends each DCM's traffic on the DCM's plane
+        (ASSIGNMENTS, DCM -> "plane/spine"), as its agent routes it
+        (ovs-daqfabric-agent --host); DCMs without an assignment are not
+        checked.  ModeUnavailable after APPLY_TIMEOUT s, naming the
+        hosts that do not."""
+        want = {n: int(a.split("/", 1)[0]) for n, a in assignments.items()}
+        deadline = time.monotonic() + APPLY_TIMEOUT
+        while True:
+            got = self.host_planes()
+            wrong = ["%s: %s on plane %d, not %d" % (h, n, p, want[n])
+                     for h, v in sorted(got.items())
+                     for n, p in sorted(v.items())
+                     if n in want and p != want[n]]
+            if not wrong:
+                return got
+            if time.monotonic() > deadline:
+                raise ModeUnavailable(
+                    "after fabric apply, the hosts do not send the DCMs' "
+                    "traffic on their planes: %s" % "; ".join(wrong[:8]))
+            time.sleep(0.5)
 
     def assignments(self) -> Dict[str, str]:
         """DCM -> "plane/spine", as ovs-daqctl fabric status has it."""
