@@ -286,10 +286,13 @@ def test_tools_package_matches_its_source(tmp_path):
         "/usr/share/man/man8/ovs-daqctl.8",
         "/usr/share/man/man1/daq-incast.1",
         "/usr/share/man/man1/daq-bench.1"}
-    # The fabric: the agent's unit and a database member's.
+    # The fabric: the agent's unit (a switch's, a host's) and a
+    # database member's.
     assert files >= {
         "/usr/lib/systemd/system/ovs-daqfabric-agent.service",
         "/etc/sysconfig/ovs-daqfabric-agent",
+        "/usr/lib/systemd/system/ovs-daqfabric-host-agent.service",
+        "/etc/sysconfig/ovs-daqfabric-host-agent",
         "/usr/lib/systemd/system/ovs-daqfabric-db.service",
         "/etc/sysconfig/ovs-daqfabric-db",
         "/usr/share/openvswitch/scripts/ovs-daqfabric-db",
