@@ -646,19 +646,25 @@ class Failover(threading.Thread):
         while not self.halt.wait(FAILOVER_SAMPLE):
             t = time.monotonic() - self.t0
             self.samples.append((t, self.retrans()))
+            # (Each event at the moment it happened: the reads before it
+            # take tenths of a second.)
             if "down" not in self.events and t >= self.down_at:
                 self.before = self.uplink_routes()
                 self.set_link(False)
-                self.events["down"] = t
+                t = self.events["down"] = time.monotonic() - self.t0
             elif ("down" in self.events and "up" not in self.events
                   and t >= self.up_at):
                 self.set_link(True)
-                self.events["up"] = t
+                t = self.events["up"] = time.monotonic() - self.t0
             if "down" in self.events and t >= next_routes and (
                     "rerouted" not in self.events
                     or ("up" in self.events and "back" not in self.events)):
                 next_routes = t + 0.25
                 n = self.uplink_routes()
+                # When the flows were read: the reads (four ovs-ofctl on
+                # the loaded core) take tenths of a second, and the
+                # agents may reprogram meanwhile.
+                t = time.monotonic() - self.t0
                 self.routes.append((t, n))
                 if n == 0 and "rerouted" not in self.events:
                     self.events["rerouted"] = t
