@@ -25,6 +25,14 @@ DEMO_FABRIC_DIR = demo-fabric-results
 DEMO_FABRIC_ARGS ?= --ros 12 --dcms 4 --spines 2 --events 150 \
 	--failover 2/5 --modes stock,credits,daqring,daqring-unshaped \
 	--ring-sharing shared --max-burst-bytes auto
+# "make demo-fabric DEMO_FABRIC_PLANES=2": two planes (daq-incast.rst,
+# "Two planes"), at 50 Mbit/s links: the limit of one plane at 100, what
+# this machine's emulator carries with twice the switches (daq-bench's
+# two-plane points).
+DEMO_FABRIC_PLANES ?= 1
+ifneq ($(DEMO_FABRIC_PLANES),1)
+DEMO_FABRIC_ARGS += --planes $(DEMO_FABRIC_PLANES) --link-rate 50mbit
+endif
 
 demo-fabric: all
 	@mkdir -p $(DEMO_FABRIC_DIR)
