@@ -211,6 +211,10 @@ class FabricPlan:
         """Every host's interfaces, one per plane, in plane order."""
         return [host_dev(p) for p in range(self.planes)]
 
+    def ros_name(self, h: Host) -> str:
+        """ROS host H's name in the fabric map."""
+        return "ros%d" % h.index
+
     def ring_on(self, d: Host, leaf: str) -> str:
         """DCM D's ring on HLT leaf LEAF: with several planes the HLT
         leaves are bridges of one ovs-vswitchd, whose ports have names
@@ -429,7 +433,7 @@ def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
                 sw["db"] = db
     links = [{"a": "%s:%s" % (lf, lp), "b": "%s:%s" % (sp, spp)}
              for lf, lp, sp, spp in plan.links]
-    hosts = [{"name": "ros%d" % h.index, "role": "ros",
+    hosts = [{"name": plan.ros_name(h), "role": "ros",
               "ip": ros_host_prefix(h.index),
               "ports": {p: "%s:%s" % (plan.ros_leaf(h.ns, p), h.veth)
                         for p in range(plan.planes)}}
@@ -1199,7 +1203,8 @@ class FabricRunner(Runner):
 
     def host_names(self) -> List[Tuple[str, str]]:
         """(namespace, name in the fabric map) of every host."""
-        return ([(h.ns, "ros%d" % h.index) for h in self.fplan.ros_hosts]
+        return ([(h.ns, self.fplan.ros_name(h))
+                 for h in self.fplan.ros_hosts]
                 + [(h.ns, h.name) for h in self.fplan.hlt_hosts])
 
     def _start_host_agent(self, ns: str, name: str) -> None:
@@ -1306,8 +1311,9 @@ class FabricRunner(Runner):
                                + list(where)) or "[]")
             dev = r[0].get("dev") if r else None
             return devs.index(dev) if dev in devs else -1
+        ros = {h.ns for h in plan.ros_hosts}
         for ns, name in self.host_names():
-            if ns in {h.ns for h in plan.ros_hosts}:
+            if ns in ros:
                 out[name] = {plan.dcm_name(d): plane(ns, d.ips[0])
                              for d in plan.dcms}
             else:
