@@ -353,6 +353,38 @@ def test_ring_sharing_shared_on_one_switch(tmp_path: Any,
     assert "4 DCMs, map OK" in p.stdout
 
 
+def test_every_mode_starts_without_tcp_metrics(monkeypatch: Any) -> None:
+    """Each mode's DCMs connect to hosts whose TCP metrics cache was
+    emptied: a stock run's losses left ssthresh 1-3 cached on every ROS
+    host for every DCM, and the next mode's connections started from it
+    (the order of modes was part of its result)."""
+    plan = topology.make_plan(4242, 4, 2, 1)
+    r = runner.Runner(cfg(), plan, Cleanup())
+    r.switch = object()  # type: ignore
+    calls: List[Any] = []
+    monkeypatch.setattr(runner, "run",
+                        lambda argv, *a, **kw: calls.append(list(argv)))
+    monkeypatch.setattr(r, "program", lambda mode, params: None)
+    monkeypatch.setattr(r, "unprogram", lambda mode: None)
+    monkeypatch.setattr(r, "_snapshot", lambda: calls.append("snapshot"))
+
+    def collect(*args: Any, **kw: Any) -> None:
+        calls.append("collect")
+        raise runner.ModeFailed("stop here")
+    monkeypatch.setattr(r, "_collect", collect)
+    for mode in ("stock", "daqring"):
+        del calls[:]
+        res = r.run_mode(mode, {}, mode)
+        assert res["error"] == "stop here"
+        flushed = [c[2] for c in calls
+                   if isinstance(c, list) and c[3:] == ["tcp_metrics",
+                                                        "flush", "all"]]
+        assert sorted(flushed) == sorted(h.ns for h in plan.hosts)
+        assert len(flushed) == len(plan.hosts)
+        assert calls.index("collect") > max(
+            i for i, c in enumerate(calls) if isinstance(c, list))
+
+
 def test_flow_buckets() -> None:
     assert cfg().flow_buckets is None                 # auto
     assert cfg("--flow-buckets", "auto").flow_buckets is None

@@ -295,6 +295,17 @@ def test_ring_map_gives_rings_on_the_hlt_leaf_and_routes(mode: str) -> None:
         assert all(r.poll_interval == 0 and not r.max_rate for r in rings)
 
 
+def test_a_fabric_forgets_every_hosts_tcp_metrics() -> None:
+    """Before each mode every host of the fabric (ROS and HLT hosts, of
+    every plane) has its TCP metrics cache emptied, as on one switch."""
+    c = cfg("--ros", "8", "--dcms", "4", "--planes", "2", "--spines", "2")
+    p = fabric.make_fabric_plan(77, c)
+    r = object.__new__(fabric.FabricRunner)
+    r.fplan = p
+    assert sorted(r.host_namespaces()) == sorted(p.hosts_ns)
+    assert len(p.hosts_ns) == 8 + 1
+
+
 def test_shared_ring_sharing_binds_the_rings_to_their_host() -> None:
     """--ring-sharing shared: every ring of an HLT host may use the whole
     link (max-rate = the rate one ring gets alone) and the rings of a

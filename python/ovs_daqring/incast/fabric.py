@@ -1422,6 +1422,9 @@ class FabricRunner(Runner):
             self.failovers[label] = res
             self.failover = None
 
+    def host_namespaces(self) -> List[str]:
+        return list(self.fplan.hosts_ns)
+
     # ------------------------------------------------------------ counters
     def _snapshot(self) -> Dict[str, Any]:
         wait = self.last_traffic + STATS_INTERVAL - time.monotonic()

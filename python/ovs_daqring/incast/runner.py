@@ -306,6 +306,23 @@ class Runner:
         except ModeFailed as e:
             raise RunError("ROS agents: %s" % e)
 
+    # ------------------------------------------------------------ TCP
+    def host_namespaces(self) -> List[str]:
+        """Every emulated host's network namespace."""
+        return [h.ns for h in self.plan.hosts]
+
+    def forget_tcp_metrics(self) -> None:
+        """Empties every host's TCP metrics cache before a mode's DCMs
+        connect.  Linux saves a closed connection's ssthresh, RTT and
+        cwnd per destination and starts the next connection to it from
+        them: the ROS hosts cached ssthresh 1-3 segments for every DCM
+        after a stock run's losses, so the mode after it started
+        every fragment in congestion avoidance.  A mode's result must
+        not depend on the modes that ran before it; within a mode Linux's
+        default (the cache on) holds."""
+        for ns in self.host_namespaces():
+            run(["ip", "-n", ns, "tcp_metrics", "flush", "all"])
+
     # ------------------------------------------------------------ counters
     def _snapshot(self) -> Snapshot:
         assert self.topo
@@ -623,6 +640,7 @@ class Runner:
             result.update(status="error", error=str(e))
             return result
         try:
+            self.forget_tcp_metrics()
             before = self._snapshot()
             got = self._collect(label, params.get("credits", 0),
                                 bool(params.get("hog")))
