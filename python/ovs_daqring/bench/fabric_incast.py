@@ -64,9 +64,8 @@ FAILOVER_ARGS = ("--ros 12 --dcms 4 --spines 2 --events 150 "
 # The access links' rates the part runs at (--fabric-incast-rates), each
 # a point of its own, judged alone and together: the fabric's limit
 # scales with them, the emulator's capacity (one core for every switch
-# but the HLT leaf, and for every host) does not.  At 200 Mbit/s every
-# mode lost 10-30 points of the limit against 100 Mbit/s in the same
-# session (25-26 Nov 2026): a verdict at one rate would hide which.
+# but the HLT leaf, and for every host) does not: a verdict at one rate
+# would hide which binds.
 RATES = "100mbit,200mbit"
 # The same with two planes (daq-incast --planes 2, --spines 2), at half
 # the access-link rates (--fabric-incast-two-planes): the same limits of
