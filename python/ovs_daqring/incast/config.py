@@ -45,6 +45,8 @@ DAQRING_FRAME = 1518            # frame size in the daqring rate formula
 # frame-overhead (vswitch.xml); daq-incast asks for two with its own.
 MIN_BURST_BYTES = 3084
 MAX_BURST_BYTES = 16 * 1024 * 1024
+# options:tx-retry-budget-us of a DPDK port (patch 0005): 0..10000.
+MAX_TX_RETRY_US = 10000
 # Default --ring-rate-fraction.  Byte shaping counts every frame with the
 # link's overhead, the way the link's tbf (stab overhead) does, so the
 # daqring can release at the link's own rate: its bucket (max-burst
@@ -290,6 +292,9 @@ class Config:
     notes: List[str] = field(default_factory=list)
     # daqring options:max-burst-bytes (byte shaping), 0 = not set.
     max_burst_bytes: int = 0
+    # --tx-retry-budget-us: the DCM ports' options:tx-retry-budget-us in
+    # the daqring mode, 0 = not set (stock OVS: a full port drops).
+    tx_retry_budget_us: int = 0
     # daqring options:flow-buckets, 0 = FIFO; None: by the ring's drain
     # time (flow_buckets_for()).
     flow_buckets: Optional[int] = None
@@ -483,6 +488,28 @@ def byte_burst_bytes(spec: Optional[str], port_frames: int,
                           "of %d bytes with --link-overhead %d"
                           % (n, DAQRING_FRAME, overhead))
     return n
+
+
+def tx_retry_budget(spec: str, port_frames: int, overhead: int,
+                    rate_bps: int) -> int:
+    """--tx-retry-budget-us: a number of microseconds, or auto: the time
+    the link takes to send the port's buffer.  A full port frees a frame
+    within one frame time while its link runs; the budget covers a link
+    that stalls for as long as it would take to empty the whole buffer
+    (the emulated link's qdisc runs on the machine's busy cores), at most
+    MAX_TX_RETRY_US."""
+    text = spec.strip()
+    if text == "auto":
+        us = port_frames * (1514 + overhead) * 8e6 / rate_bps
+        return max(1, min(MAX_TX_RETRY_US, int(math.ceil(us))))
+    try:
+        us = int(text)
+    except ValueError:
+        us = -1
+    if not 0 <= us <= MAX_TX_RETRY_US:
+        raise ConfigError("--tx-retry-budget-us must be auto or 0..%d "
+                          "microseconds, not %r" % (MAX_TX_RETRY_US, spec))
+    return us
 
 
 def max_port_frames(wmem_default: int) -> int:
@@ -696,6 +723,15 @@ def build_parser() -> argparse.ArgumentParser:
                    "(--port-frames / 2 full frames with --link-overhead); "
                    "default: not set, max-burst full frames bound it"
                    % MIN_BURST_BYTES)
+    g.add_argument("--tx-retry-budget-us", default="0", metavar="US",
+                   help="daqring mode: the DCM ports' options:tx-retry-"
+                   "budget-us, how long the PMD waits for room in a full "
+                   "port instead of dropping (0..%d), or auto: the time "
+                   "the link takes to send the port's buffer "
+                   "(--port-frames full frames with --link-overhead), at "
+                   "most %d; the other modes keep stock OVS's drop "
+                   "(default: %%(default)s, off)"
+                   % (MAX_TX_RETRY_US, MAX_TX_RETRY_US))
     g.add_argument("--poll-interval", type=int, default=-1, metavar="US",
                    help="daqring poll-interval in microseconds, 0 = "
                    "unshaped; implies --shaper packets (default: chosen "
@@ -921,6 +957,12 @@ def validate(ns: argparse.Namespace, host: HostInfo,
             "half the af_packet socket's send buffer, net.core.wmem_default"
             " = %d, a full TX ring blocks the PMD instead of dropping)"
             % (max_frames, ns.port_frames, host.wmem_default))
+    tx_retry_us = tx_retry_budget(getattr(ns, "tx_retry_budget_us", "0"),
+                                  ns.port_frames,
+                                  ns.link_overhead, rate)
+    if tx_retry_us and fabric:
+        raise ConfigError("--tx-retry-budget-us: the single switch's DCM "
+                          "ports only (--topology switch)")
     notes = []
     burst = parse_size(ns.link_burst)
     ring_bytes = ns.port_frames * (1514 + ns.link_overhead)
@@ -1136,6 +1178,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         mtu=mtu, modes=modes, ring_size=ring, max_burst=max_burst,
         poll_interval_us=poll, max_rate_bps=max_rate,
         max_burst_bytes=burst_bytes,
+        tx_retry_budget_us=tx_retry_us,
         ring_rate_fraction=ns.ring_rate_fraction,
         sweep_param=sweep_param, sweep_values=sweep_values,
         binaries=binaries, socket_mem_mb=ns.socket_mem,

@@ -30,7 +30,7 @@ from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
                        install_signal_handlers, run, stale_namespaces,
                        stop_process)
 from .switch import (STATS_INTERVAL, ModeUnavailable, Switch,
-                     program_daqrings, remove_daqrings)
+                     program_daqrings, remove_daqrings, set_tx_retry_budget)
 from .topology import DEEP_BRIDGE, ROS_PORT, Plan, Topology, make_plan
 
 AGENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -104,6 +104,8 @@ def mode_runs(cfg: Config) -> List[Tuple[str, Dict[str, Any], str]]:
                 p["rate_bps"] = 0
             p["flow_buckets"] = cfg.flow_buckets_for(
                 p["ring_size"], p["rate_bps"], bool(p["max_rate_bps"]))
+            if cfg.tx_retry_budget_us:
+                p["tx_retry_budget_us"] = cfg.tx_retry_budget_us
             return p
         return {}
 
@@ -394,6 +396,12 @@ class Runner:
             if name in rings or name in dcm_ports:
                 for k in ("tx_packets", "rx_packets", "tx_dropped"):
                     keep[k] = delta.get(k, 0)
+            if name in dcm_ports:
+                # --tx-retry-budget-us: how often and how long the port
+                # made the PMD wait instead of dropping.
+                for k in ("ovs_tx_retries", "ovs_tx_retry_us"):
+                    if k in st:
+                        keep[k] = delta.get(k, 0)
             if keep:
                 ports[name] = keep
         qdiscs = {v: counter_delta(before["qdisc"].get(v, {}), st)
@@ -732,6 +740,14 @@ class Runner:
                                  d.index: self.cfg.ring_size_of(d.index)
                                  for d in self.plan.dcms}
                              if self.cfg.hog else None)
+            if params.get("tx_retry_budget_us"):
+                try:
+                    set_tx_retry_budget(self.switch, [
+                        h.port_name for h in self.plan.dcm_hosts],
+                        params["tx_retry_budget_us"])
+                except RunError as e:
+                    remove_daqrings(self.switch, self.plan)
+                    raise ModeUnavailable(str(e))
         elif mode == DEEP_FIFO:
             if self.switch is not None:
                 raise ModeUnavailable("internal: a deep-fifo run after the "
@@ -762,6 +778,9 @@ class Runner:
         if mode == "daqring":
             assert self.switch
             remove_daqrings(self.switch, self.plan)
+            if self.cfg.tx_retry_budget_us:
+                set_tx_retry_budget(self.switch, [h.port_name for h in
+                                                  self.plan.dcm_hosts], 0)
         elif mode == DEEP_FIFO and self.bridge:
             assert self.topo
             self.topo.bridge_down()
@@ -904,6 +923,11 @@ def describe(cfg: Config, plan: Plan) -> str:
                 "%s (max-burst x 1518 x 8 / poll-interval), %s"
                 % (cfg.ring_size, cfg.max_burst, cfg.poll_interval_us,
                    format_rate(cfg.daqring_rate_bps), fairness_words(cfg)))
+        if cfg.tx_retry_budget_us:
+            lines.append(
+                "daqring mode: DCM ports wait up to %d us for room when full "
+                "(tx-retry-budget-us) instead of dropping"
+                % cfg.tx_retry_budget_us)
     if cfg.topology == "switch" and cfg.dcms_per_host > 1:
         from .fabric import ring_params
         lines.append(

@@ -3,6 +3,7 @@ ports, its counters, and the daqring programming of one mode."""
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -272,6 +273,29 @@ def program_daqrings(sw: Switch, plan: Plan, ring_size: int, max_burst: int,
             why += "; and removing them failed: %s" % e2
         raise ModeUnavailable(why)
     return {plan.ring_name(d): plan.ring_ofport(d) for d in plan.dcms}
+
+
+def set_tx_retry_budget(sw: Switch, ports: List[str], us: int) -> None:
+    """options:tx-retry-budget-us=US on PORTS (0: removed, stock OVS's
+    drop when a port is full).  A port in use takes a new budget at once;
+    one the switch refuses keeps its old one and logs a warning, so the
+    value in force is read back from dpctl/show and checked."""
+    args: List[str] = []
+    for port in ports:
+        args += ["--", "remove" if not us else "set", "Interface", port]
+        args.append("options" if not us else
+                    "options:tx-retry-budget-us=%d" % us)
+        if not us:
+            args.append("tx-retry-budget-us")
+    sw.vsctl(*args)
+    shown = sw.appctl("dpctl/show")
+    for port in ports:
+        line = next((x for x in shown.splitlines()
+                     if re.search(r": %s( |$)" % re.escape(port), x)), "")
+        got = re.search(r"tx_retry_budget_us=(\d+)", line)
+        if (int(got.group(1)) if got else 0) != us:
+            raise RunError("%s: tx-retry-budget-us %d not in force (%s)"
+                           % (port, us, line.strip() or "no such port"))
 
 
 def remove_daqrings(sw: Switch, plan: Plan) -> None:
