@@ -97,7 +97,7 @@ def test_points_are_valid_command_lines() -> None:
 
 def _doc(ratio: float = 0.995, drops: int = 0, rtos: int = 0,
          share: float = 1.0, status: str = "ok",
-         waits: int = 0) -> Dict[str, Any]:
+         waits: int = 0, steal: float = 0.0) -> Dict[str, Any]:
     return {"config": {"congestion_control": "cubic"}, "modes": [{
         "label": "daqring", "mode": "daqring", "status": status,
         "error": None if status == "ok" else "it broke",
@@ -108,7 +108,8 @@ def _doc(ratio: float = 0.995, drops: int = 0, rtos: int = 0,
                   "ports": {"dq1d0": {"ovs_tx_retries": waits,
                                       "tx_dropped": 0},
                             "dcm0-ring": {"tx_dropped": 0}}},
-        "pmd_cpu_share": share, "params": {"max_burst_bytes": 24672}}]}
+        "pmd_cpu_share": share, "params": {"max_burst_bytes": 24672},
+        "cpu": {"steal_s": {"cpu0": steal, "cpu1": steal / 2}}}]}
 
 
 def _rows(points: Dict[str, Any]) -> Dict[str, Any]:
@@ -153,7 +154,7 @@ def test_every_run_counts() -> None:
 
 def test_summary_has_the_section() -> None:
     res = {"lossless": {"points": {"r30-32k-200m": _point(_doc(), _doc(
-        ratio=0.999, waits=7))}, "runs": 2, "events": 20,
+        ratio=0.999, waits=7, steal=0.012))}, "runs": 2, "events": 20,
         "congestion_control": "cubic"}}
     rows = {v["key"]: v for v in analysis.verdicts(res)}
     assert set(rows) == set(analysis.TARGETS)
@@ -162,7 +163,7 @@ def test_summary_has_the_section() -> None:
     assert rows["lossless_drops"]["met"] is True
     text = "\n".join(lossless.markdown(res["lossless"]))
     assert ("| r30-32k-200m | 2 | 99.50 / 99.90 / 99.90 | 0 | 0 | "
-            "1 (max 7 waits) | 100% | 0 |") in text
+            "1 (max 7 waits) | 100% | 12 | 0 |") in text
 
 
 def test_tx_retry_budget_option() -> None:
@@ -254,3 +255,17 @@ def test_tx_retry_budget_is_set_and_checked() -> None:
     with pytest.raises(switch.RunError, match="dq1d0: tx-retry-budget-us "
                        "3938 not in force"):
         switch.set_tx_retry_budget(bad, ["dq1d0"], 3938)  # type: ignore
+
+
+def test_steal_time_is_read_per_cpu() -> None:
+    """daq-incast records what the hypervisor took from each virtual CPU
+    (/proc/stat's eighth field) while a mode's events were collected."""
+    from ovs_daqring.incast import stats
+    text = ("cpu  10 0 5 100 0 0 1 7 0 0\n"
+            "cpu0 5 0 2 50 0 0 1 3 0 0\n"
+            "cpu1 5 0 3 50 0 0 0 4 0 0\n"
+            "intr 12345\n")
+    assert stats.parse_proc_steal(text) == {"cpu": 7, "cpu0": 3, "cpu1": 4}
+    # Kernels too old to count it give no field.
+    assert stats.parse_proc_steal("cpu 1 2 3 4\ncpu0 1 2 3 4\n") == {
+        "cpu": 0, "cpu0": 0}

@@ -109,7 +109,13 @@ def run_figures(doc: Optional[Dict[str, Any]]) -> Dict[str, Any]:
                 # (tx-retry-budget-us): not a failure, the ring kept
                 # those frames, but it says the port filled.
                 "port_waits": sum(p.get("ovs_tx_retries", 0) for p in
-                                  (dr.get("ports") or {}).values())})
+                                  (dr.get("ports") or {}).values()),
+                # The most the hypervisor took from one virtual CPU while
+                # the events were collected (steal time): a stall of the
+                # machine, which the run's counters do not show.
+                "steal_ms": 1e3 * max(
+                    ((m.get("cpu") or {}).get("steal_s") or {}).values(),
+                    default=0)})
     share = out["pmd_share"] or 0
     if share < MIN_SHARE:
         out["error"] = ("invalid: the PMD had %.0f%% of its core"
@@ -125,7 +131,7 @@ def point_summary(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
                            "errors": [r["error"] for r in runs
                                       if r.get("error")]}
     for key in ("ideal_ratio", "drops", "rto_timeouts", "pmd_share",
-                "port_waits"):
+                "port_waits", "steal_ms"):
         out[key] = [r[key] for r in ok if r.get(key) is not None]
     return out
 
@@ -177,12 +183,13 @@ def markdown(res: Dict[str, Any]) -> List[str]:
     L.append("")
     L.append("| point | runs | % of ideal min / median / max | drops "
              "(max) | TCP RTOs (max) | runs with port waits | PMD share "
-             "(min) | did not count |")
-    L.append("|---|---|---|---|---|---|---|---|")
+             "(min) | steal ms (max) | did not count |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
     for name, p in (res.get("points") or {}).items():
         ir = sorted(p.get("ideal_ratio") or [])
         waits = p.get("port_waits") or []
-        L.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+        steal = p.get("steal_ms") or []
+        L.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
             name, p["asked"],
             "%.2f / %.2f / %.2f" % (100 * ir[0], 100 * ir[len(ir) // 2],
                                     100 * ir[-1]) if ir else "-",
@@ -192,6 +199,7 @@ def markdown(res: Dict[str, Any]) -> List[str]:
             if waits else "-",
             "%.0f%%" % (100 * min(p["pmd_share"]))
             if p.get("pmd_share") else "-",
+            "%.0f" % max(steal) if steal else "-",
             "; ".join(p["errors"]) or "0"))
     L.append("")
     for name, p in (res.get("points") or {}).items():

@@ -18,6 +18,7 @@ from . import VERSION
 from .config import (DEEP_FIFO, SWEEP_PARAMS, Config, ConfigError,
                      build_parser, format_rate, validate)
 from .stats import (SCHEMA, busy_time, counter_delta, cpu_per_byte,
+                    parse_proc_steal,
                     dcm_figures, format_shared, format_table,
                     ideal_collection_time, ideal_goodput, link_split,
                     link_words, others_latency, parse_proc_stat,
@@ -481,6 +482,7 @@ class Runner:
                 hog = self._hog()
             sched0 = self.pmd_schedstat()
             stat0 = read_proc_stat()
+            steal0 = read_proc_steal()
             for p in procs:
                 assert p.stdin
                 p.stdin.write(b"GO\n")
@@ -488,8 +490,11 @@ class Runner:
             self.collecting(label, True)
             got = self._events(label, procs)
             stat1 = read_proc_stat()
+            steal1 = read_proc_steal()
             sched1 = self.pmd_schedstat()
             got["proc_stat"] = (stat0, stat1)
+            got["steal"] = {k: v - steal0[k] for k, v in steal1.items()
+                            if k in steal0}
             # What the PMD got while events were collected (not while
             # the agents connected and warmed up).
             got["sched"] = (sched1[0] - sched0[0], sched1[1] - sched0[1])
@@ -676,6 +681,11 @@ class Runner:
         result["cpu"] = cpu_per_byte(stat0, stat1,
                                      os.sysconf("SC_CLK_TCK"), sum(nbytes))
         result["cpu"]["dpdk_switch"] = mode != DEEP_FIFO
+        # What the hypervisor took from each virtual CPU while the events
+        # were collected: a stall no counter of this machine explains.
+        result["cpu"]["steal_s"] = {
+            k: v / os.sysconf("SC_CLK_TCK")
+            for k, v in sorted(got.get("steal", {}).items()) if k != "cpu"}
         result["tcp"] = self._tcp(before, after)
         result["drops"] = self._drops(before, after)
         run_ns, wait_ns = got["sched"]
@@ -808,6 +818,13 @@ class Runner:
                    "no PMD (Linux bridge)" if mode == DEEP_FIFO else
                    "PMD had %.0f%% of its core" % (100 * r["pmd_cpu_share"]),
                    r["cpu"]["ns_per_byte"]))
+            steal = r["cpu"].get("steal_s") or {}
+            if any(steal.values()):
+                self.progress.done(
+                    "[%s] the hypervisor took %s while the events were "
+                    "collected (steal time)" % (label, ", ".join(
+                        "%.0f ms of %s" % (1e3 * v, k)
+                        for k, v in steal.items() if v)))
             if mode == DEEP_FIFO:
                 continue
             if r.get("invalid_reason"):
@@ -861,6 +878,11 @@ class Runner:
 def read_proc_stat() -> Dict[str, Tuple[int, int]]:
     with open("/proc/stat") as f:
         return parse_proc_stat(f.read())
+
+
+def read_proc_steal() -> Dict[str, int]:
+    with open("/proc/stat") as f:
+        return parse_proc_steal(f.read())
 
 
 def topology_dict(cfg: Config, plan: Plan,

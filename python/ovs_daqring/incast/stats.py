@@ -257,6 +257,20 @@ def parse_proc_stat(text: str) -> Dict[str, Tuple[int, int]]:
     return out
 
 
+def parse_proc_steal(text: str) -> Dict[str, int]:
+    """Steal time of each cpu line of /proc/stat ({"cpu": ticks, "cpu0":
+    ...}, USER_HZ): the time the hypervisor ran something else while the
+    virtual CPU had work, which no process of this machine sees (0 on
+    bare metal and on kernels that do not count it)."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0].startswith("cpu"):
+            i = PROC_STAT_FIELDS.index("steal") + 1
+            out[parts[0]] = int(parts[i]) if len(parts) > i else 0
+    return out
+
+
 def cpu_per_byte(before: Mapping[str, Tuple[int, int]],
                  after: Mapping[str, Tuple[int, int]], ticks_per_s: float,
                  delivered: int) -> Dict[str, Any]:
