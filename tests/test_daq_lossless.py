@@ -169,15 +169,17 @@ def test_summary_has_the_section() -> None:
 def test_tx_retry_budget_option() -> None:
     """--tx-retry-budget-us: off by default (stock OVS drops at a full
     port), a number of microseconds, or auto: the time the link takes to
-    send the port's buffer, at most 10000 us."""
+    send two output batches of full frames, at most 10000 us."""
     assert cfg().tx_retry_budget_us == 0
     assert "tx_retry_budget_us" not in runner.mode_runs(
         cfg("--modes", "daqring"))[0][1]
-    # 32 frames of 1514 + 24 bytes at 100 Mbit/s: 3937.28 us.
+    # 64 frames of 1514 + 24 bytes at 100 Mbit/s: 7874.56 us.
     c = cfg("--tx-retry-budget-us", "auto", "--link-rate", "100mbit")
-    assert c.tx_retry_budget_us == 3938
+    assert c.tx_retry_budget_us == 7875
+    # Whatever the port's buffer: a batch is what must fit.
     assert cfg("--tx-retry-budget-us", "auto", "--port-frames", "12",
-               "--link-rate", "1gbit").tx_retry_budget_us == 148
+               "--link-rate", "1gbit", "--link-overhead", "0"
+               ).tx_retry_budget_us == 776
     # Never beyond what the port accepts.
     assert cfg("--tx-retry-budget-us", "auto", "--link-rate", "10mbit"
                ).tx_retry_budget_us == 10000
@@ -202,9 +204,9 @@ def test_lossless_setup_lets_the_port_push_back() -> None:
     bounded burst in front of it) and took 64% of the ideal time."""
     for name, (_, args) in lossless.POINTS.items():
         c = cfg(*(lossless.SETUP + args))
-        frames = c.port_frames * (1514 + c.link_overhead) * 8
+        bits = 64 * (1514 + c.link_overhead) * 8
         assert c.tx_retry_budget_us == min(
-            10000, -(-frames * 10**6 // c.link_rate_bps)), name
+            10000, -(-bits * 10**6 // c.link_rate_bps)), name
 
 
 class _VsctlSwitch:

@@ -47,6 +47,8 @@ MIN_BURST_BYTES = 3084
 MAX_BURST_BYTES = 16 * 1024 * 1024
 # options:tx-retry-budget-us of a DPDK port (patch 0005): 0..10000.
 MAX_TX_RETRY_US = 10000
+# Packets an output batch holds at most (NETDEV_MAX_BURST).
+TX_BATCH = 32
 # Default --ring-rate-fraction.  Byte shaping counts every frame with the
 # link's overhead, the way the link's tbf (stab overhead) does, so the
 # daqring can release at the link's own rate: its bucket (max-burst
@@ -490,17 +492,18 @@ def byte_burst_bytes(spec: Optional[str], port_frames: int,
     return n
 
 
-def tx_retry_budget(spec: str, port_frames: int, overhead: int,
-                    rate_bps: int) -> int:
+def tx_retry_budget(spec: str, overhead: int, rate_bps: int) -> int:
     """--tx-retry-budget-us: a number of microseconds, or auto: the time
-    the link takes to send the port's buffer.  A full port frees a frame
-    within one frame time while its link runs; the budget covers a link
-    that stalls for as long as it would take to empty the whole buffer
-    (the emulated link's qdisc runs on the machine's busy cores), at most
-    MAX_TX_RETRY_US."""
+    the link takes to send two batches of full frames.  The budget covers
+    a whole output batch (up to TX_BATCH packets): one that finds the
+    port full waits until the link has sent as many frames, and as much
+    again covers a link that stalls meanwhile (the emulated link's qdisc
+    runs on the machine's busy cores).  One batch alone was not enough:
+    a ring shaped above its link still dropped a frame in one run.  At
+    most MAX_TX_RETRY_US."""
     text = spec.strip()
     if text == "auto":
-        us = port_frames * (1514 + overhead) * 8e6 / rate_bps
+        us = 2 * TX_BATCH * (1514 + overhead) * 8e6 / rate_bps
         return max(1, min(MAX_TX_RETRY_US, int(math.ceil(us))))
     try:
         us = int(text)
@@ -727,9 +730,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="daqring mode: the DCM ports' options:tx-retry-"
                    "budget-us, how long the PMD waits for room in a full "
                    "port instead of dropping (0..%d), or auto: the time "
-                   "the link takes to send the port's buffer "
-                   "(--port-frames full frames with --link-overhead), at "
-                   "most %d; the other modes keep stock OVS's drop "
+                   "the link takes to send two output batches (64 full "
+                   "frames with --link-overhead), at most %d; the other "
+                   "modes keep stock OVS's drop "
                    "(default: %%(default)s, off)"
                    % (MAX_TX_RETRY_US, MAX_TX_RETRY_US))
     g.add_argument("--poll-interval", type=int, default=-1, metavar="US",
@@ -958,7 +961,6 @@ def validate(ns: argparse.Namespace, host: HostInfo,
             " = %d, a full TX ring blocks the PMD instead of dropping)"
             % (max_frames, ns.port_frames, host.wmem_default))
     tx_retry_us = tx_retry_budget(getattr(ns, "tx_retry_budget_us", "0"),
-                                  ns.port_frames,
                                   ns.link_overhead, rate)
     if tx_retry_us and fabric:
         raise ConfigError("--tx-retry-budget-us: the single switch's DCM "
