@@ -481,16 +481,16 @@ class Runner:
             if cfg.preempt_us[0]:
                 hog = self._hog()
             sched0 = self.pmd_schedstat()
-            stat0 = read_proc_stat()
-            steal0 = read_proc_steal()
+            text0 = read_proc_stat_text()
+            stat0, steal0 = parse_proc_stat(text0), parse_proc_steal(text0)
             for p in procs:
                 assert p.stdin
                 p.stdin.write(b"GO\n")
                 p.stdin.flush()
             self.collecting(label, True)
             got = self._events(label, procs)
-            stat1 = read_proc_stat()
-            steal1 = read_proc_steal()
+            text1 = read_proc_stat_text()
+            stat1, steal1 = parse_proc_stat(text1), parse_proc_steal(text1)
             sched1 = self.pmd_schedstat()
             got["proc_stat"] = (stat0, stat1)
             got["steal"] = {k: v - steal0[k] for k, v in steal1.items()
@@ -875,14 +875,9 @@ class Runner:
         }
 
 
-def read_proc_stat() -> Dict[str, Tuple[int, int]]:
+def read_proc_stat_text() -> str:
     with open("/proc/stat") as f:
-        return parse_proc_stat(f.read())
-
-
-def read_proc_steal() -> Dict[str, int]:
-    with open("/proc/stat") as f:
-        return parse_proc_steal(f.read())
+        return f.read()
 
 
 def topology_dict(cfg: Config, plan: Plan,

@@ -262,11 +262,11 @@ def parse_proc_steal(text: str) -> Dict[str, int]:
     ...}, USER_HZ): the time the hypervisor ran something else while the
     virtual CPU had work, which no process of this machine sees (0 on
     bare metal and on kernels that do not count it)."""
+    i = PROC_STAT_FIELDS.index("steal") + 1
     out = {}
     for line in text.splitlines():
         parts = line.split()
         if parts and parts[0].startswith("cpu"):
-            i = PROC_STAT_FIELDS.index("steal") + 1
             out[parts[0]] = int(parts[i]) if len(parts) > i else 0
     return out
 

@@ -282,11 +282,12 @@ def set_tx_retry_budget(sw: Switch, ports: List[str], us: int) -> None:
     value in force is read back from dpctl/show and checked."""
     args: List[str] = []
     for port in ports:
-        args += ["--", "remove" if not us else "set", "Interface", port]
-        args.append("options" if not us else
-                    "options:tx-retry-budget-us=%d" % us)
-        if not us:
-            args.append("tx-retry-budget-us")
+        if us:
+            args += ["--", "set", "Interface", port,
+                     "options:tx-retry-budget-us=%d" % us]
+        else:
+            args += ["--", "remove", "Interface", port, "options",
+                     "tx-retry-budget-us"]
     sw.vsctl(*args)
     shown = sw.appctl("dpctl/show")
     for port in ports:
