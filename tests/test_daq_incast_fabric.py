@@ -14,8 +14,11 @@ Run: /usr/bin/python3 -m pytest -q tests/test_daq_incast_fabric.py
 import ipaddress
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import time
 from typing import Any, Dict, List
 
 import pytest
@@ -75,7 +78,7 @@ def test_bad_fabric_options_are_refused(argv: List[str], words: str) -> None:
 @pytest.mark.parametrize("argv", [
     ["--hlt-hosts", "2"], ["--spines", "1", "--ros-leaves", "2"],
     ["--fabric-db-members", "1"], ["--fabric-dpdk", "off"],
-    ["--modes", "daqring-unshaped"], ["--failover", "1/2"],
+    ["--modes", "daqring-unshaped"], ["--failover", "1/2"], ["--hold"],
 ])
 def test_fabric_options_need_the_fabric(argv: List[str]) -> None:
     ns = config.parse_args(argv)
@@ -646,6 +649,96 @@ def test_fabric_run_without_dpdk(tmp_path: Any) -> None:
     assert doc["fabric"]["limit"]["inputs"]["N_R"] == 4
     # Its namespaces (dqf<its pid>-...; another run's, if one runs
     # beside it, are not its business) are gone.
+    after = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                           text=True).stdout.split()
+    assert not [n for n in after if n.startswith("dqf%d-" % run.pid)]
+
+
+def _lines_until(proc: Any, marker: str, deadline: float) -> List[str]:
+    """proc's standard output, line by line, up to the line that holds
+    'marker' and the blank line after the text it starts (or its end, or
+    the deadline: then the lines read so far)."""
+    lines: List[str] = []
+    buf = ""
+    seen = False
+    fd = proc.stdout.fileno()
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 1.0)
+        if not ready:
+            continue
+        data = os.read(fd, 65536).decode()
+        if not data:
+            break
+        buf += data
+        while "\n" in buf:
+            line, buf = buf.split("\n", 1)
+            lines.append(line)
+            seen = seen or marker in line
+            if seen and line.startswith("  ip -n ") and " up" in line:
+                return lines
+    return lines
+
+
+def _fabric_status(daqctl: str, db: str) -> Any:
+    p = subprocess.run([PYTHON, daqctl, "fabric", "status", "--json",
+                        "--db", db], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads(p.stdout)["fabric"]
+
+
+@pytest.mark.skipif(bool(_skip_reason()), reason=_skip_reason())
+def test_fabric_hold_stays_up_until_a_signal(tmp_path: Any) -> None:
+    """--hold: after its modes the fabric stays up and daq-incast prints
+    how to reach it; what it prints works (the fabric database reports
+    every switch up, the link failure it gives is reported by the
+    switches at its ends), and SIGTERM then ends the run normally, its
+    results written and nothing left behind."""
+    out = tmp_path / "out.json"
+    daqctl = os.path.join(os.path.dirname(HERE), "utilities", "ovs-daqctl")
+    with subprocess.Popen(
+            [PYTHON, SCRIPT, "--topology", "fabric", "--fabric-dpdk", "off",
+             "--ros", "2", "--dcms", "1", "--events", "3", "--modes",
+             "stock", "--json", str(out), "-q", "--timeout", "300",
+             "--hold"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE) as run:
+        try:
+            lines = _lines_until(run, "the fabric stays up",
+                                 time.monotonic() + 400)
+            text = "\n".join(lines)
+            assert "the fabric stays up" in text, text[-3000:]
+            # The results come first.
+            assert out.exists() and "results: %s" % out in text
+            db = next(ln.split("=", 1)[1] for ln in lines
+                      if ln.strip().startswith("export OVS_DAQFABRIC_DB="))
+            st = _fabric_status(daqctl, db)
+            nodes = {n["switch"]: n for n in st["nodes"]
+                     if n["kind"] == "switch"}
+            assert set(nodes) == {"ros-leaf0", "spine0", "hlt-leaf"}
+            assert all(n["up"] for n in nodes.values()), nodes
+            down, up = [ln.split() for ln in lines
+                        if ln.startswith("  ip -n ")]
+            assert down[-1] == "down" and up[-1] == "up"
+            subprocess.run(down, check=True)
+            port = down[-2]
+
+            def reported() -> bool:
+                n = _fabric_status(daqctl, db)["nodes"]
+                return any(v["links"].get(port) == "down" for v in n
+                           if v["switch"] == "spine0")
+            deadline = time.monotonic() + 60
+            while not reported():
+                assert time.monotonic() < deadline, \
+                    "spine0 did not report %s down" % port
+                time.sleep(0.5)
+            assert run.poll() is None
+        finally:
+            run.send_signal(signal.SIGTERM)
+            _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 0, stderr.decode()[-3000:]
+    assert "stopping the fabric (--hold)" in stderr.decode()
+    doc = json.loads(out.read_text())
+    assert [m["status"] for m in doc["modes"]] == ["ok"]
     after = subprocess.run(["ip", "netns", "list"], capture_output=True,
                            text=True).stdout.split()
     assert not [n for n in after if n.startswith("dqf%d-" % run.pid)]

@@ -29,6 +29,7 @@ Run: /usr/bin/python3 -m pytest -q tests/test_fabric_agent.py
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -1169,6 +1170,13 @@ def test_bfd_detects_a_silent_link_failure(cabled: Fabric,
              .get("up1") == "down", "ros-leaf1 to report up1 down", WAIT_S)
     wait_for(lambda: set(fabric_db(f.cluster)["assignments"].values())
              == {"spine2"}, "the DCMs of spine1 to move", WAIT_S)
+    # 'fabric status -v' says where each moved DCM belongs.
+    p = daqctl("fabric", "status", "-v", "--db", f.cluster.remotes())
+    assert p.returncode == 0, p.stdout + p.stderr
+    for d in on1:
+        assert re.search(r"\b%s on \S+: plane 0 spine spine2 \(moved from "
+                         r"its home, plane 0 spine spine1: " % d, p.stdout), \
+            p.stdout
     wait_for(lambda: converged(f, routed), "the switches to follow",
              WAIT_S)
     assert f.nodes["spine1"].routes() == {}

@@ -305,7 +305,9 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
         for d in info["dcms"]:
             out.write("    %s on %s: plane %s spine %s%s\n"
                       % (d["name"], d["host"], d["plane"], d["spine"],
-                         " (home %s)" % d["home"] if d["home"] else ""))
+                         " (moved from its home, plane %s spine %s: %s)"
+                         % (d["home"][0], d["home"][1], d.get("reason"))
+                         if d["home"] else ""))
     return EXIT_OK
 
 

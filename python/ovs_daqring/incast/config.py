@@ -318,6 +318,8 @@ class Config:
     # leaf's link to the second spine goes down and comes back; (0, 0):
     # never.
     failover: Tuple[float, float] = (0.0, 0.0)
+    # --hold: the fabric stays up after the modes until a signal.
+    hold: bool = False
     # --deep-limit: the deep-FIFO runs' queue limits, each "auto" (the
     # bytes of full-size frames the daqrings of that egress hold),
     # "auto/N" or a size in bytes; one deep-fifo run each.
@@ -605,6 +607,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "again at UP (e.g. 2/5; needs --spines 2 and enough "
                    "--events to last); goodput and retransmissions over "
                    "time in the results")
+    g.add_argument("--hold", action="store_true",
+                   help="after the modes, keep the fabric up with the map "
+                   "of the last mode and print how to reach it (its "
+                   "database, each switch and agent, the hosts, a link "
+                   "to fail); Ctrl-C or SIGTERM stops and removes it "
+                   "(--timeout does not apply while it waits)")
     g.add_argument("--fabric-dpdk", choices=("on", "off"), default="on",
                    help="off: the HLT leaf runs without DPDK too (no "
                    "daqrings, no PMD: stock and credits only, for trying "
@@ -894,7 +902,8 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         for opt, default in (("hlt_hosts", 1), ("ros_leaves", 1),
                              ("spines", 1), ("planes", 1),
                              ("fabric_db_members", 3),
-                             ("fabric_dpdk", "on"), ("failover", "")):
+                             ("fabric_dpdk", "on"), ("failover", ""),
+                             ("hold", False)):
             if getattr(ns, opt, default) != default:
                 raise ConfigError("--%s needs --topology fabric"
                                   % opt.replace("_", "-"))
@@ -1198,7 +1207,8 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         fabric_db_members=ns.fabric_db_members,
         ring_sharing=ns.ring_sharing, fabric_dpdk=ns.fabric_dpdk == "on",
         failover=parse_failover(ns.failover, ns.spines) if fabric
-        else (0.0, 0.0), deep_limits=deep_limits, hog=hog,
+        else (0.0, 0.0), hold=bool(getattr(ns, "hold", False)) and fabric,
+        deep_limits=deep_limits, hog=hog,
         hog_ring_size=hog_ring)
 
 

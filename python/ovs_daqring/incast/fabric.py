@@ -23,6 +23,7 @@ tests/test_daq_incast_fabric.py."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -1388,6 +1389,52 @@ class FabricRunner(Runner):
                 run(["ip", "netns", "exec", hh.ns, sys.executable, "-c",
                      GARP, dev, hh.mac] + hh.ips)
         self.last_traffic = time.monotonic()
+
+    def hold_text(self) -> str:
+        """--hold: how to reach the fabric while it stays up (the build's
+        programs by their paths: the tree is not installed)."""
+        assert self.db is not None
+        b = self.cfg.binaries
+        daqctl = tool_path("ovs-daqctl") or "ovs-daqctl"
+        out = ["", "daq-incast: the fabric stays up (--hold) with the "
+               "map of its last mode; Ctrl-C (or SIGTERM) stops it and "
+               "removes everything.  From another shell (root):", "",
+               "  export OVS_DAQFABRIC_DB=%s" % self.db.remotes(),
+               "  %s fabric status -v" % daqctl,
+               "  %s -t %s cluster/status %s"
+               % (b.appctl, self.db.path(1, "ctl"), SCHEMA_NAME), "",
+               "  switch: its OVSDB, its bridge's flows, its agent:"]
+        for s in self.fplan.switches:
+            sw = self.switches[s.name]
+            out.append("  %-14s %s --db=%s show" % (s.name, b.vsctl, sw.db))
+            out.append("  %-14s %s dump-flows unix:%s" % (
+                "", b.ofctl, os.path.join(sw.dir, s.bridge + ".mgmt")))
+            out.append("  %-14s %s -t %s status" % (
+                "", b.appctl, os.path.join(self.workdir, s.name,
+                                           "agent.ctl")))
+        hosts = ([h.ns for h in self.fplan.ros_hosts]
+                 + [h.ns for h in self.fplan.hlt_hosts])
+        out += ["", "  hosts (network namespaces): %s" % " ".join(hosts)]
+        if self.fplan.links:
+            leaf, lport, spine, sport = (
+                failover_link(self.fplan) if self.cfg.spines > 1
+                else self.fplan.links[0])
+            ns = self.fplan.switch(spine).ns
+            out += ["", "  a link failure (%s:%s - %s:%s), and its repair:"
+                    % (leaf, lport, spine, sport),
+                    "  ip -n %s link set %s down" % (ns, sport),
+                    "  ip -n %s link set %s up" % (ns, sport)]
+        return "\n".join(out) + "\n"
+
+    def hold(self) -> None:
+        """--hold: prints hold_text() and waits for a signal (the
+        handlers of install_signal_handlers() raise Interrupted); the
+        run's --timeout no longer applies."""
+        signal.alarm(0)
+        sys.stdout.write(self.hold_text())
+        sys.stdout.flush()
+        while True:
+            signal.pause()
 
     def unprogram(self, mode: str) -> None:
         """The next mode's apply replaces this one's rings and routes."""

@@ -1058,10 +1058,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               else Runner(cfg, plan, cleanup))
     rc = 0
     doc: Optional[Dict[str, Any]] = None
+    # --hold: the results are reported before the fabric is held, and the
+    # signal that ends the hold is its normal end.
+    held = False
     try:
         doc = runner.run_all()
+        if cfg.hold:
+            rc = report(doc, cfg, runner.ideal["goodput_bps"],
+                        cfg.notes[len(early_notes):], rc)
+            held = True
+            runner.hold()       # type: ignore[attr-defined]
     except Interrupted as e:
-        if e.signum == signal.SIGALRM:
+        if held:
+            sys.stderr.write("\ndaq-incast: stopping the fabric (--hold), "
+                             "cleaning up\n")
+        elif e.signum == signal.SIGALRM:
             sys.stderr.write("\ndaq-incast: --timeout %g s reached, "
                              "cleaning up\n" % cfg.timeout_s)
             rc = 1
@@ -1079,7 +1090,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         cfg.notes.append("incomplete: the run stopped after %d mode run(s)"
                          % len(runner.modes))
         doc = runner.document()
-    if doc is None:
+    if doc is None or held:
         return rc
     return report(doc, cfg, runner.ideal["goodput_bps"],
                   cfg.notes[len(early_notes):], rc)
