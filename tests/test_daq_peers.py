@@ -265,7 +265,8 @@ def test_parse_proc_stat_and_cpu_per_byte() -> None:
 
 def _mode(label: str, mode: str, goodput: float, p99: float,
           share: float = 1.0, others: Optional[Dict[str, Any]] = None,
-          status: str = "ok", cpu: float = 2.0) -> Dict[str, Any]:
+          status: str = "ok", cpu: float = 2.0,
+          steal: float = 0.0) -> Dict[str, Any]:
     m: Dict[str, Any] = {
         "label": label, "mode": mode, "status": status, "error": None,
         "goodput_bps": goodput, "ideal_ratio": goodput / 2e8,
@@ -273,7 +274,8 @@ def _mode(label: str, mode: str, goodput: float, p99: float,
         "tcp": {"rto_timeouts": 0, "retrans_segs": 0},
         "drops": {"switch_total": 0, "daqring": 0, "qdisc": 1},
         "pmd_cpu_share": share if mode != "deep-fifo" else 0.0,
-        "cpu": {"ns_per_byte": cpu, "busy_share": 0.5, "cpus_s": 4.0},
+        "cpu": {"ns_per_byte": cpu, "busy_share": 0.5, "cpus_s": 4.0,
+                "steal_s": {"cpu0": steal, "cpu1": steal / 4}},
         "per_dcm": [{"dcm": 0, "hog": False, "goodput_bps": goodput,
                      "collection_time_s": {"p50": 0.01, "p99": p99}},
                     {"dcm": 1, "hog": False, "goodput_bps": goodput,
@@ -411,7 +413,7 @@ def test_peer_verdicts_count_every_run() -> None:
 def test_bench_verdicts_and_summary_have_the_peers() -> None:
     good = peers.run_figures(_doc(
         _mode("deep-fifo", "deep-fifo", 1.6e8, 0.2),
-        _mode("daqring", "daqring", 1.8e8, 0.05)))
+        _mode("daqring", "daqring", 1.8e8, 0.05, steal=0.59)))
     res = {"peers": {"points": {"r30-32k-200m": _point(good)},
                      "congestion_control": "cubic"}}
     rows = {v["key"]: v for v in analysis.verdicts(res)}
@@ -419,6 +421,12 @@ def test_bench_verdicts_and_summary_have_the_peers() -> None:
     assert rows["peer_goodput"]["met"] is True
     text = "\n".join(peers.markdown(res["peers"]))
     assert "| r30-32k-200m | 1 | daqring | 180.0 |" in text
+    # Each mode's steal time: the most of one CPU, in ms.
+    rows_ = {ln.split("|")[3].strip(): ln.split("|")
+             for ln in text.splitlines() if ln.startswith("| r30-32k")}
+    assert rows_["daqring"][-2].strip() == "590"
+    assert rows_["deep-fifo"][-2].strip() == "0"
+    assert "steal ms |" in text
     assert "daqring / deep FIFO goodput 1.125 x" in text
     assert "peers" in analysis.PARTS
 

@@ -111,7 +111,13 @@ def _mode_row(m: Dict[str, Any]) -> Dict[str, Any]:
            "drops": (m["drops"]["switch_total"] + m["drops"]["daqring"]
                      + m["drops"]["qdisc"]),
            "pmd_share": m.get("pmd_cpu_share"),
-           "cpu_ns_per_byte": (m.get("cpu") or {}).get("ns_per_byte")}
+           "cpu_ns_per_byte": (m.get("cpu") or {}).get("ns_per_byte"),
+           # The most the hypervisor took from one virtual CPU while the
+           # events were collected (steal time): a stall of the machine
+           # that neither the PMD's share nor the counters show.
+           "steal_ms": 1e3 * max(
+               ((m.get("cpu") or {}).get("steal_s") or {}).values(),
+               default=0)}
     o = m.get("others")
     if o:
         row["others_p99_s"] = o["all"]["p99"]
@@ -259,23 +265,26 @@ def markdown(peers: Dict[str, Any]) -> List[str]:
              "senders' system calls.  Other developers' work on this "
              "machine adds to every CPU figure and can take the PMD's "
              "core: each daqring run's PMD share is listed, and a run "
-             "below 90%% does not count."
+             "below 90%% does not count.  Steal: the most the "
+             "hypervisor took from one virtual CPU while the mode's "
+             "events were collected; it stalls the PMD and the emulated "
+             "links without showing in the PMD's share."
              % peers.get("congestion_control", "?"))
     L.append("")
     L.append("| point | run | mode | goodput Mbit/s | % ideal | p50 ms | "
              "p99 ms | others p99 ms | during hog | RTOs | drops | "
-             "CPU ns/B | PMD share |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+             "CPU ns/B | PMD share | steal ms |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, p in (peers.get("points") or {}).items():
         for i, r in enumerate(p.get("runs", [])):
             if r.get("error") and not r.get("modes"):
-                L.append("| %s | %d | error: %s |||||||||||" % (
+                L.append("| %s | %d | error: %s ||||||||||||" % (
                     name, i + 1, r["error"]))
                 continue
             for label, m in r.get("modes", {}).items():
                 L.append(
                     "| %s | %d | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | "
-                    "%d | %d | %s | %s |" % (
+                    "%d | %d | %s | %s | %s |" % (
                         name, i + 1, label, m["goodput_bps"] / 1e6,
                         100 * m["ideal_ratio"], m["p50_s"] * 1e3,
                         m["p99_s"] * 1e3,
@@ -287,9 +296,11 @@ def markdown(peers: Dict[str, Any]) -> List[str]:
                         "%.2f" % m["cpu_ns_per_byte"]
                         if m.get("cpu_ns_per_byte") else "",
                         "%.0f%%" % (100 * m["pmd_share"])
-                        if m.get("pmd_share") else "no PMD"))
+                        if m.get("pmd_share") else "no PMD",
+                        "%.0f" % m["steal_ms"] if m.get("steal_ms")
+                        else "0"))
             if r.get("error"):
-                L.append("| %s | %d | does not count: %s |||||||||||"
+                L.append("| %s | %d | does not count: %s ||||||||||||"
                          % (name, i + 1, r["error"]))
     L.append("")
     for name, p in (peers.get("points") or {}).items():
