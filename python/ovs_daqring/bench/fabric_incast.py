@@ -146,12 +146,19 @@ def fabric_summary(steady: Sequence[Optional[Dict[str, Any]]],
             x = out["modes"].setdefault(name, {
                 "limit_ratio": [], "lost": [], "rtos": [], "p50_s": [],
                 "p99_s": [], "shares": [], "valid_runs": [],
-                "cpu_busy": []})
+                "cpu_busy": [], "steal_ms": []})
             x["shares"].append(share)
             # How busy each CPU was (the PMD's, and the one every other
             # switch, the hosts and the agents share: the emulator's).
             x["cpu_busy"].append((m.get("cpu") or {}).get(
                 "per_cpu_busy_share"))
+            # The most the hypervisor took from one virtual CPU while
+            # the events were collected (steal time): it stalls the PMD
+            # and the emulated links, and the PMD's share does not show
+            # it.
+            x["steal_ms"].append(1e3 * max(
+                ((m.get("cpu") or {}).get("steal_s") or {}).values(),
+                default=0))
             if not m.get("valid"):
                 out["invalid"].append("run %d %s: %s" % (
                     i + 1, name, m.get("invalid_reason", "invalid")))
@@ -385,15 +392,16 @@ def _point_markdown(fab: Dict[str, Any]) -> List[str]:
                     lim.get("goodput_bps", 0) / 1e6, lim.get("bound_by")))
         L.append("")
     L.append("| mode | of the limit | lost frames | RTOs | p50 / p99 ms | "
-             "PMD share per run | CPUs busy per run |")
-    L.append("|---|---|---|---|---|---|---|")
+             "PMD share per run | CPUs busy per run | steal ms per run |")
+    L.append("|---|---|---|---|---|---|---|---|")
     for name, x in sorted(fab.get("modes", {}).items()):
-        L.append("| %s | %s | %s | %s | %s / %s | %s | %s |" % (
+        L.append("| %s | %s | %s | %s | %s / %s | %s | %s | %s |" % (
             name, _pct(x["limit_ratio"]), _num(x["lost"]), _num(x["rtos"]),
             _num(_ms(x["p50_s"])), _num(_ms(x["p99_s"])),
             ", ".join("-" if s is None else "%.0f%%" % (100 * s)
                       for s in x["shares"]),
-            ", ".join(_busy(b) for b in x.get("cpu_busy", []))))
+            ", ".join(_busy(b) for b in x.get("cpu_busy", [])),
+            ", ".join("%.0f" % v for v in x.get("steal_ms", [])) or "-"))
     L.append("")
     for what in ("invalid", "failed"):
         if fab.get(what):
