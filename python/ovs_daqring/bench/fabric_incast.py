@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..hosts import ConfigError
 from ..incast.config import parse_rate
+from .peers import steal_ms
 
 FABRIC_TARGETS = {
     "fabric_limit": "fabric incast: daqring goodput >= 95% of the emulated "
@@ -152,13 +153,9 @@ def fabric_summary(steady: Sequence[Optional[Dict[str, Any]]],
             # switch, the hosts and the agents share: the emulator's).
             x["cpu_busy"].append((m.get("cpu") or {}).get(
                 "per_cpu_busy_share"))
-            # The most the hypervisor took from one virtual CPU while
-            # the events were collected (steal time): it stalls the PMD
-            # and the emulated links, and the PMD's share does not show
-            # it.
-            x["steal_ms"].append(1e3 * max(
-                ((m.get("cpu") or {}).get("steal_s") or {}).values(),
-                default=0))
+            # Steal time: it stalls the PMD and the emulated links, and
+            # the PMD's share does not show it.
+            x["steal_ms"].append(steal_ms(m))
             if not m.get("valid"):
                 out["invalid"].append("run %d %s: %s" % (
                     i + 1, name, m.get("invalid_reason", "invalid")))

@@ -18,7 +18,7 @@ summary's section.  parts.py runs it (Parts.part_lossless)."""
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .peers import parse_names
+from .peers import parse_names, steal_ms
 
 # The setup the documentation advises (daqring.rst, "Byte shaping" and
 # "A port that pushes back"): byte shaping at 0.999 of the link
@@ -110,12 +110,9 @@ def run_figures(doc: Optional[Dict[str, Any]]) -> Dict[str, Any]:
                 # those frames, but it says the port filled.
                 "port_waits": sum(p.get("ovs_tx_retries", 0) for p in
                                   (dr.get("ports") or {}).values()),
-                # The most the hypervisor took from one virtual CPU while
-                # the events were collected (steal time): a stall of the
-                # machine, which the run's counters do not show.
-                "steal_ms": 1e3 * max(
-                    ((m.get("cpu") or {}).get("steal_s") or {}).values(),
-                    default=0)})
+                # Steal time: a stall of the machine, which the run's
+                # counters do not show.
+                "steal_ms": steal_ms(m)})
     share = out["pmd_share"] or 0
     if share < MIN_SHARE:
         out["error"] = ("invalid: the PMD had %.0f%% of its core"

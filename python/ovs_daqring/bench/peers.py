@@ -101,6 +101,15 @@ def parse_points(text: Optional[str], quick: bool) -> List[str]:
                        "--peers-points")
 
 
+def steal_ms(m: Dict[str, Any]) -> float:
+    """The most the hypervisor took from one virtual CPU (ms) while
+    daq-incast mode run 'm' collected its events (its cpu.steal_s): a
+    stall of the machine that neither the PMD's share nor the counters
+    show."""
+    return 1e3 * max(((m.get("cpu") or {}).get("steal_s") or {}).values(),
+                     default=0)
+
+
 def _mode_row(m: Dict[str, Any]) -> Dict[str, Any]:
     row = {"label": m["label"], "goodput_bps": m["goodput_bps"],
            "ideal_ratio": m["ideal_ratio"],
@@ -112,12 +121,7 @@ def _mode_row(m: Dict[str, Any]) -> Dict[str, Any]:
                      + m["drops"]["qdisc"]),
            "pmd_share": m.get("pmd_cpu_share"),
            "cpu_ns_per_byte": (m.get("cpu") or {}).get("ns_per_byte"),
-           # The most the hypervisor took from one virtual CPU while the
-           # events were collected (steal time): a stall of the machine
-           # that neither the PMD's share nor the counters show.
-           "steal_ms": 1e3 * max(
-               ((m.get("cpu") or {}).get("steal_s") or {}).values(),
-               default=0)}
+           "steal_ms": steal_ms(m)}
     o = m.get("others")
     if o:
         row["others_p99_s"] = o["all"]["p99"]
