@@ -1207,7 +1207,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         fabric_db_members=ns.fabric_db_members,
         ring_sharing=ns.ring_sharing, fabric_dpdk=ns.fabric_dpdk == "on",
         failover=parse_failover(ns.failover, ns.spines) if fabric
-        else (0.0, 0.0), hold=bool(getattr(ns, "hold", False)) and fabric,
+        else (0.0, 0.0), hold=bool(getattr(ns, "hold", False)),
         deep_limits=deep_limits, hog=hog,
         hog_ring_size=hog_ring)
 

@@ -1395,7 +1395,8 @@ class FabricRunner(Runner):
         programs by their paths: the tree is not installed)."""
         assert self.db is not None
         b = self.cfg.binaries
-        daqctl = tool_path("ovs-daqctl") or "ovs-daqctl"
+        # Found already: every mode was applied with it.
+        daqctl = daqctl_path()
         out = ["", "daq-incast: the fabric stays up (--hold) with the "
                "map of its last mode; Ctrl-C (or SIGTERM) stops it and "
                "removes everything.  From another shell (root):", "",
