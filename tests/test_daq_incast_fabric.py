@@ -711,11 +711,20 @@ def test_fabric_hold_stays_up_until_a_signal(tmp_path: Any) -> None:
             assert out.exists() and "results: %s" % out in text
             db = next(ln.split("=", 1)[1] for ln in lines
                       if ln.strip().startswith("export OVS_DAQFABRIC_DB="))
-            st = _fabric_status(daqctl, db)
-            nodes = {n["switch"]: n for n in st["nodes"]
-                     if n["kind"] == "switch"}
+
+            def switches() -> Dict[str, Any]:
+                return {n["switch"]: n for n in
+                        _fabric_status(daqctl, db)["nodes"]
+                        if n["kind"] == "switch"}
+            # Up: a report younger than three of its agent's intervals
+            # (a loaded machine may delay one: looked at again).
+            deadline = time.monotonic() + 60
+            nodes = switches()
+            while not all(n["up"] for n in nodes.values()):
+                assert time.monotonic() < deadline, nodes
+                time.sleep(0.5)
+                nodes = switches()
             assert set(nodes) == {"ros-leaf0", "spine0", "hlt-leaf"}
-            assert all(n["up"] for n in nodes.values()), nodes
             down, up = [ln.split() for ln in lines
                         if ln.startswith("  ip -n ")]
             assert down[-1] == "down" and up[-1] == "up"
