@@ -769,12 +769,14 @@ def _dump(sl: Any, rings: bool = True) -> Any:
              "backups": list(r.backups), "priority": r.priority,
              "host": r.host}
             for r in sl.routes]).items():
-        for prio, match, ports in flows:
+        for prio, match, ports, mac in flows:
             if len(ports) > 1:
                 gid = groups.setdefault(ports, 0xdac70000 + len(groups))
                 action = "group:%d" % gid
             else:
                 action = "output:%s" % ports[0]
+            if mac:
+                action = "mod_dl_dst:%s,%s" % (mac, action)
             lines.append("cookie=%#x, duration=1s, table=0, n_packets=0, "
                          "priority=%d,%s actions=%s"
                          % (cookie, prio, ",".join(match), action))

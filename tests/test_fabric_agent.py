@@ -266,8 +266,9 @@ class Node:
                 if "tp_dst" not in f and "nw_src" not in f}
 
     def flows(self) -> List[Dict[str, str]]:
-        """Our flows on the switch: their match fields, and "action":
-        the port they go out of, or "group:ID"."""
+        """Our flows on the switch: their match fields, "action": the
+        port they go out of, or "group:ID", and "dl_dst": the destination
+        MAC they set first ("" for none)."""
         out = []
         for line in self.sb.ofctl("--names", "--no-stats", "dump-flows",
                                   "br0").splitlines():
@@ -277,6 +278,9 @@ class Node:
             head, _, actions = line.partition(" actions=")
             fields = dict(f.split("=", 1) for f in head.replace(" ", "")
                           .split(",") if "=" in f)
+            fields["dl_dst"] = ""
+            if actions.startswith("mod_dl_dst:"):
+                fields["dl_dst"], _, actions = actions[11:].partition(",")
             assert actions.startswith(("output:", "group:")), line
             fields["action"] = (actions[len("output:"):]
                                 if actions.startswith("output:")
@@ -490,6 +494,20 @@ def test_agent_applies_its_slice_and_apply_wait_returns(
                                                  "10.0.0.2": "down1"}
     assert fabric.nodes["ros-leaf1"].ros_routes() == {"10.0.0.1": "h1",
                                                       "10.0.0.2": "h2"}
+    # No ARP: the last hop, the ROS leaf, sets the ROS host's MAC (the
+    # map's 'macs'); the other hops leave it.
+    macs = {f["nw_dst"]: f["dl_dst"]
+            for name, node in fabric.nodes.items() for f in node.flows()
+            if f["dl_dst"] or name == "ros-leaf1" and "nw_dst" in f
+            and "tp_dst" not in f}
+    assert macs == {"10.0.0.1": "02:00:00:00:01:01",
+                    "10.0.0.2": "02:00:00:00:01:02"}
+    trace = fabric.nodes["ros-leaf1"].sb.appctl(
+        "ofproto/trace", "br0", "in_port=up2,tcp,dl_dst=02:00:00:00:00:99,"
+        "nw_src=10.1.0.1,nw_dst=10.0.0.2,tp_src=9001,tp_dst=5000")
+    assert "Final flow: " in trace, trace
+    final = trace.split("Final flow: ", 1)[1].splitlines()[0]
+    assert "dl_dst=02:00:00:00:01:02" in final, trace
 
 
 def test_agent_gives_the_rings_of_a_host_its_shared_egress(
@@ -535,6 +553,18 @@ def test_agent_gives_the_rings_of_a_host_its_shared_egress(
             "the two rings to share h1", WAIT_S)
         st = leaf.sb.interfaces("name,status")["dcm0"]["status"]
         assert st["egress_max_rate"] == "1000000000", st
+        # No ARP: the flows into hlt1's rings set its MAC (the map's
+        # 'macs'), whatever the sender addressed the frame to.
+        assert sorted((f["tp_dst"], f["dl_dst"], f["action"])
+                      for f in leaf.flows() if "tp_dst" in f) == [
+            ("10000", "02:00:00:00:02:01", "dcm0"),
+            ("10001", "02:00:00:00:02:01", "dcm1")]
+        trace = leaf.sb.appctl(
+            "ofproto/trace", "br0", "in_port=up1,tcp,dl_dst=02:00:00:00:00:99,"
+            "nw_src=10.0.0.1,nw_dst=10.1.0.1,tp_src=5000,tp_dst=10001")
+        assert "set_field:02:00:00:00:02:01->eth_dst" in trace, trace
+        assert "output:dcm1" in trace or "output:%d" % leaf.ofports()[
+            "dcm1"] in trace, trace
     finally:
         f.stop()
 

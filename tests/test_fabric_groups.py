@@ -70,14 +70,14 @@ def test_group_ids_are_ours_stable_and_distinct() -> None:
     assert alone[("up1", "up2")] & 0xffff0000 == GROUP_PREFIX
 
 
-Routes = Dict[int, List[Tuple[int, List[str], Tuple[str, ...]]]]
+Routes = Dict[int, List[Tuple[int, List[str], Tuple[str, ...], str]]]
 
 
 def routes() -> Routes:
-    return {1: [(100, ["ip", "nw_dst=10.1.0.1"], ("up1", "up2"))],
-            2: [(100, ["ip", "nw_dst=10.1.0.2"], ("up2", "up1"))],
-            3: [(100, ["ip", "nw_dst=10.1.0.3"], ("up1", "up2"))],
-            4: [(100, ["ip", "nw_dst=10.1.0.4"], ("down2",))]}
+    return {1: [(100, ["ip", "nw_dst=10.1.0.1"], ("up1", "up2"), "")],
+            2: [(100, ["ip", "nw_dst=10.1.0.2"], ("up2", "up1"), "")],
+            3: [(100, ["ip", "nw_dst=10.1.0.3"], ("up1", "up2"), "")],
+            4: [(100, ["ip", "nw_dst=10.1.0.4"], ("down2",), "")]}
 
 
 OFPORTS = {"up1": 3, "up2": 4, "down2": 5}
@@ -200,7 +200,7 @@ def test_sync_asks_again_only_what_it_cannot_vouch_for() -> None:
     # Routes only: no dump-flows, no show, no dump-groups; only the new
     # route's flows are added.
     rec.routes = routes()
-    rec.routes[5] = [(100, ["ip", "nw_dst=10.1.0.5"], ("up2", "up1"))]
+    rec.routes[5] = [(100, ["ip", "nw_dst=10.1.0.5"], ("up2", "up1"), "")]
     assert rec.sync()[0] == 1
     assert sw.asked == {"flows": 1, "groups": 1, "no_flood": 1}
     assert sw.bundles[-1] == ["add cookie=0x5,priority=100,ip,"
@@ -230,7 +230,7 @@ def test_sync_asks_again_only_what_it_cannot_vouch_for() -> None:
     # A bundle that failed leaves the groups and flows unknown: the next
     # sync asks.
     rec.routes = routes()
-    rec.routes[6] = [(100, ["ip", "nw_dst=10.1.0.6"], ("up1",))]
+    rec.routes[6] = [(100, ["ip", "nw_dst=10.1.0.6"], ("up1",), "")]
     sw.fail = True
     with pytest.raises(DaqctlError):
         rec.sync()

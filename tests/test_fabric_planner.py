@@ -28,13 +28,14 @@ from typing import Any, Dict, List, Set, Tuple
 import pytest
 
 from ovs_daqring.daqctl.dcmmap import validate_dcms
-from ovs_daqring.daqctl.model import NAME_RE, MapError
+from ovs_daqring.daqctl.model import NAME_RE, PRIO_TO_RING, MapError
+from ovs_daqring.daqctl.openflow import dcm_flows, parse_flow
 from ovs_daqring.fabric.fabmap import FabricMapReader, state_json
 from ovs_daqring.fabric.model import Assignment, FabricDcm, FabricState
 from ovs_daqring.fabric.planner import (changed, next_return, path_order,
                                         plan)
 from ovs_daqring.fabric import agent as fa
-from ovs_daqring.fabric.agent import route_matches, route_table
+from ovs_daqring.fabric.agent import route_matches, route_table, slice_json
 from ovs_daqring.fabric.slice import (FROM, PRIO_FROM_DCM, PRIO_ROUTE,
                                       Slice, backup_spines, monitored,
                                       slices)
@@ -176,6 +177,29 @@ BAD_MAPS = [
     ("ROS prefix holds a DCM", fabric_yaml(planes=1, spines=1).replace(
         "{name: ros0, role: ros,", "{name: ros0, role: ros, ip: 10.1.0.0/16,"),
      "host ros0: its addresses 10.1.0.0/16 hold DCM d0-0's 10.1.0.1"),
+    ("MAC not a mapping", fabric_yaml(planes=1, spines=1).replace(
+        "{name: hlt0, role: hlt,", '{name: hlt0, role: hlt, macs: '
+        '"02:00:00:00:00:01",'), "host hlt0: 'macs' must map each plane"),
+    ("MAC of a plane not cabled", fabric_yaml(planes=1, spines=1).replace(
+        "{name: hlt0, role: hlt,", '{name: hlt0, role: hlt, macs: '
+        '{1: "02:00:00:00:00:01"},'),
+     "host hlt0: macs: plane 1 is not one of its ports' planes"),
+    ("MAC malformed", fabric_yaml(planes=1, spines=1).replace(
+        "{name: hlt0, role: hlt,", '{name: hlt0, role: hlt, macs: '
+        '{0: "02:00:00:00:01"},'),
+     "host hlt0, plane 0: MAC '02:00:00:00:01' is not six hexadecimal"),
+    ("MAC multicast", fabric_yaml(planes=1, spines=1).replace(
+        "{name: hlt0, role: hlt,", '{name: hlt0, role: hlt, macs: '
+        '{0: "01:00:5e:00:00:01"},'), "is a multicast address"),
+    ("MAC unquoted, read as a number", fabric_yaml(planes=1, spines=1)
+     .replace("{name: hlt0, role: hlt,", "{name: hlt0, role: hlt, macs: "
+              "{0: 12:34:56:00:00:01},"), "give it in quotes"),
+    ("MAC of two hosts in a plane", fabric_yaml(planes=1, spines=1).replace(
+        "{name: hlt0, role: hlt,", '{name: hlt0, role: hlt, macs: '
+        '{0: "02:00:00:00:00:01"},').replace(
+            "{name: ros1, role: ros,", '{name: ros1, role: ros, macs: '
+            '{0: "02:00:00:00:00:01"},'),
+     "MAC 02:00:00:00:00:01 is host ros1's too"),
     ("not a fabric map", "dcms: []\n", "a fabric map is a mapping"),
     ("malformed YAML", "fabric: [\n", "malformed YAML"),
 ]
@@ -579,6 +603,59 @@ def test_every_plane_leaf_of_a_host_holds_its_dcms_rings() -> None:
                                         ("hl1", "d1-0")]
 
 
+def test_the_last_hop_sets_the_hosts_mac() -> None:
+    """No ARP (thesis section 6.2.3): a host's leaf, the last hop, sets
+    the host's MAC in that plane (the map's 'macs') into the DCMs' rings
+    and on the route towards a ROS host; no other hop sets one, nor a
+    leaf for a host without one.  The flows carry it as ovs-ofctl prints
+    it, over any OpenFlow version."""
+    text = fabric_yaml(planes=2, spines=2, hlt=2, dcms_per_host=2)
+    text = text.replace(
+        "{name: ros0, role: ros,", '{name: ros0, role: ros, ip: 10.0.0.1, '
+        'macs: {0: "02:00:00:00:01:00", 1: "02:00:00:00:01:01"},').replace(
+        "{name: ros1, role: ros,", "{name: ros1, role: ros, ip: 10.0.0.2,"
+    ).replace(
+        "{name: hlt0, role: hlt,", "{name: hlt0, role: hlt, "
+        "macs: {0: 02:00:00:00:02:00, 1: 02:00:00:00:02:0A},")
+    st = parse(text)
+    assert st.host("hlt0").macs == ((0, "02:00:00:00:02:00"),
+                                    (1, "02:00:00:00:02:0a"))
+    assert st.host("hlt1").macs == () and st.host("hlt1").mac(0) is None
+    sl = slices(st, assign(st, {}))
+    rings = {(sw, r.name): r for sw, s in sl.items() for r in s.rings}
+    for p, mac in ((0, "02:00:00:00:02:00"), (1, "02:00:00:00:02:0a")):
+        for k in range(2):
+            r = rings[("hl%d" % p, "d0-%d" % k)]
+            assert r.dl_dst == mac
+            assert dcm_flows(r, "7", "3")[0] == (
+                PRIO_TO_RING, ["ip", "nw_dst=10.1.0.%d" % (k + 1)],
+                "mod_dl_dst:%s,output:7" % mac)
+            assert rings[("hl%d" % p, "d1-%d" % k)].dl_dst is None
+    # Towards the ROS hosts: ros0's leaf sets its MAC, nothing else does.
+    macs = sorted((sw, r.host, r.dl_dst) for sw, s in sl.items()
+                  for r in s.routes if r.dl_dst)
+    assert macs == [("rl0", "ros0", "02:00:00:00:01:00"),
+                    ("rl1", "ros0", "02:00:00:00:01:01")]
+    table = route_table(slice_json(sl["rl1"])["routes"])
+    assert ([(m, ports, mac) for flows in table.values()
+             for _, m, ports, mac in flows if mac]
+            == [(["ip", "nw_dst=10.0.0.1"], ("h0",), "02:00:00:00:01:01")])
+    # What the switch gives back, over OpenFlow 1.0 or 1.3, is what the
+    # agent asked for.
+    want = (PRIO_TO_RING, frozenset(["ip", "nw_dst=10.1.0.1"]),
+            "mod_dl_dst:02:00:00:00:02:00,output:7")
+    for dumped in ("mod_dl_dst:02:00:00:00:02:00,output:7",
+                   "set_field:02:00:00:00:02:00->eth_dst,output:7"):
+        f = parse_flow(" cookie=0xdac7000000000001, priority=100,ip,"
+                       "nw_dst=10.1.0.1 actions=" + dumped)
+        assert f is not None and f.compared() == want
+    # The switch's OVSDB keeps it with the DCM's other marks.
+    r = rings[("hl0", "d0-0")]
+    assert r.external_ids()["daqctl-dl-dst"] == "02:00:00:00:02:00"
+    assert "daqctl-dl-dst" not in rings[("hl0", "d1-0")].external_ids()
+    assert r.key() != replace(r, dl_dst=None).key()
+
+
 def test_switches_of_one_ovsdb_name_their_rings_apart() -> None:
     """Switches whose map entries name one OVSDB are bridges of one
     ovs-vswitchd (the leaf of several planes on one server), where port
@@ -698,7 +775,7 @@ def test_routes_towards_the_ros_follow_each_dcm() -> None:
     # What dcm1 (tcp *:* -> 10.1.0.1:9001) sends: from 10.1.0.1:9001.
     sp = asg["dcm1"].spine
     assert [(99, ["tcp", "nw_src=10.1.0.1", "tp_src=9001"],
-             (up[sp], other[sp]))] in flows
+             (up[sp], other[sp]), "")] in flows
     for sp in ("spine1", "spine2"):
         hosts = [(r.host, r.match, r.port) for r in sl[sp].routes
                  if not r.dcm]
@@ -720,7 +797,7 @@ def test_routes_towards_the_ros_follow_each_dcm() -> None:
     old = route_table([{"dcm": "dcm1", "match": "ip:10.1.0.1",
                         "port": "up1"}])
     assert list(old.values()) == [[(PRIO_ROUTE, ["ip", "nw_dst=10.1.0.1"],
-                                    ("up1",))]]
+                                    ("up1",), "")]]
 
 
 def test_egress_max_rate_in_the_fabric() -> None:

@@ -117,6 +117,15 @@ def leaf_names(s: Shape, plane: int) -> List[str]:
             + ["p%d-leaf%d" % (plane, k) for k in range(1, s.leaves + 1)])
 
 
+def _macs(s: Shape, kind: int, leaf: int, i: int) -> str:
+    """A host's 'macs' (the last hop sets them, as on real nodes): a
+    locally administered MAC per plane, unique in the fabric."""
+    return ", ".join('%d: "02:%02x:%02x:%02x:%02x:%02x"'
+                     % (p, kind << 6 | p, leaf >> 8 & 0xff, leaf & 0xff,
+                        i >> 8 & 0xff, i & 0xff)
+                     for p in range(s.planes))
+
+
 def map_text(s: Shape, dcms: Optional[int] = None,
              db: Optional[Dict[str, str]] = None) -> str:
     """The fabric map (YAML) of shape 's' with 'dcms' DCMs (default
@@ -140,15 +149,16 @@ def map_text(s: Shape, dcms: Optional[int] = None,
             ports = ", ".join('%d: "p%d-ros%d:r%d"' % (p, p, r, i)
                               for p in range(s.planes))
             out.append("    - {name: ros%d-%d, role: ros, ip: 10.0.%d.%d, "
-                       "ports: {%s}}" % (r, i, r, i, ports))
+                       "ports: {%s}, macs: {%s}}"
+                       % (r, i, r, i, ports, _macs(s, 0, r, i)))
     hlt = []
     for k in range(1, s.leaves + 1):
         for i in range(1, s.hosts + 1):
             name, ip = "hlt%d-%d" % (k, i), "10.1.%d.%d" % (k, i)
             ports = ", ".join('%d: "p%d-leaf%d:h%d"' % (p, p, k, i)
                               for p in range(s.planes))
-            out.append("    - {name: %s, role: hlt, ip: %s, ports: {%s}}"
-                       % (name, ip, ports))
+            out.append("    - {name: %s, role: hlt, ip: %s, ports: {%s}, "
+                       "macs: {%s}}" % (name, ip, ports, _macs(s, 1, k, i)))
             hlt.append((name, ip))
     out += ["defaults:", "  ring-size: %d" % s.ring_size, "  rate: 1gbit",
             "  steering: bound", "dcms:"]
@@ -291,13 +301,14 @@ def expected(sl: Any, ofports: Dict[str, int]
             groups[gid] = getattr(openflow, "failover_group")(
                 [openflow.ofport_text(ofports[p]) for p in ports])
     for cookie, specs in table.items():
-        for prio, match, out in specs:
+        for prio, match, out, mac in specs:
             ports = (out,) if isinstance(out, str) else tuple(out)
             if port(ports[0]) is None:
                 continue
             live = tuple(p for p in ports if p in ofports)
-            action = ("output:%s" % openflow.ofport_text(ofports[live[0]])
-                      if len(live) == 1 else "group:%d" % ids[live])
+            action = openflow.set_dl_dst(mac) + (
+                "output:%s" % openflow.ofport_text(ofports[live[0]])
+                if len(live) == 1 else "group:%d" % ids[live])
             flows.add((cookie, prio, frozenset(match), action))
     return rings, flows, groups, problems
 

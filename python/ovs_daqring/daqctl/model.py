@@ -73,6 +73,8 @@ EXT_DCM = "daqctl-dcm"
 EXT_MATCH = "daqctl-match"
 EXT_EGRESS = "daqctl-egress"
 EXT_RATE = "daqctl-rate"
+# The destination MAC its flows into the ring set (Dcm.dl_dst).
+EXT_DL_DST = "daqctl-dl-dst"
 
 # Map keys ('-' and '_' are interchangeable in maps).
 SHAPING_KEYS = ("ring_size", "max_burst", "poll_interval", "rate",
@@ -246,6 +248,9 @@ class Dcm:
     ofport: Optional[int] = None          # ofport_request of the ring
     rate: Optional[str] = None            # as requested, for reports
     steering: str = STEERING_DEFAULT      # "two-rule" or "bound"
+    # The destination MAC that its flows into the ring set (the fabric's
+    # last hop: the DCM's host, which does no ARP), None = left as sent.
+    dl_dst: Optional[str] = None
     where: str = ""                       # file:line, for messages
 
     def match_text(self) -> str:
@@ -279,12 +284,14 @@ class Dcm:
                EXT_EGRESS: self.egress}
         if self.rate:
             ids[EXT_RATE] = self.rate
+        if self.dl_dst:
+            ids[EXT_DL_DST] = self.dl_dst
         return ids
 
     def key(self) -> Tuple[Any, ...]:
         """What must be equal for the switch to need no change."""
         return (self.name, self.ring, self.egress, self.match_text(),
-                self.options(), self.ofport, self.rate)
+                self.options(), self.ofport, self.rate, self.dl_dst)
 
     def cookie(self) -> int:
         return dcm_cookie(self.name)

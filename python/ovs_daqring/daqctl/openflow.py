@@ -71,7 +71,22 @@ class DumpedFlow:
         differ."""
         extra = self.props + (["table=" + self.table]
                               if self.table != "0" else [])
-        return (self.priority, frozenset(self.match + extra), self.actions)
+        return (self.priority, frozenset(self.match + extra),
+                canonical_actions(self.actions))
+
+
+# A set_field of the destination MAC as OpenFlow 1.2 and later print it.
+_SET_ETH_DST = re.compile(r"set_field:([0-9a-f]{2}(?::[0-9a-f]{2}){5})"
+                          r"->eth_dst")
+
+
+def canonical_actions(actions: str) -> str:
+    """'actions' as ovs-daqctl writes them: ovs-ofctl prints the action
+    that sets the destination MAC as mod_dl_dst over OpenFlow 1.0 (what
+    dump() speaks) but as a set_field over 1.2 and later."""
+    if "->eth_dst" not in actions:
+        return actions
+    return _SET_ETH_DST.sub(r"mod_dl_dst:\1", actions)
 
 
 def parse_flow(line: str) -> Optional[DumpedFlow]:
@@ -430,17 +445,25 @@ FlowSpec = Tuple[int, List[str], str]
 
 def dcm_flows(d: Dcm, ring: str, egress: str) -> List[FlowSpec]:
     """The steering flows of one DCM: (priority, match, actions), with
-    'ring' and 'egress' as OpenFlow port numbers or names."""
+    'ring' and 'egress' as OpenFlow port numbers or names.  Its flows into
+    the ring set its 'dl_dst' first, if it has one."""
     flows: List[FlowSpec] = []
+    to_ring = set_dl_dst(d.dl_dst) + "output:%s" % ring
     if d.ip:
-        flows.append((PRIO_TO_RING, ["ip", "nw_dst=%s" % d.ip],
-                      "output:%s" % ring))
+        flows.append((PRIO_TO_RING, ["ip", "nw_dst=%s" % d.ip], to_ring))
     for t in d.tuples:
-        flows.append((PRIO_TO_RING, t.match(), "output:%s" % ring))
+        flows.append((PRIO_TO_RING, t.match(), to_ring))
     if d.steering != "bound":
         flows.append((PRIO_FROM_RING, ["in_port=%s" % ring],
                       "output:%s" % egress))
     return flows
+
+
+def set_dl_dst(mac: Optional[str]) -> str:
+    """The actions that set the destination MAC to 'mac' before an
+    output, as ovs-ofctl prints them ("" for None): the fabric's last hop
+    (its hosts do no ARP, and send their frames to whatever MAC)."""
+    return "mod_dl_dst:%s," % mac if mac else ""
 
 
 def flow_text(cookie: int, flow: FlowSpec) -> str:

@@ -26,9 +26,9 @@ import ovs.jsonrpc
 import ovs.poller
 import ovs.stream
 
-from .model import (DaqctlError, Dcm, EXIT_BAD_INPUT, EXT_DCM, EXT_EGRESS,
-                    EXT_MATCH, EXT_RATE, FourTuple, MAX_BURST_DEFAULT,
-                    RING_SIZE_DEFAULT)
+from .model import (DaqctlError, Dcm, EXIT_BAD_INPUT, EXT_DCM, EXT_DL_DST,
+                    EXT_EGRESS, EXT_MATCH, EXT_RATE, FourTuple,
+                    MAX_BURST_DEFAULT, RING_SIZE_DEFAULT)
 from .dcmmap import parse_tuple
 
 
@@ -407,6 +407,6 @@ def dcm_from_row(port: Any, iface: Any) -> Dcm:
                                else None),
                numa_id=int(numa) if numa and numa.isdigit() else None,
                ofport=_opt(iface.ofport_request),
-               rate=ext.get(EXT_RATE),
+               rate=ext.get(EXT_RATE), dl_dst=ext.get(EXT_DL_DST),
                steering="bound" if opts.get("egress") else "two-rule",
                where="switch")

@@ -28,11 +28,13 @@ from .model import (DaqctlError, Dcm, EXIT_ROLLBACK_FAILED, EXT_DCM, MapError,
 from .ovsdb import Ovsdb, Ring, _opt
 from .openflow import (ssl_args, DumpedFlow, Flow, Group, OpenFlow,
                        dcm_flows, failover_group, flow_text, group_ids,
-                       group_text, is_ours, of_target, ofport_text)
+                       group_text, is_ours, of_target, ofport_text,
+                       set_dl_dst)
 
 # Flows besides the DCMs' (the fabric agent's routes): cookie ->
-# [(priority, match, output ports, primary first)].
-Routes = Dict[int, List[Tuple[int, List[str], Tuple[str, ...]]]]
+# [(priority, match, output ports, primary first, the destination MAC
+# set before the output or "")].
+Routes = Dict[int, List[Tuple[int, List[str], Tuple[str, ...], str]]]
 
 
 # ================================================================ reconciler
@@ -124,11 +126,12 @@ class Reconciler:
         self._next_progress = 0.0
         # Flows that are no DCM's ring steering, kept by sync() with the
         # DCMs' (the fabric agent's routes): cookie -> [(priority, match,
-        # output port names)].  One port: an output to it; more: to the
+        # output port names, MAC)].  One port: an output to it; more: to the
         # first of them that is live, through a fast_failover group of
         # ours (GROUP_PREFIX), shared by the routes with the same ports.
         # A port that is not on the bridge is left out (the first one:
-        # the cookie has no flows).
+        # the cookie has no flows).  A MAC: the destination MAC is set to
+        # it first (the fabric's last hop: its hosts do no ARP).
         self.routes: Routes = {}
         # Whether sync() keeps our groups (those of 'routes', no others).
         self.manage_groups = False
@@ -711,11 +714,13 @@ class Reconciler:
                 for ports, gid in groups.items()}
         for c, route in sorted(self.routes.items()):
             if c in wanted or any(ports[0] not in ofports
-                                  for _, _, ports in route):
+                                  for _, _, ports, _ in route):
                 continue
             wanted.add(c)
-            flows = [(prio, match, self.route_action(ports, ofports, groups))
-                     for prio, match, ports in route]
+            flows = [(prio, match,
+                      set_dl_dst(mac)
+                      + self.route_action(ports, ofports, groups))
+                     for prio, match, ports, mac in route]
             want = {(p, frozenset(m), a) for p, m, a in flows}
             have = installed.get(c, set())
             after[c] = want
@@ -937,7 +942,7 @@ def route_groups(routes: Routes, ofports: Dict[str, int],
     ovs-ofctl bundle."""
     lists = set()
     for route in routes.values():
-        for _, _, ports in route:
+        for _, _, ports, _ in route:
             live = tuple(p for p in ports if p in ofports)
             if len(live) > 1 and ports[0] in ofports:
                 lists.add(live)
@@ -982,7 +987,7 @@ def describe_update(old: Optional[Dcm], new: Dcm) -> str:
                         ("numa_id", "numa-id"),
                         ("flow_buckets", "flow-buckets"), ("egress", "egress"),
                         ("ofport", "ofport"), ("rate", "rate"),
-                        ("ring", "ring")):
+                        ("ring", "ring"), ("dl_dst", "dl-dst")):
         a, b = getattr(old, attr), getattr(new, attr)
         if a != b:
             diffs.append("%s %s -> %s" % (label, a, b))

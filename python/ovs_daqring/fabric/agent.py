@@ -61,7 +61,7 @@ from .. import VERSION
 from ..daqctl.dcmmap import default_db, parse_tuple
 from ..daqctl.model import DaqctlError, Dcm, SwitchSpec, dcm_cookie
 from ..daqctl.openflow import FlowWatch, find_ofctl, set_ssl
-from ..daqctl.reconcile import Reconciler
+from ..daqctl.reconcile import Reconciler, Routes
 from .cli import default_fabric_db
 from .db import DESIRED_TABLES, Planner, now_ms
 from .hostagent import HostAgent
@@ -114,7 +114,8 @@ def slice_json(sl: Slice) -> Dict[str, Any]:
     return {"rings": [dcm_json(d) for d in sl.rings],
             "routes": [{"dcm": r.dcm, "match": r.match, "port": r.port,
                         "backups": list(r.backups),
-                        "priority": r.priority, "host": r.host}
+                        "priority": r.priority, "host": r.host,
+                        "dl_dst": r.dl_dst}
                        for r in sl.routes]}
 
 
@@ -158,20 +159,21 @@ def _route_matches(match: str) -> Tuple[Tuple[str, ...], ...]:
     return tuple(tuple(parse_tuple(t).match()) for t in match.split())
 
 
-def route_table(routes: List[Dict[str, Any]]
-                ) -> Dict[int, List[Tuple[int, List[str], Tuple[str, ...]]]]:
+def route_table(routes: List[Dict[str, Any]]) -> Routes:
     """Reconciler.routes for a slice's routes: one cookie per DCM routed
     (not its ring's cookie) and one per ROS host, its matches at the
     route's priority out of the route's port, or of the first live one of
-    its ports (a fast_failover group) if it has backups.  A slice kept by
-    an older agent has no priorities (PRIO_ROUTE) and no backups."""
-    out: Dict[int, List[Tuple[int, List[str], Tuple[str, ...]]]] = {}
+    its ports (a fast_failover group) if it has backups, after setting
+    the route's destination MAC if it has one.  A slice kept by an older
+    agent has no priorities (PRIO_ROUTE), no backups and no MACs."""
+    out: Routes = {}
     for r in routes:
         key = r["dcm"] or "host/" + r.get("host", "")
         c = dcm_cookie("route/" + key)
         prio = int(r.get("priority", PRIO_ROUTE))
         ports = route_ports(r)
-        out.setdefault(c, []).extend((prio, m, ports)
+        mac = r.get("dl_dst") or ""
+        out.setdefault(c, []).extend((prio, m, ports, mac)
                                      for m in route_matches(r["match"]))
     return out
 

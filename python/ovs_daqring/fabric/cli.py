@@ -112,18 +112,23 @@ def _dry_run(args: argparse.Namespace, db: FabricDb, state: Any) -> int:
         s = sl[name]
         out[name] = {
             "rings": [{"dcm": d.name, "ring": d.ring, "egress": d.egress,
-                       "match": d.match_text()} for d in s.rings],
-            "routes": [{"dcm": r.dcm, "match": r.match, "port": r.port,
-                        "backups": list(r.backups)} for r in s.routes]}
+                       "match": d.match_text(), "dl_dst": d.dl_dst}
+                      for d in s.rings],
+            "routes": [{"dcm": r.dcm, "host": r.host, "match": r.match,
+                        "port": r.port, "backups": list(r.backups),
+                        "dl_dst": r.dl_dst or None} for r in s.routes]}
         args.say("switch %s: %d daqrings, %d routes"
                  % (name, len(s.rings), len(s.routes)))
         if args.verbose or len(s.rings) + len(s.routes) <= 20:
             for d in s.rings:
-                args.say("  ring %s for DCM %s (%s) -> %s"
-                         % (d.ring, d.name, d.match_summary(), d.egress))
+                args.say("  ring %s for DCM %s (%s) -> %s%s"
+                         % (d.ring, d.name, d.match_summary(), d.egress,
+                            ", to MAC %s" % d.dl_dst if d.dl_dst else ""))
             for r in s.routes:
-                args.say("  route DCM %s (%s) -> %s%s"
-                         % (r.dcm, r.match, r.port,
+                args.say("  route %s (%s) -> %s%s%s"
+                         % ("DCM " + r.dcm if r.dcm else "host " + r.host,
+                            r.match, r.port,
+                            ", to MAC %s" % r.dl_dst if r.dl_dst else "",
                             " (backups %s)" % ", ".join(r.backups)
                             if r.backups else ""))
     args.report["fabric"]["switches"] = out

@@ -492,7 +492,9 @@ class FabricDb:
             leaf, _, port = ep.partition(":")
             atts.append((int(plane), leaf, port))
         return FabricHost(name=h.name, role=h.role, attachments=tuple(atts),
-                          ip=_opt(h.ip), pod=h.pod, where="host %s" % h.name)
+                          ip=_opt(h.ip), pod=h.pod, where="host %s" % h.name,
+                          macs=tuple(sorted((int(p), m) for p, m
+                                            in h.macs.items())))
 
     @staticmethod
     def _dcm(d: Any) -> FabricDcm:
@@ -706,7 +708,8 @@ class FabricDb:
                 h.name: {"role": h.role, "ip": _o(h.ip), "pod": h.pod,
                          "attachments": {p: "%s:%s" % (leaf, port)
                                          for p, leaf, port
-                                         in h.attachments}}
+                                         in h.attachments},
+                         "macs": dict(h.macs)}
                 for h in state.hosts}, counts)
             self._sync(txn, "DCM", "name", {
                 d.name: dcm_columns(d) for d in state.dcms}, counts)

@@ -23,6 +23,7 @@ a map with any problem is refused whole."""
 import hashlib
 import ipaddress
 import json
+import re
 import sys
 from typing import Any, Dict, List, Optional, Set, Tuple
 
@@ -42,7 +43,8 @@ TOP_KEYS = ("fabric", "defaults", "dcms")
 FABRIC_KEYS = ("hold_down", "bfd", "switches", "links", "hosts")
 SWITCH_KEYS = ("name", "role", "plane", "pod", "dpdk", "db", "bridge", "of")
 LINK_KEYS = ("a", "b")
-HOST_KEYS = ("name", "role", "ip", "pod", "ports")
+HOST_KEYS = ("name", "role", "ip", "pod", "ports", "macs")
+MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 FABRIC_DEFAULT_KEYS = tuple(k for k in DEFAULT_KEYS if k != "egress")
 FABRIC_DCM_KEYS = tuple(k for k in DCM_KEYS if k != "egress") + ("host",)
 
@@ -315,6 +317,7 @@ class FabricMapReader:
     def _hosts(self, fab: LineDict, state: FabricState) -> List[FabricHost]:
         out: List[FabricHost] = []
         seen: Dict[str, str] = {}
+        macs_seen: Dict[Tuple[int, str], str] = {}
         used = dict(self._used_ports)
         for m in self._list(fab, "hosts", "host"):
             self._unknown(m, HOST_KEYS, "host")
@@ -367,6 +370,7 @@ class FabricMapReader:
                     continue
                 used[e] = self.at(line)
                 atts.append((plane, e[0], e[1]))
+            macs = self._macs(m, label, {p for p, _, _ in atts}, macs_seen)
             if name in seen:
                 self.bad(m.key_lines["name"], "duplicate host %s (first at "
                          "%s)" % (name, seen[name]))
@@ -382,9 +386,52 @@ class FabricMapReader:
             if role in HOST_ROLES and pod is not None and atts:
                 out.append(FabricHost(name=name, role=role,
                                       attachments=tuple(sorted(atts)),
-                                      ip=ip, pod=pod, where=self.at(m.line)))
+                                      ip=ip, pod=pod, where=self.at(m.line),
+                                      macs=macs))
         self._used_ports = used
         return out
+
+    def _macs(self, m: LineDict, label: str, planes: Set[int],
+              seen: Dict[Tuple[int, str], str]) -> Tuple[Tuple[int, str],
+                                                         ...]:
+        """A host's 'macs': plane -> the MAC of its interface there (on
+        the leaf port of 'planes' of that plane), unicast and no other
+        host's in that plane ('seen': (plane, MAC) -> host)."""
+        v = m.get("macs")
+        if v is None:
+            return ()
+        line = m.key_lines["macs"]
+        if not isinstance(v, LineDict):
+            self.bad(line, "%s: 'macs' must map each plane to the MAC of "
+                     "the host's interface there, e.g. {0: "
+                     "\"02:00:00:00:00:01\"}" % label)
+            return ()
+        out: List[Tuple[int, str]] = []
+        for k, mac in v.items():
+            kline = v.key_lines.get(k, line)
+            try:
+                plane = _int_value(int(k) if str(k).isdigit() else k,
+                                   "plane", 0, PLANE_MAX)
+            except ValueError as e:
+                self.bad(kline, "%s: macs: %s" % (label, e))
+                continue
+            if plane not in planes:
+                self.bad(kline, "%s: macs: plane %d is not one of its "
+                         "ports' planes" % (label, plane))
+                continue
+            try:
+                mac = _unicast_mac(mac)
+            except ValueError as e:
+                self.bad(kline, "%s, plane %d: %s" % (label, plane, e))
+                continue
+            other = seen.get((plane, mac))
+            if other is not None:
+                self.bad(kline, "%s, plane %d: MAC %s is host %s's too"
+                         % (label, plane, mac, other))
+                continue
+            seen[(plane, mac)] = label[len("host "):]
+            out.append((plane, mac))
+        return tuple(sorted(out))
 
     def _dcms(self, doc: LineDict, state: FabricState) -> List[FabricDcm]:
         defaults: Dict[str, Tuple[Any, int]] = {}
@@ -537,6 +584,29 @@ class FabricMapReader:
             self.bad(fab.line, "the fabric has no ROS host")
 
 
+def _unicast_mac(v: Any) -> str:
+    """A host interface's MAC, lower case: six hexadecimal octets
+    separated by ':', unicast, not all zero."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        # Unquoted, YAML reads some MACs as numbers (base 60).
+        raise ValueError("MAC read as the number %d (YAML reads some "
+                         "unquoted MACs so): give it in quotes, e.g. "
+                         "\"12:34:56:00:00:01\"" % v)
+    if not isinstance(v, str):
+        raise ValueError("MAC %r: give it as a string, e.g. "
+                         "\"02:00:00:00:00:01\"" % (v,))
+    mac = v.strip().lower()
+    if not MAC_RE.match(mac):
+        raise ValueError("MAC %r is not six hexadecimal octets separated "
+                         "by ':'" % v)
+    if int(mac[:2], 16) & 1:
+        raise ValueError("MAC %s is a multicast address (a host's "
+                         "interface has a unicast one)" % mac)
+    if mac == "00:00:00:00:00:00":
+        raise ValueError("MAC %s is no interface's" % mac)
+    return mac
+
+
 def _host_address(v: Any, role: Any) -> str:
     """A host's 'ip': an address, or for a ROS host holding several
     (aggregated ROS) the prefix that holds them, e.g. 10.0.2.0/24."""
@@ -578,10 +648,12 @@ def state_json(state: FabricState) -> Dict[str, Any]:
                       "bridge": s.bridge, "of": s.of}
                      for s in sorted(state.switches, key=lambda s: s.name)],
         "links": sorted(lk.name for lk in state.links),
-        "hosts": [{"name": h.name, "role": h.role, "ip": h.ip,
-                   "pod": h.pod,
-                   "ports": {str(p): "%s:%s" % (leaf, port)
-                             for p, leaf, port in h.attachments}}
+        "hosts": [dict({"name": h.name, "role": h.role, "ip": h.ip,
+                        "pod": h.pod,
+                        "ports": {str(p): "%s:%s" % (leaf, port)
+                                  for p, leaf, port in h.attachments}},
+                       **({"macs": {str(p): mac for p, mac in h.macs}}
+                          if h.macs else {}))
                   for h in sorted(state.hosts, key=lambda h: h.name)],
         "dcms": [{"name": d.name, "host": d.host,
                   "match": d.dcm.match_text(), "ring": d.dcm.ring,

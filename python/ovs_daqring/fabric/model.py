@@ -77,18 +77,30 @@ class FabricLink:
 
 @dataclass(frozen=True)
 class FabricHost:
-    """A ROS or HLT host and, per plane, the leaf port it is cabled to."""
+    """A ROS or HLT host and, per plane, the leaf port it is cabled to
+    and the MAC of its interface there: the leaf, the last hop, sets it
+    as the destination of what it sends the host (the hosts do no ARP,
+    thesis section 6.2.3)."""
     name: str
     role: str                             # "ros" or "hlt"
     attachments: Tuple[Tuple[int, str, str], ...]   # (plane, leaf, port)
     ip: Optional[str] = None
     pod: int = 0
     where: str = ""
+    macs: Tuple[Tuple[int, str], ...] = ()          # (plane, MAC)
 
     def leaf(self, plane: int) -> Optional[Tuple[str, str]]:
         for p, leaf, port in self.attachments:
             if p == plane:
                 return leaf, port
+        return None
+
+    def mac(self, plane: int) -> Optional[str]:
+        """Its interface's MAC in 'plane', None if the map gives none
+        (the destination MAC is then left as the sender set it)."""
+        for p, m in self.macs:
+            if p == plane:
+                return m
         return None
 
     def planes(self) -> List[int]:

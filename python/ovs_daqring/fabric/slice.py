@@ -38,7 +38,14 @@ up to the same spine, so that both directions of a DCM's connections take
 its path and move together on a failure; every spine and every ROS leaf
 routes each ROS host's address (a /32 or the prefix of its addresses,
 thesis section 6.2.3) down to the host's leaf and out of its port.  A ROS
-host without an address in the map gets no routes towards it."""
+host without an address in the map gets no routes towards it.
+
+The hosts do no ARP (thesis section 6.2.3): the switches forward on the
+addresses alone, and the last hop, a host's leaf, sets the destination
+MAC to the host's in that plane, into a DCM's ring and on the route
+towards a ROS host, whatever MAC the sender gave (a host with ARP off
+addresses every frame to itself).  A host without a MAC in the map gets
+its frames as they were sent."""
 
 import zlib
 from dataclasses import dataclass, field, replace
@@ -67,13 +74,15 @@ class Route:
     first live one of 'backups': an OpenFlow fast_failover group, the
     thesis's backup flows (section 6.2.4).  No backups: a plain output.
     'dcm': the DCM whose path the route is part of (either way), or ""
-    for a route towards a ROS host ('host')."""
+    for a route towards a ROS host ('host').  'dl_dst': the destination
+    MAC set first, at the last hop (the host's leaf), or ""."""
     dcm: str
     match: str
     port: str
     backups: Tuple[str, ...] = ()
     priority: int = PRIO_ROUTE
     host: str = ""
+    dl_dst: str = ""
 
     @property
     def ports(self) -> Tuple[str, ...]:
@@ -129,7 +138,8 @@ def _host_routes(state: FabricState, out: Dict[str, Slice],
         match = "ip:" + h.ip
         for plane, leaf, port in h.attachments:
             if leaf in out and only in (None, leaf):
-                out[leaf].routes.append(Route("", match, port, host=h.name))
+                out[leaf].routes.append(Route("", match, port, host=h.name,
+                                              dl_dst=h.mac(plane) or ""))
             for spine in state.spines().get(plane, []):
                 down = cabled.get((spine, leaf))
                 if down and spine in out and only in (None, spine):
@@ -166,13 +176,14 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
             continue
         # Its rings: on its host's leaf in every plane, the assigned one
         # or not (standby rings), and before it has an assignment.
-        for _, hleaf, hport in host.attachments:
+        for hplane, hleaf, hport in host.attachments:
             if hleaf in out and only in (None, hleaf):
+                mac = host.mac(hplane)
                 out[hleaf].rings.append(
-                    replace(d.dcm, egress=hport,
+                    replace(d.dcm, egress=hport, dl_dst=mac,
                             ring=switch_ring(d.dcm.ring, sharing[hleaf]))
                     if hleaf in sharing else
-                    replace(d.dcm, egress=hport))
+                    replace(d.dcm, egress=hport, dl_dst=mac))
         if a is None:
             continue
         att = host.leaf(a.plane)
