@@ -23,6 +23,7 @@ from typing import Any, Dict, List
 
 import pytest
 
+from ovs_daqring.daqctl.openflow import set_dl_dst
 from ovs_daqring.fabric.agent import route_table
 from ovs_daqring.fabric.fabmap import FabricMapReader
 from ovs_daqring.fabric.planner import plan as fabric_plan
@@ -114,6 +115,69 @@ def test_dry_run_prints_the_limit_and_the_sharing() -> None:
     assert p.returncode == 0, p.stderr
     assert "ring sharing: shared: 2 DCMs bound to their host's link" \
         in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--host-arp", "off"], "stock, credits switch by MAC through the "
+     "NORMAL action"),
+    (["--host-arp", "off", "--modes", "daqring,credits"],
+     "--host-arp off: credits switch by MAC"),
+    (["--host-arp", "off", "--modes", "stock"], "drop stock from --modes"),
+    (["--host-arp", "off", "--fabric-dpdk", "off", "--modes", "stock"],
+     "only daqring and daqring-unshaped route everything"),
+    (["--host-arp", "bogus"], "invalid choice"),
+])
+def test_host_arp_off_refuses_the_modes_of_normal(argv: List[str],
+                                                  words: str) -> None:
+    """--host-arp off: hosts that do no ARP are reached only by the
+    fabric's flows, which set the destination MAC; the modes that
+    forward through the switches' NORMAL action are refused."""
+    with pytest.raises((ConfigError, SystemExit)) as e:
+        cfg(*argv)
+    if e.type is ConfigError:
+        assert words in str(e.value)
+
+
+def test_host_arp_needs_the_fabric() -> None:
+    with pytest.raises(ConfigError) as e:
+        config.validate(config.parse_args(
+            ["--host-arp", "off", "--modes", "daqring"]), host(),
+            check_env=False)
+    assert "--host-arp needs --topology fabric" in str(e.value)
+    # static is the default, on one switch too.
+    c = config.validate(config.parse_args(["--host-arp", "static"]),
+                        host(), check_env=False)
+    assert c.host_arp == "static"
+
+
+@pytest.mark.parametrize("modes", ["daqring", "daqring-unshaped",
+                                   "daqring,daqring-unshaped"])
+def test_host_arp_off_with_the_ring_modes(modes: str) -> None:
+    c = cfg("--host-arp", "off", "--modes", modes)
+    assert c.host_arp == "off" and c.as_dict()["host_arp"] == "off"
+    assert cfg("--modes", modes).host_arp == "static"
+
+
+def test_script_exits_2_on_host_arp_off_where_it_cannot_be() -> None:
+    for argv in (["--host-arp", "off", "--modes", "daqring"],
+                 ["--topology", "fabric", "--host-arp", "off"],
+                 ["--topology", "fabric", "--host-arp", "off", "--modes",
+                  "daqring,stock"]):
+        p = subprocess.run([PYTHON, SCRIPT, "--dry-run"] + argv,
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2, (argv, p.stdout, p.stderr)
+        assert "daq-incast: error: --host-arp" in p.stderr, p.stderr
+    p = subprocess.run([PYTHON, SCRIPT, "--topology", "fabric", "--ros",
+                        "6", "--dcms", "4", "--modes", "daqring",
+                        "--host-arp", "off", "--dry-run"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "host ARP: off (no ARP, no neighbour entries" in p.stdout
+    p = subprocess.run([PYTHON, SCRIPT, "--topology", "fabric", "--ros",
+                        "6", "--dcms", "4", "--dry-run"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "host ARP: static" in p.stdout
 
 
 # ================================================================== plan
@@ -233,6 +297,127 @@ def test_two_planes_plan() -> None:
 # =================================================================== map
 def _state(doc: Any) -> Any:
     return FabricMapReader("map").parse(json.dumps(doc))
+
+
+@pytest.mark.parametrize("planes", [1, 2])
+@pytest.mark.parametrize("mode", ["stock", "daqring"])
+def test_map_gives_every_host_its_mac_per_plane(mode: str,
+                                                planes: int) -> None:
+    """Every host of every mode's map has, for each plane it is cabled
+    to, the MAC of its interfaces (the same on each, as _setup_hosts
+    sets them), unique in the plane; the fabric's reader takes it."""
+    c = cfg("--ros", "6", "--dcms", "4", "--hlt-hosts", "2",
+            "--ros-leaves", "2", "--planes", str(planes))
+    p = fabric.make_fabric_plan(77, c)
+    doc = fabric.fabric_map(p, fabric.ring_params(c, mode)
+                            if mode == "daqring" else None,
+                            db="unix:/x/db.sock")
+    want = {p.ros_name(h): h.mac for h in p.ros_hosts}
+    want.update({h.name: h.mac for h in p.hlt_hosts})
+    hosts = doc["fabric"]["hosts"]
+    assert sorted(h["name"] for h in hosts) == sorted(want)
+    for h in hosts:
+        assert h["macs"] == {pl: want[h["name"]] for pl in range(planes)}
+        assert sorted(h["macs"]) == sorted(h["ports"])
+    assert len(set(want.values())) == len(want)
+    state = _state(doc)
+    assert {h.name: h.macs for h in state.hosts} == {
+        n: tuple((pl, m) for pl in range(planes)) for n, m in want.items()}
+
+
+def test_fabric_flows_take_the_mac_the_last_hop_sets() -> None:
+    """A flow that sets the destination MAC before its output (as
+    ovs-ofctl prints it over OpenFlow 1.0 and 1.2+, before a port or a
+    fast_failover group) has the MAC as a fourth element; check_routes
+    names a last hop without it."""
+    c = cfg("--ros", "2", "--dcms", "2", "--modes", "daqring")
+    p = fabric.make_fabric_plan(77, c)
+    leaf = p.switch("ros-leaf0")
+    mac = p.ros_hosts[0].mac
+    dump = ("cookie=0xdac7000000000002, n_packets=0, priority=100,ip,"
+            "nw_dst=10.77.1.0/24 actions=mod_dl_dst:%s,output:h0\n"
+            " cookie=0xdac7000000000003, n_packets=0, priority=100,ip,"
+            "nw_dst=10.77.2.0/24 actions=set_field:%s->eth_dst,"
+            "output:h0\n"
+            " cookie=0xdac7000000000004, n_packets=0, priority=100,ip,"
+            "nw_dst=10.77.0.1 actions=mod_dl_dst:%s,group:7\n"
+            " cookie=0xdac7000000000005, n_packets=0, priority=100,ip,"
+            "nw_dst=10.77.0.2 actions=output:up0\n" % (mac, mac, mac))
+    groups = (" group_id=7,type=ff,bucket=bucket_id:0,watch_port:up0,"
+              "actions=output:up0\n")
+    assert fabric.fabric_flows(leaf, dump, groups) == [
+        ["to", "10.77.0.1", "up0", mac], ["to", "10.77.0.2", "up0"],
+        ["to", "10.77.1.0/24", "h0", mac],
+        ["to", "10.77.2.0/24", "h0", mac]]
+    want = fabric.expected_flows(p, {})
+    assert want["ros-leaf0"] == sorted(
+        ["to", fabric.ros_host_prefix(h.index), h.veth, h.mac]
+        for h in p.ros_hosts)
+    bare = {sw: [f[:3] for f in v] for sw, v in want.items()}
+    msg = fabric.check_routes(p, bare, {})
+    assert len(msg) == 1 and msg[0].startswith("ros-leaf0: missing")
+    assert mac in msg[0]
+
+
+@pytest.mark.parametrize("planes", [1, 2])
+def test_host_scripts_static_and_off(planes: int) -> None:
+    """--host-arp static: a permanent neighbour entry for every peer on
+    every interface, ARP as Linux does it; off: ARP off on every
+    interface and no neighbour entry at all."""
+    argv = ["--ros", "6", "--dcms", "4", "--hlt-hosts", "2", "--modes",
+            "daqring", "--planes", str(planes)]
+    p = fabric.make_fabric_plan(77, cfg(*argv))
+    static = fabric.host_scripts(cfg(*argv), p)
+    off = fabric.host_scripts(cfg(*(argv + ["--host-arp", "off"])), p)
+    assert [ns for ns, _, _ in static] == [ns for ns, _, _ in off] \
+        == p.hosts_ns
+    devs = p.host_devs
+    ros = {h.ns for h in p.ros_hosts}
+    for ns, script, neigh in static:
+        assert "arp off" not in script and "neigh" not in script
+        peers = (len(p.dcms) if ns in ros else len(p.ros_ips))
+        lines = neigh.splitlines()
+        assert len(lines) == peers * len(devs)
+        assert all(ln.startswith("neigh replace ")
+                   and ln.endswith(" nud permanent") for ln in lines)
+    for (ns, script, neigh), (_, s_script, _) in zip(off, static):
+        assert neigh == "" and "neigh" not in script
+        lines = script.splitlines()
+        for dev in devs:
+            assert "ip link set %s arp off" % dev in lines
+            # ARP is off before the interface is up.
+            assert lines.index("ip link set %s arp off" % dev) < \
+                lines.index("ip link set %s up" % dev)
+        # Nothing else differs.
+        assert [ln for ln in lines if "arp off" not in ln] == \
+            s_script.splitlines()
+
+
+def test_host_arp_state() -> None:
+    """What a host's kernel holds of ARP: its fabric interfaces with ARP
+    off, its IPv4 neighbour entries on them by state, and those that
+    hold another MAC than its own."""
+    own = "02:77:00:00:00:01"
+    links = [{"ifname": "lo", "flags": ["LOOPBACK", "UP"]},
+             {"ifname": "e0", "flags": ["BROADCAST", "NOARP", "UP"]},
+             {"ifname": "e1", "flags": ["BROADCAST", "UP"]}]
+    neighs = [{"dst": "10.77.1.1", "dev": "e0", "lladdr": own,
+               "state": ["NOARP"]},
+              {"dst": "10.77.1.2", "dev": "e0", "lladdr": own.upper(),
+               "state": ["NOARP"]},
+              {"dst": "10.77.2.1", "dev": "e1",
+               "lladdr": "02:77:00:00:01:01", "state": ["PERMANENT"]},
+              {"dst": "10.77.2.2", "dev": "e1", "state": ["INCOMPLETE"]},
+              {"dst": "ff02::2", "dev": "e0", "lladdr": "33:33:00:00:00:02",
+               "state": ["NOARP"]},
+              {"dst": "10.0.0.1", "dev": "lo", "lladdr": "00:00:00:00:00:00",
+               "state": ["NOARP"]}]
+    assert fabric.host_arp_state(links, neighs, ["e0", "e1"], own) == {
+        "arp_off": ["e0"],
+        "neighbours": {"NOARP": 2, "PERMANENT": 1, "INCOMPLETE": 1},
+        "peer_macs": 1}
+    assert fabric.host_arp_state([], [], ["e0"], own) == {
+        "arp_off": [], "neighbours": {}, "peer_macs": 0}
 
 
 @pytest.mark.parametrize("mode", ["daqring", "daqring-unshaped"])
@@ -767,7 +952,7 @@ def _dump(sl: Any, rings: bool = True) -> Any:
     for cookie, flows in route_table([
             {"dcm": r.dcm, "match": r.match, "port": r.port,
              "backups": list(r.backups), "priority": r.priority,
-             "host": r.host}
+             "host": r.host, "dl_dst": r.dl_dst}
             for r in sl.routes]).items():
         for prio, match, ports, mac in flows:
             if len(ports) > 1:
@@ -783,8 +968,8 @@ def _dump(sl: Any, rings: bool = True) -> Any:
     if rings:
         for d in sl.rings:
             lines.append('cookie=0xdac7000000000001, n_packets=0, '
-                         'priority=100,ip,nw_dst=%s actions=output:"%s"'
-                         % (d.ip, d.ring))
+                         'priority=100,ip,nw_dst=%s actions=%soutput:"%s"'
+                         % (d.ip, set_dl_dst(d.dl_dst), d.ring))
             if "egress" in d.options():
                 continue            # Bound: no drain flow.
             lines.append('cookie=0xdac7000000000001, n_packets=0, '

@@ -126,6 +126,13 @@ MAX_FABRIC_DCMS = 32
 MAX_FABRIC_ROS_PER_HOST = 254
 FABRIC_DB_MEMBERS = (1, 3)
 RING_SHARING = ("static", "shared")
+# --host-arp: static = permanent neighbour entries for every peer; off =
+# the hosts' fabric interfaces with ARP off (IFF_NOARP) and no neighbour
+# entries: every frame leaves addressed to its sender's own MAC and only
+# the fabric's last hop (its flows' mod_dl_dst) gets it to its host, so
+# only the modes that route everything by the fabric's flows run.
+HOST_ARP = ("static", "off")
+HOST_ARP_MODES = ("daqring", "daqring-unshaped")
 SWEEP_PARAMS = {
     # parameter -> (mode it applies to, minimum value)
     "ring-size": ("daqring", 1),
@@ -314,6 +321,8 @@ class Config:
     fabric_db_members: int = 3
     ring_sharing: str = "static"
     fabric_dpdk: bool = True
+    # --host-arp (HOST_ARP): how the fabric's hosts find each other's MAC.
+    host_arp: str = "static"
     # --failover DOWN/UP: seconds into each mode's events when the HLT
     # leaf's link to the second spine goes down and comes back; (0, 0):
     # never.
@@ -618,6 +627,15 @@ def build_parser() -> argparse.ArgumentParser:
                    "daqrings, no PMD: stock and credits only, for trying "
                    "a topology; no result is valid) (default: "
                    "%(default)s)")
+    g.add_argument("--host-arp", choices=HOST_ARP, default="static",
+                   help="static: every host has a permanent neighbour "
+                   "entry for each peer on each of its interfaces; off: "
+                   "the hosts' interfaces do no ARP (ip link set DEV arp "
+                   "off) and have no neighbour entries, so every frame "
+                   "leaves addressed to its sender's own MAC and reaches "
+                   "its host only because the fabric's last hop sets the "
+                   "destination MAC (thesis 6.2.3); daqring and "
+                   "daqring-unshaped only (default: %(default)s)")
     g = p.add_argument_group("Traffic Options")
     g.add_argument("--fragment-size", default="32KiB", metavar="SIZE",
                    help="bytes each ROS sends per event (default: "
@@ -903,7 +921,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
                              ("spines", 1), ("planes", 1),
                              ("fabric_db_members", 3),
                              ("fabric_dpdk", "on"), ("failover", ""),
-                             ("hold", False)):
+                             ("hold", False), ("host_arp", "static")):
             if getattr(ns, opt, default) != default:
                 raise ConfigError("--%s needs --topology fabric"
                                   % opt.replace("_", "-"))
@@ -1030,6 +1048,17 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         if rings:
             raise ConfigError("--fabric-dpdk off: no daqrings without "
                               "DPDK; drop %s from --modes" % ", ".join(rings))
+    host_arp = getattr(ns, "host_arp", "static")
+    if host_arp != "static":
+        normal = [m for m in modes if m not in HOST_ARP_MODES]
+        if normal:
+            raise ConfigError(
+                "--host-arp %s: %s switch by MAC through the NORMAL action, "
+                "which cannot reach hosts that do no ARP; only %s route "
+                "everything through the fabric's flows (drop %s from "
+                "--modes)" % (host_arp, ", ".join(normal),
+                              " and ".join(HOST_ARP_MODES),
+                              ", ".join(normal)))
     deep_limits = parse_deep_limits(getattr(ns, "deep_limit", None))
     if getattr(ns, "deep_limit", None) and DEEP_FIFO not in modes:
         modes.append(DEEP_FIFO)
@@ -1206,6 +1235,7 @@ def validate(ns: argparse.Namespace, host: HostInfo,
         planes=ns.planes, ros_leaves=ns.ros_leaves,
         fabric_db_members=ns.fabric_db_members,
         ring_sharing=ns.ring_sharing, fabric_dpdk=ns.fabric_dpdk == "on",
+        host_arp=host_arp,
         failover=parse_failover(ns.failover, ns.spines) if fabric
         else (0.0, 0.0), hold=bool(getattr(ns, "hold", False)),
         deep_limits=deep_limits, hog=hog,

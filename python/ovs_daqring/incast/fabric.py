@@ -22,6 +22,7 @@ tests/test_daq_incast_fabric.py."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import tool_path
-from ..daqctl.openflow import parse_group
+from ..daqctl.openflow import canonical_actions, parse_group
 from ..fabric import SCHEMA_NAME, schema_path
 from ..fabric.model import switch_ring
 from ..process import Cleanup, RunError, die_with_parent, read_text, run
@@ -48,6 +49,10 @@ from .topology import (NO_IPV6, Host, allow_congestion_control, cc_lock,
                        parse_snmp, rps_mask, tbf_command)
 
 NET = "10.77"
+# The actions of a flow that sets the destination MAC before the rest
+# (as canonical_actions() gives them): the MAC, the rest.
+SET_DL_DST = re.compile(r"^mod_dl_dst:([0-9a-f]{2}(?::[0-9a-f]{2}){5}),"
+                        r"(.*)$")
 HLT_LEAF = "hlt-leaf"
 BRIDGE = "br0"
 # OpenFlow/DPDK port numbers of the HLT leaf: its hosts' ports 1.., its
@@ -89,7 +94,10 @@ RMEM_DEFAULT = "net.core.rmem_default"
 # action of every switch on the way learns where the host is.  The ROS
 # send everything else to the DCMs through the fabric's flows, which do
 # not learn, so without it the requests and ACKs towards the ROS would be
-# flooded on every switch (and onto the other HLT hosts' links).
+# flooded on every switch (and onto the other HLT hosts' links).  With
+# --host-arp off the hosts send it all the same (a raw frame, which ARP
+# off does not stop), and the kernel of every host that receives it drops
+# it (ARP is off on its interfaces): it adds no neighbour entry.
 GARP = r"""
 import socket, struct, sys
 mac = bytes.fromhex(sys.argv[2].replace(":", ""))
@@ -416,11 +424,12 @@ def ring_params(cfg: Config, mode: str) -> Dict[str, Any]:
 
 def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
                hold_down: int = HOLD_DOWN, db: str = "") -> Dict[str, Any]:
-    """The fabric map of a mode: the switches, links and hosts always;
-    the DCMs (matched by their address) with PARAMS' ring options, none
-    when PARAMS is None (stock, credits: the switches' NORMAL forwarding
-    alone).  DB: with several planes, the OVSDB remote of the
-    ovs-vswitchd whose bridges the HLT leaves are (make_fabric_plan())."""
+    """The fabric map of a mode: the switches, links and hosts (with
+    their MACs) always; the DCMs (matched by their address) with PARAMS'
+    ring options, none when PARAMS is None (stock, credits: the
+    switches' NORMAL forwarding alone).  DB: with several planes, the
+    OVSDB remote of the ovs-vswitchd whose bridges the HLT leaves are
+    (make_fabric_plan())."""
     if plan.shared_hlt and not db:
         raise ValueError("%d planes: the map needs the OVSDB the HLT "
                          "leaves share" % plan.planes)
@@ -434,14 +443,18 @@ def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
                 sw["db"] = db
     links = [{"a": "%s:%s" % (lf, lp), "b": "%s:%s" % (sp, spp)}
              for lf, lp, sp, spp in plan.links]
+    # Each host's MAC in every plane (the same on all its interfaces:
+    # _setup_hosts()): the last hop sets it (--host-arp off needs it).
     hosts = [{"name": plan.ros_name(h), "role": "ros",
               "ip": ros_host_prefix(h.index),
               "ports": {p: "%s:%s" % (plan.ros_leaf(h.ns, p), h.veth)
-                        for p in range(plan.planes)}}
+                        for p in range(plan.planes)},
+              "macs": {p: h.mac for p in range(plan.planes)}}
              for h in plan.ros_hosts]
     hosts += [{"name": h.name, "role": "hlt", "ip": h.ips[0],
                "ports": {p: "%s:%s" % (leaf, h.port_in(p))
-                         for p, leaf in enumerate(plan.hlt_leaves)}}
+                         for p, leaf in enumerate(plan.hlt_leaves)},
+               "macs": {p: h.mac for p in range(plan.planes)}}
               for h in plan.hlt_hosts]
     doc: Dict[str, Any] = {"fabric": {"hold-down": hold_down,
                                       "switches": switches, "links": links,
@@ -624,8 +637,8 @@ class Failover(threading.Thread):
                                                fsw.bridge),
                                  sw.ofctl("--names", "dump-groups",
                                           fsw.bridge))
-            n += sum(1 for way, addr, port in flows
-                     if port == "up1" and addr.startswith(NET + ".0."))
+            n += sum(1 for f in flows
+                     if f[2] == "up1" and f[1].startswith(NET + ".0."))
         return n
 
     def set_link(self, up: bool) -> None:
@@ -747,6 +760,12 @@ def describe_fabric(cfg: Config, plan: FabricPlan) -> str:
            format_rate(lim["limit_bps"]), lim["bound_by"],
            format_rate(lim["goodput_bps"])),
         "ring sharing: %s" % ring_params(cfg, "daqring")["sharing"],
+        "host ARP: %s" % (
+            "static (a permanent neighbour entry for every peer)"
+            if cfg.host_arp == "static" else
+            "off (no ARP, no neighbour entries: every frame leaves "
+            "addressed to its sender's own MAC, the last hop sets the "
+            "destination's)"),
     ])
 
 
@@ -771,7 +790,10 @@ def fabric_flows(fsw: FabricSwitch, dump: str,
     port named PORT (a fabric port, or a daqring; for a fast_failover
     group of GROUPS, dump-groups --names output, its first bucket's
     port: the primary, its backups aside), or "ring" RING for the flow
-    that drains a ring into its egress."""
+    that drains a ring into its egress.  A flow that sets the
+    destination MAC first (the last hop towards a host: mod_dl_dst, or
+    a set_field of eth_dst over OpenFlow 1.2 and later) has that MAC as
+    a fourth element."""
     names = {str(p.ofport): p.name for p in fsw.ports}
     primary = {}
     for line in groups.splitlines():
@@ -786,18 +808,22 @@ def fabric_flows(fsw: FabricSwitch, dump: str,
         head, _, actions = line.partition(" actions=")
         fields = dict(f.split("=", 1) for f in head.replace(" ", "")
                       .split(",") if "=" in f)
+        m = SET_DL_DST.match(canonical_actions(actions.strip()))
+        mac = [m.group(1)] if m else []
+        actions = m.group(2) if m else actions
         port = primary.get(actions, actions)
         port = (port[len("output:"):] if port.startswith("output:")
                 else port).strip('"')
         if "in_port" in fields:
             # A ring's drain (two-rule mode): out of its host's port.
             out.append(["ring", fields["in_port"].strip('"'),
-                        names.get(port, port)])
+                        names.get(port, port)] + mac)
         elif "nw_src" in fields and "nw_dst" not in fields:
-            out.append(["from", fields["nw_src"], names.get(port, port)])
+            out.append(["from", fields["nw_src"], names.get(port, port)]
+                       + mac)
         else:
             out.append(["to", fields.get("nw_dst", "?"),
-                        names.get(port, port)])
+                        names.get(port, port)] + mac)
     return sorted(out)
 
 
@@ -825,7 +851,9 @@ def expected_flows(plan: FabricPlan, assignments: Dict[str, str]
     that spine down to the plane's HLT leaf, there into its ring; from
     the DCM: that HLT leaf up to the DCM's spine.  Its ring, on the HLT
     leaf of every plane (standby rings), drains out of its host's
-    port."""
+    port.  The last hop towards a host sets its MAC (fabric_map() gives
+    every host its MACs): the ROS leaf's route out of the ROS host's
+    port and the HLT leaf's flow into the DCM's ring."""
     out: Dict[str, List[List[str]]] = {s.name: [] for s in plan.switches}
 
     def port(a: str, b: str) -> str:
@@ -837,7 +865,7 @@ def expected_flows(plan: FabricPlan, assignments: Dict[str, str]
         for h in plan.ros_hosts:
             leaf = plan.ros_leaf(h.ns, p)
             pfx = ros_host_prefix(h.index)
-            out[leaf].append(["to", pfx, h.veth])
+            out[leaf].append(["to", pfx, h.veth, h.mac])
             for sp in spines:
                 out[sp].append(["to", pfx, port(sp, leaf)])
     for d in plan.dcms:
@@ -854,7 +882,7 @@ def expected_flows(plan: FabricPlan, assignments: Dict[str, str]
         out[sp].append(["to", ip, port(sp, hlt)])
         out[hlt].append(["from", ip, port(hlt, sp)])
         for p, leaf in enumerate(plan.hlt_leaves):
-            out[leaf].append(["to", ip, plan.ring_on(d, leaf)])
+            out[leaf].append(["to", ip, plan.ring_on(d, leaf), d.mac])
             out[leaf].append(["ring", plan.ring_on(d, leaf),
                               plane_name(p, d.veth)])
     return {k: sorted(v) for k, v in out.items()}
@@ -875,6 +903,31 @@ def check_routes(plan: FabricPlan, flows: Dict[str, List[List[str]]],
                          % (sw, [" ".join(f) for f in missing],
                             [" ".join(f) for f in extra]))
     return wrong
+
+
+def host_arp_state(links: Sequence[Dict[str, Any]],
+                   neighs: Sequence[Dict[str, Any]], devs: Sequence[str],
+                   mac: str) -> Dict[str, Any]:
+    """What a host's kernel holds of ARP, from 'ip -j link show' LINKS
+    and 'ip -j neigh show nud all' NEIGHS of its namespace: of its
+    fabric interfaces DEVS, those with ARP off (NOARP); its IPv4
+    neighbour entries on them by state; and how many of those hold a
+    MAC other than its own MAC (--host-arp off: none, the kernel
+    addresses every frame to itself; static: one per peer and
+    interface)."""
+    noarp = sorted(ln["ifname"] for ln in links
+                   if ln.get("ifname") in devs
+                   and "NOARP" in ln.get("flags", []))
+    states: Dict[str, int] = {}
+    other = 0
+    for n in neighs:
+        if n.get("dev") not in devs or ":" in n.get("dst", ":"):
+            continue
+        for st in n.get("state") or ["NONE"]:
+            states[st] = states.get(st, 0) + 1
+        lladdr = n.get("lladdr", "").lower()
+        other += bool(lladdr) and lladdr != mac.lower()
+    return {"arp_off": noarp, "neighbours": states, "peer_macs": other}
 
 
 # ================================================================ machinery
@@ -1470,6 +1523,21 @@ class FabricRunner(Runner):
             self.failovers[label] = res
             self.failover = None
 
+    def host_arp(self) -> Dict[str, Any]:
+        """Per host (its name in the map), after a mode's events, what
+        its kernel holds of ARP (host_arp_state())."""
+        macs = {h.ns: h.mac for h in self.fplan.ros_hosts}
+        macs.update({h.ns: h.mac for h in self.fplan.hlt_hosts})
+        out = {}
+        for ns, name in self.host_names():
+            out[name] = host_arp_state(
+                json.loads(run(["ip", "-n", ns, "-j", "link", "show"])
+                           or "[]"),
+                json.loads(run(["ip", "-n", ns, "-j", "neigh", "show",
+                                "nud", "all"]) or "[]"),
+                self.fplan.host_devs, macs[ns])
+        return out
+
     def host_namespaces(self) -> List[str]:
         return list(self.fplan.hosts_ns)
 
@@ -1784,6 +1852,7 @@ class FabricRunner(Runner):
             if fo.get("error"):
                 r.update(status="error", error="failover: %s"
                          % fo["error"])
+        r["host_arp"] = self.host_arp()
         r["valid"] = (self.switch is not None and r["pmd_cpu_share"] >= 0.9)
         if self.switch is None:
             r["invalid_reason"] = "no PMD (--fabric-dpdk off)"
@@ -1815,6 +1884,7 @@ class FabricRunner(Runner):
                          for s in plan.switches],
             "links": ["%s:%s-%s:%s" % lk for lk in plan.links],
             "fabric_db_members": self.cfg.fabric_db_members,
+            "host_arp": self.cfg.host_arp,
             "cpu_plan": {
                 "pmd_cpus": self.cfg.pmd_cpus if self.switch else [],
                 "other_cpus": self.cfg.agent_cpus,
@@ -1881,21 +1951,30 @@ def format_fabric(doc: Dict[str, Any]) -> str:
 
 
 # ================================================================ topology
-def _setup_hosts(cfg: Config, plan: FabricPlan) -> None:
-    """Addresses, MAC, congestion control, RPS and static ARP of every
-    host (its congestion control allowed: see create_topology()).  With
+def host_scripts(cfg: Config, plan: FabricPlan
+                 ) -> List[Tuple[str, str, str]]:
+    """Per host of PLAN: its namespace, the shell script that sets it up
+    (addresses, MAC, congestion control, RPS, its interfaces), and the
+    'ip -batch' input of its neighbour entries ("" for none).  With
     several planes a host has an interface per plane (e<plane>), its
-    addresses on e0, the same MAC on each, static ARP on each and no
-    reverse-path filter (a DCM's packets arrive on the interface of its
-    plane); until the host's agent routes the DCMs by their plane, the
-    main table spreads the traffic over the planes by ROS host (ROS
-    host j's connections take plane j mod P: the modes without rings,
-    which have no DCMs in the fabric, keep that)."""
+    addresses on e0, the same MAC on each and no reverse-path filter (a
+    DCM's packets arrive on the interface of its plane); until the
+    host's agent routes the DCMs by their plane, the main table spreads
+    the traffic over the planes by ROS host (ROS host j's connections
+    take plane j mod P: the modes without rings, which have no DCMs in
+    the fabric, keep that).
+
+    --host-arp static: a permanent neighbour entry for every peer on
+    every interface.  off: every interface with ARP off and no
+    neighbour entry (Linux then addresses every frame to the
+    interface's own MAC; the fabric's last hop sets the destination's)."""
     dcm_ips = [(ip, h.mac) for h in plan.hlt_hosts for ip in h.ips]
     ros_ips = [(ip, h.mac) for h in plan.ros_hosts for ip in h.ips]
     rps = rps_mask(cfg.rps_cpus)
     devs = plan.host_devs
     n_p = plan.planes
+    arp = cfg.host_arp == "static"
+    out = []
     for ns, mac, ips, peers, kind, j in (
             [(h.ns, h.mac, h.ips, dcm_ips, "ros", h.index)
              for h in plan.ros_hosts]
@@ -1905,6 +1984,8 @@ def _setup_hosts(cfg: Config, plan: FabricPlan) -> None:
                   "sysctl -q -w net.ipv4.tcp_congestion_control=%s"
                   % cfg.congestion_control]
         script += ["ip link set %s address %s" % (dev, mac) for dev in devs]
+        if not arp:
+            script += ["ip link set %s arp off" % dev for dev in devs]
         if rps and kind in cfg.rps_kinds:
             # --host-rps: the host's receive off the PMD's core (an HLT
             # host's is run by the PMD's sends; see daq-incast.rst).
@@ -1926,10 +2007,21 @@ def _setup_hosts(cfg: Config, plan: FabricPlan) -> None:
                 script += ["ip route add %s dev %s" % (
                     ros_host_prefix(h.index), devs[h.index % n_p])
                     for h in plan.ros_hosts]
-        run(["ip", "netns", "exec", ns, "sh", "-c", "\n".join(script)])
-        run(["ip", "-n", ns, "-batch", "-"], input="".join(
+        neigh = "".join(
             "neigh replace %s lladdr %s dev %s nud permanent\n"
-            % (ip, pmac, dev) for ip, pmac in peers for dev in devs))
+            % (ip, pmac, dev) for ip, pmac in peers for dev in devs
+        ) if arp else ""
+        out.append((ns, "\n".join(script), neigh))
+    return out
+
+
+def _setup_hosts(cfg: Config, plan: FabricPlan) -> None:
+    """Sets every host up as host_scripts() says (its congestion control
+    allowed: see create_topology())."""
+    for ns, script, neigh in host_scripts(cfg, plan):
+        run(["ip", "netns", "exec", ns, "sh", "-c", script])
+        if neigh:
+            run(["ip", "-n", ns, "-batch", "-"], input=neigh)
 
 
 def create_topology(cfg: Config, plan: FabricPlan, cleanup: Cleanup) -> None:
