@@ -305,10 +305,8 @@ def expected(sl: Any, ofports: Dict[str, int]
             ports = (out,) if isinstance(out, str) else tuple(out)
             if port(ports[0]) is None:
                 continue
-            live = tuple(p for p in ports if p in ofports)
-            action = openflow.set_dl_dst(mac) + (
-                "output:%s" % openflow.ofport_text(ofports[live[0]])
-                if len(live) == 1 else "group:%d" % ids[live])
+            action = reconcile.Reconciler.route_action(ports, ofports, ids,
+                                                       mac)
             flows.add((cookie, prio, frozenset(match), action))
     return rings, flows, groups, problems
 

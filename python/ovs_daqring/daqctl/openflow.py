@@ -80,6 +80,11 @@ _SET_ETH_DST = re.compile(r"set_field:([0-9a-f]{2}(?::[0-9a-f]{2}){5})"
                           r"->eth_dst")
 
 
+# What set_dl_dst() puts before the rest of the actions.
+_SETS_DL_DST = re.compile(r"^mod_dl_dst:([0-9a-f]{2}(?::[0-9a-f]{2}){5}),"
+                          r"(.*)$")
+
+
 def canonical_actions(actions: str) -> str:
     """'actions' as ovs-daqctl writes them: ovs-ofctl prints the action
     that sets the destination MAC as mod_dl_dst over OpenFlow 1.0 (what
@@ -464,6 +469,14 @@ def set_dl_dst(mac: Optional[str]) -> str:
     output, as ovs-ofctl prints them ("" for None): the fabric's last hop
     (its hosts do no ARP, and send their frames to whatever MAC)."""
     return "mod_dl_dst:%s," % mac if mac else ""
+
+
+def split_dl_dst(actions: str) -> Tuple[Optional[str], str]:
+    """The inverse of set_dl_dst(): the destination MAC that 'actions'
+    (as ovs-ofctl prints them, over any OpenFlow version) set first, or
+    None, and the actions after it."""
+    m = _SETS_DL_DST.match(canonical_actions(actions))
+    return (m.group(1), m.group(2)) if m else (None, actions)
 
 
 def flow_text(cookie: int, flow: FlowSpec) -> str:

@@ -718,8 +718,7 @@ class Reconciler:
                 continue
             wanted.add(c)
             flows = [(prio, match,
-                      set_dl_dst(mac)
-                      + self.route_action(ports, ofports, groups))
+                      self.route_action(ports, ofports, groups, mac))
                      for prio, match, ports, mac in route]
             want = {(p, frozenset(m), a) for p, m, a in flows}
             have = installed.get(c, set())
@@ -748,12 +747,15 @@ class Reconciler:
 
     @staticmethod
     def route_action(ports: Tuple[str, ...], ofports: Dict[str, int],
-                     groups: Dict[Tuple[str, ...], int]) -> str:
-        """A route's action: an output, or its group."""
+                     groups: Dict[Tuple[str, ...], int],
+                     mac: str = "") -> str:
+        """A route's actions: an output, or its group, after setting the
+        destination MAC to 'mac' if given."""
         live = tuple(p for p in ports if p in ofports)
         if len(live) == 1:
-            return "output:%s" % ofport_text(ofports[live[0]])
-        return "group:%d" % groups[live]
+            return set_dl_dst(mac) + "output:%s" % ofport_text(
+                ofports[live[0]])
+        return set_dl_dst(mac) + "group:%d" % groups[live]
 
     def route_groups(self, ofports: Dict[str, int],
                      installed: Optional[Dict[int, Group]]

@@ -22,7 +22,6 @@ tests/test_daq_incast_fabric.py."""
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -34,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import tool_path
-from ..daqctl.openflow import canonical_actions, parse_group
+from ..daqctl.openflow import parse_group, split_dl_dst
 from ..fabric import SCHEMA_NAME, schema_path
 from ..fabric.model import switch_ring
 from ..process import Cleanup, RunError, die_with_parent, read_text, run
@@ -49,10 +48,6 @@ from .topology import (NO_IPV6, Host, allow_congestion_control, cc_lock,
                        parse_snmp, rps_mask, tbf_command)
 
 NET = "10.77"
-# The actions of a flow that sets the destination MAC before the rest
-# (as canonical_actions() gives them): the MAC, the rest.
-SET_DL_DST = re.compile(r"^mod_dl_dst:([0-9a-f]{2}(?::[0-9a-f]{2}){5}),"
-                        r"(.*)$")
 HLT_LEAF = "hlt-leaf"
 BRIDGE = "br0"
 # OpenFlow/DPDK port numbers of the HLT leaf: its hosts' ports 1.., its
@@ -808,9 +803,8 @@ def fabric_flows(fsw: FabricSwitch, dump: str,
         head, _, actions = line.partition(" actions=")
         fields = dict(f.split("=", 1) for f in head.replace(" ", "")
                       .split(",") if "=" in f)
-        m = SET_DL_DST.match(canonical_actions(actions.strip()))
-        mac = [m.group(1)] if m else []
-        actions = m.group(2) if m else actions
+        dl_dst, actions = split_dl_dst(actions.strip())
+        mac = [dl_dst] if dl_dst else []
         port = primary.get(actions, actions)
         port = (port[len("output:"):] if port.startswith("output:")
                 else port).strip('"')
