@@ -370,7 +370,7 @@ class FabricMapReader:
                     continue
                 used[e] = self.at(line)
                 atts.append((plane, e[0], e[1]))
-            macs = self._macs(m, label, {p for p, _, _ in atts}, macs_seen)
+            macs = self._macs(m, name, {p for p, _, _ in atts}, macs_seen)
             if name in seen:
                 self.bad(m.key_lines["name"], "duplicate host %s (first at "
                          "%s)" % (name, seen[name]))
@@ -391,12 +391,13 @@ class FabricMapReader:
         self._used_ports = used
         return out
 
-    def _macs(self, m: LineDict, label: str, planes: Set[int],
+    def _macs(self, m: LineDict, name: str, planes: Set[int],
               seen: Dict[Tuple[int, str], str]) -> Tuple[Tuple[int, str],
                                                          ...]:
         """A host's 'macs': plane -> the MAC of its interface there (on
         the leaf port of 'planes' of that plane), unicast and no other
         host's in that plane ('seen': (plane, MAC) -> host)."""
+        label = "host %s" % name
         v = m.get("macs")
         if v is None:
             return ()
@@ -429,7 +430,7 @@ class FabricMapReader:
                 self.bad(kline, "%s, plane %d: MAC %s is host %s's too"
                          % (label, plane, mac, other))
                 continue
-            seen[(plane, mac)] = label[len("host "):]
+            seen[(plane, mac)] = name
             out.append((plane, mac))
         return tuple(sorted(out))
 
