@@ -61,11 +61,15 @@ def daqctl_parser() -> ModuleType:
     """ovs-daqctl's map parser (MapReader, MapError and the limits): the
     only place that knows where it lives."""
     try:
-        from ovs_daqring.daqctl import dcmmap
+        from ovs_daqring.daqctl import dcmmap, model
     except ImportError as e:
         pytest.skip("ovs-daqctl's map parser cannot be imported (%s): run "
                     "the tests with /usr/bin/python3" % e)
-    return dcmmap
+    # The reader and the limits it checks (daqctl/model.py) as one.
+    tool = ModuleType("daqctl_map")
+    tool.__dict__.update(vars(model))
+    tool.__dict__.update(vars(dcmmap))
+    return tool
 
 
 _PARSER: List[ModuleType] = []

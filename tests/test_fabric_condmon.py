@@ -34,7 +34,7 @@ from typing import Any, Dict, List
 import pytest
 
 from ovs_daqring.bench.fabric import Shape, map_text
-from ovs_daqring.daqctl.dcmmap import parse_tuple
+from ovs_daqring.daqctl.mapfile import parse_tuple
 from ovs_daqring.fabric import agent as fa
 from ovs_daqring.fabric import db as fdb
 from ovs_daqring.fabric.db import FabricDb, Planner

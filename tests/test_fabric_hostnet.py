@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from ovs_daqring.daqctl.dcmmap import parse_tuple
+from ovs_daqring.daqctl.mapfile import parse_tuple
 from ovs_daqring.daqctl.model import Dcm
 from ovs_daqring.fabric.hostnet import (
     PRIO_ADDR, PRIO_PORTS, RT_PROTO, TABLE_MAIN, HostNet, Kernel, Route,

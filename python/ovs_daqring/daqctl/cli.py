@@ -48,9 +48,11 @@ from .model import (DaqctlError, Dcm, EXIT_BAD_INPUT, EXIT_DIFFERS,
                     STATES, STEERING_MODES, SwitchSpec, format_rate,
                     grouped_notes,
                     parse_rate, shaping_for_rate)
-from .dcmmap import MapReader, _int_value, build_dcm, default_db, validate_dcms
+from .dcmmap import MapReader, build_dcm, default_db, validate_dcms
+from .mapfile import int_value
 from .openflow import (ssl_args, OpenFlow, dcm_flows, find_ofctl,
                        flow_text, of_target, parse_flow, set_ssl)
+from ..options import add_ssl_options
 from ..process import Interrupted
 
 
@@ -195,7 +197,7 @@ def _specs_for_view(args: argparse.Namespace) -> List[SwitchSpec]:
 
 
 def show_rows(db: Any, bridge: str) -> List[Dict[str, Any]]:
-    from .ovsdb import _opt
+    from .idlutil import opt
     br = db.bridge(bridge)
     ports = {p.name: p for p in br.ports}
     rows = []
@@ -212,7 +214,7 @@ def show_rows(db: Any, bridge: str) -> List[Dict[str, Any]]:
         row: Dict[str, Any] = {
             "dcm": d.name if d else None,
             "ring": r.port.name,
-            "ofport": _opt(r.iface.ofport),
+            "ofport": opt(r.iface.ofport),
             "match": d.match_summary() if d else "",
             "egress": egress,
             "egress_ok": egress in ports if d else None,
@@ -244,7 +246,7 @@ def show_rows(db: Any, bridge: str) -> List[Dict[str, Any]]:
                 st.get("egress_sharing_rings")),
             "rate": d.rate if d else None,
             "config_error": st.get("config_error"),
-            "error": _opt(r.iface.error),
+            "error": opt(r.iface.error),
             "mempool_warning": st.get("mempool_warning"),
         }
         rows.append(row)
@@ -448,7 +450,7 @@ def cmd_rate(args: argparse.Namespace) -> int:
     try:
         bps = parse_rate(args.rate)
         if args.max_burst is not None:
-            _int_value(args.max_burst, "max-burst", 1, 32)
+            int_value(args.max_burst, "max-burst", 1, 32)
         b, t, err = shaping_for_rate(bps, args.max_burst,
                                      args.rate_tolerance / 100.0)
     except ValueError as e:
@@ -506,12 +508,7 @@ def add_common(p: argparse.ArgumentParser, sub: bool) -> None:
         metavar="PCT", help="largest accepted error when "
         "converting a rate to max-burst/poll-interval, in "
         "percent (default 1)")
-    arg("--private-key", "-p", metavar="FILE",
-        help="SSL private key (ssl: remotes)")
-    arg("--certificate", "-c", metavar="FILE",
-        help="SSL certificate")
-    arg("--ca-cert", "-C", metavar="FILE",
-        help="SSL CA certificate")
+    add_ssl_options(p, hidden=sub)
     arg("--verbose", "-v", action="store_true",
         help="list every change")
     arg("--format", "-f", choices=("table", "json"), default="table",

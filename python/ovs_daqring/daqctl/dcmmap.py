@@ -17,7 +17,6 @@ checking the DCMs they describe."""
 
 import csv
 import io
-import ipaddress
 import os
 import re
 import sys
@@ -30,48 +29,17 @@ from .model import (CSV_COLUMNS, DCM_KEYS, DEFAULT_KEYS, Dcm,
                     FRAME_OVERHEAD_DEFAULT, FRAME_OVERHEAD_MAX, FourTuple,
                     MAX_BURST_BYTES_MAX, MAX_BURST_DEFAULT, MAX_BURST_MAX,
                     MAX_BURST_MIN,
-                    MAX_RATE_MAX, MAX_RATE_MIN, MapError, NAME_RE, OFPORT_MAX,
-                    POLL_INTERVAL_MAX, Problem, RESERVED_PORT_NAMES,
+                    MAX_RATE_MAX, MAX_RATE_MIN, MapError, OFPORT_MAX,
+                    POLL_INTERVAL_MAX, Problem,
                     RING_SIZE_DEFAULT, RING_SIZE_MAX, RING_SIZE_MIN,
                     STEERING_DEFAULT, STEERING_MODES, SWITCH_KEYS,
                     SwitchSpec, TOP_KEYS, format_rate, min_burst_bytes,
                     parse_rate)
+from .mapfile import (LineDict, LineLoader, int_value, ipv4, parse_tuple,
+                      port_name)
 
 
 # ================================================================ map parsing
-class _LineLoader(yaml.SafeLoader):
-    """A safe YAML loader whose mappings know their lines."""
-
-
-class LineDict(dict):  # type: ignore[type-arg]
-    """A YAML mapping that remembers its line and the line of each key."""
-    line: int = 0
-    key_lines: Dict[str, int]
-
-
-def _construct_mapping(loader: Any, node: Any) -> LineDict:
-    loader.flatten_mapping(node)
-    m = LineDict()
-    m.line = node.start_mark.line + 1
-    m.key_lines = {}
-    for knode, vnode in node.value:
-        key = loader.construct_object(knode, deep=True)
-        if not isinstance(key, str):
-            key = str(key)
-        norm = key.replace("-", "_")
-        if norm in m:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark,
-                "duplicate key %r" % key, knode.start_mark)
-        m[norm] = loader.construct_object(vnode, deep=True)
-        m.key_lines[norm] = knode.start_mark.line + 1
-    return m
-
-
-_LineLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 class MapReader:
     """Reads a DCM map (YAML or CSV) into SwitchSpecs, collecting every
     problem with its file and line."""
@@ -120,7 +88,7 @@ class MapReader:
     # --------------------------------------------------------------- yaml
     def _read_yaml(self, text: str) -> List[SwitchSpec]:
         try:
-            doc = yaml.load(text, Loader=_LineLoader)
+            doc = yaml.load(text, Loader=LineLoader)
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
             line = mark.line + 1 if mark else 0
@@ -361,101 +329,6 @@ def default_db() -> str:
 
 
 # ============================================================ DCM validation
-def _int_value(v: Any, what: str, lo: int, hi: int) -> int:
-    if isinstance(v, bool):
-        raise ValueError("%s must be an integer, not %r" % (what, v))
-    if isinstance(v, int):
-        n = v
-    elif isinstance(v, str) and re.match(r"^\s*[0-9]+\s*$", v):
-        n = int(v)
-    else:
-        raise ValueError("%s must be an integer, not %r" % (what, v))
-    if not lo <= n <= hi:
-        raise ValueError("%s %d out of range %d..%d" % (what, n, lo, hi))
-    return n
-
-
-def _ipv4(v: Any, what: str) -> str:
-    if not isinstance(v, str):
-        raise ValueError("%s must be an IPv4 address, not %r" % (what, v))
-    try:
-        a = ipaddress.ip_address(v.strip())
-    except ValueError:
-        raise ValueError("%s %r is not an IP address" % (what, v))
-    if a.version != 4:
-        raise ValueError("%s %s: only IPv4 is supported" % (what, v))
-    # What no host of the network can have: the switch would steer to a
-    # DCM packets that are no DCM's (or none at all).
-    for net, kind in _NOT_HOSTS:
-        if a in net:
-            raise ValueError("%s %s is not a unicast host address (%s, %s)"
-                             % (what, v, kind, net))
-    return str(a)
-
-
-_NOT_HOSTS = [(ipaddress.ip_network(n), kind) for n, kind in (
-    ("0.0.0.0/8", "'this network'"),
-    ("127.0.0.0/8", "loopback"),
-    ("224.0.0.0/4", "multicast"),
-    ("255.255.255.255/32", "limited broadcast"),
-    ("240.0.0.0/4", "reserved"))]
-
-
-def _port_name(v: Any, what: str) -> str:
-    if not isinstance(v, str) or not NAME_RE.match(v) or v.isdigit():
-        raise ValueError("%s %r is not a valid port name (letters, digits, "
-                         "'_', '.', '-'; not all digits; at most 64)"
-                         % (what, v))
-    if v.upper() in RESERVED_PORT_NAMES:
-        raise ValueError("%s %r is a reserved OpenFlow port name"
-                         % (what, v))
-    return v
-
-
-_TUPLE_RE = re.compile(r"^(?:(tcp|udp):)?([^:>\s]+):([^:>\s]+)\s*->\s*"
-                       r"([^:>\s]+):([^:>\s]+)$", re.IGNORECASE)
-
-
-def parse_tuple(v: Any) -> FourTuple:
-    """'[tcp:|udp:]SRC:SPORT->DST:DPORT' ('*' is a wildcard, DST is
-    required) or a mapping {proto, src, sport, dst, dport}."""
-    def port(p: Any, what: str) -> Optional[int]:
-        if p is None or p == "*":
-            return None
-        return _int_value(p, what, 1, 65535)
-
-    def ip(a: Any, what: str) -> Optional[str]:
-        if a is None or a == "*":
-            return None
-        return _ipv4(a, what)
-
-    if isinstance(v, dict):
-        extra = set(v) - {"proto", "src", "sport", "dst", "dport"}
-        if extra:
-            raise ValueError("unknown tuple key(s) %s (known: proto, src, "
-                             "sport, dst, dport)" % ", ".join(sorted(extra)))
-        proto, src, sport, dst, dport = (v.get("proto", "tcp"), v.get("src"),
-                                         v.get("sport"), v.get("dst"),
-                                         v.get("dport"))
-    elif isinstance(v, str):
-        m = _TUPLE_RE.match(v.strip())
-        if not m:
-            raise ValueError("bad tuple %r (write [tcp:|udp:]SRC:SPORT->"
-                             "DST:DPORT, '*' for any)" % v)
-        proto, src, sport, dst, dport = (m.group(1) or "tcp", m.group(2),
-                                         m.group(3), m.group(4), m.group(5))
-    else:
-        raise ValueError("bad tuple %r" % (v,))
-    if not isinstance(proto, str) or proto.lower() not in ("tcp", "udp"):
-        raise ValueError("tuple proto %r: tcp or udp" % (proto,))
-    if dst is None or dst == "*":
-        raise ValueError("a tuple needs its destination address")
-    return FourTuple(proto.lower(), ip(src, "tuple source"),
-                     port(sport, "tuple source port"),
-                     str(_ipv4(dst, "tuple destination")),
-                     port(dport, "tuple destination port"))
-
-
 def _steering(v: Any) -> str:
     s = str(v).strip().lower()
     if s not in STEERING_MODES:
@@ -507,7 +380,7 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
 
     name = values.get("name")
     try:
-        name = _port_name(name, "DCM name")
+        name = port_name(name, "DCM name")
     except ValueError as e:
         bad("name", str(e) if name is not None else "a DCM needs a 'name'")
         return None
@@ -522,13 +395,13 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
             bad(key, label + str(e))
             return None
 
-    ring = get("ring", _port_name, "ring") or name
+    ring = get("ring", port_name, "ring") or name
     egress = values.get("egress")
     if egress is None:
         bad(None, label + "no 'egress' port")
     else:
-        egress = get("egress", _port_name, "egress")
-    ip = get("ip", _ipv4, "ip")
+        egress = get("egress", port_name, "egress")
+    ip = get("ip", ipv4, "ip")
     tuples: List[FourTuple] = []
     if "tuples" in values:
         tv = values["tuples"]
@@ -549,25 +422,25 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
             "'tuples'")
     if len(set(tuples)) != len(tuples):
         bad("tuples", label + "a tuple is listed twice")
-    ring_size = get("ring_size", _int_value, "ring-size", RING_SIZE_MIN,
+    ring_size = get("ring_size", int_value, "ring-size", RING_SIZE_MIN,
                     RING_SIZE_MAX)
-    max_burst = get("max_burst", _int_value, "max-burst", MAX_BURST_MIN,
+    max_burst = get("max_burst", int_value, "max-burst", MAX_BURST_MIN,
                     MAX_BURST_MAX)
-    poll = get("poll_interval", _int_value, "poll-interval", 0,
+    poll = get("poll_interval", int_value, "poll-interval", 0,
                POLL_INTERVAL_MAX)
-    numa = get("numa_id", _int_value, "numa-id", 0, 1023)
-    buckets = get("flow_buckets", _int_value, "flow-buckets", 0,
+    numa = get("numa_id", int_value, "numa-id", 0, 1023)
+    buckets = get("flow_buckets", int_value, "flow-buckets", 0,
                   FLOW_BUCKETS_MAX)
     if buckets is not None and buckets and (buckets & (buckets - 1)
                                             or buckets == 1):
         bad("flow_buckets", label + "flow-buckets %d is not 0 (a strict "
             "FIFO) or a power of 2 from 2 to %d" % (buckets,
                                                     FLOW_BUCKETS_MAX))
-    ofport = get("ofport", _int_value, "ofport", 1, OFPORT_MAX)
+    ofport = get("ofport", int_value, "ofport", 1, OFPORT_MAX)
     steering = get("steering", _steering)
-    overhead = get("frame_overhead", _int_value, "frame-overhead", 0,
+    overhead = get("frame_overhead", int_value, "frame-overhead", 0,
                    FRAME_OVERHEAD_MAX)
-    burst_bytes = get("max_burst_bytes", _int_value, "max-burst-bytes",
+    burst_bytes = get("max_burst_bytes", int_value, "max-burst-bytes",
                       min_burst_bytes(overhead), MAX_BURST_BYTES_MAX)
     if burst_bytes is not None and "rate" not in values:
         bad("max_burst_bytes", label + "max-burst-bytes bounds the bursts "
@@ -607,7 +480,7 @@ def build_dcm(values: Dict[str, Any], lines: Dict[str, int], line: int,
         if poll:
             bad("egress_max_rate", label + "egress-max-rate (byte shaping) "
                 "and poll-interval (packet shaping) exclude each other")
-    egress_burst = get("egress_max_burst_bytes", _int_value,
+    egress_burst = get("egress_max_burst_bytes", int_value,
                        "egress-max-burst-bytes", min_burst_bytes(overhead),
                        MAX_BURST_BYTES_MAX)
     if egress_burst is not None and "egress_max_rate" not in values:

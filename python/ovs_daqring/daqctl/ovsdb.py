@@ -29,7 +29,8 @@ import ovs.stream
 from .model import (DaqctlError, Dcm, EXIT_BAD_INPUT, EXT_DCM, EXT_DL_DST,
                     EXT_EGRESS, EXT_MATCH, EXT_RATE, FourTuple,
                     MAX_BURST_DEFAULT, RING_SIZE_DEFAULT)
-from .dcmmap import parse_tuple
+from .idlutil import commit_block, opt, run_until
+from .mapfile import parse_tuple
 
 
 # ===================================================================== OVSDB
@@ -48,13 +49,6 @@ COLUMNS = {
 # switch's configuration (config_seqno).
 STATUS_COLUMNS = frozenset(("statistics", "link_state", "bfd_status",
                             "next_cfg", "cur_cfg"))
-
-
-def _opt(v: Any) -> Any:
-    """The value of an optional column ([] or [x]) or of a plain one."""
-    if isinstance(v, list):
-        return v[0] if v else None
-    return v
 
 
 @dataclass
@@ -326,48 +320,6 @@ class Ovsdb:
                               "raise --timeout" % e)
 
 
-def run_until(idl: Any, done: Callable[[], Any], remote: str, what: str,
-              timeout: float, tick: Optional[Callable[[], None]] = None
-              ) -> None:
-    """Runs 'idl' until done(), calling tick(), if given, at least every
-    100 ms meanwhile; DaqctlError ("REMOTE: timed out (TIMEOUT s) waiting
-    to WHAT") after 'timeout' seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        idl.run()
-        if done():
-            return
-        if tick is not None:
-            tick()
-        if time.monotonic() > deadline:
-            raise DaqctlError("%s: timed out (%g s) waiting to %s"
-                              % (remote, timeout, what))
-        poller = ovs.poller.Poller()
-        idl.wait(poller)
-        poller.timer_wait(100)
-        poller.block()
-
-
-def commit_block(idl: Any, txn: Any, deadline: float, remote: str) -> str:
-    """Commits 'txn' and runs 'idl' until the server has answered: the
-    transaction's status.  After 'deadline' (time.monotonic()), aborts it
-    and raises DaqctlError: it may or may not have been committed."""
-    status = txn.commit()
-    while status == ovs.db.idl.Transaction.INCOMPLETE:
-        if time.monotonic() > deadline:
-            txn.abort()
-            raise DaqctlError("%s: the transaction timed out; it may or "
-                              "may not have been committed" % remote)
-        idl.run()
-        poller = ovs.poller.Poller()
-        idl.wait(poller)
-        txn.wait(poller)
-        poller.timer_wait(100)
-        poller.block()
-        status = txn.commit()
-    return status
-
-
 def dcm_from_row(port: Any, iface: Any) -> Dcm:
     """A managed DCM as recorded on the switch (the inverse of
     Dcm.external_ids() and Dcm.options())."""
@@ -406,7 +358,7 @@ def dcm_from_row(port: Any, iface: Any) -> Dcm:
                frame_overhead=(int(overhead) if overhead and overhead.isdigit()
                                else None),
                numa_id=int(numa) if numa and numa.isdigit() else None,
-               ofport=_opt(iface.ofport_request),
+               ofport=opt(iface.ofport_request),
                rate=ext.get(EXT_RATE), dl_dst=ext.get(EXT_DL_DST),
                steering="bound" if opts.get("egress") else "two-rule",
                where="switch")

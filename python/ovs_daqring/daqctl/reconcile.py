@@ -25,7 +25,8 @@ from typing import (Any, Callable, Dict, FrozenSet, List, Optional, Sequence,
 from .model import (DaqctlError, Dcm, EXIT_ROLLBACK_FAILED, EXT_DCM, MapError,
                     Problem, RING_OPTIONS, STATES, SwitchSpec,
                     grouped_notes as _grouped)
-from .ovsdb import Ovsdb, Ring, _opt
+from .idlutil import opt
+from .ovsdb import Ovsdb, Ring
 from .openflow import (ssl_args, DumpedFlow, Flow, Group, OpenFlow,
                        dcm_flows, failover_group, flow_text, group_ids,
                        group_text, is_ours, of_target, ofport_text,
@@ -55,7 +56,7 @@ class RingState:
         return RingState(dict(r.port.external_ids), r.iface.name,
                          r.iface.type, dict(r.iface.options),
                          list(r.iface.ofport_request), r.dcm is not None,
-                         _opt(r.iface.ofport))
+                         opt(r.iface.ofport))
 
     @staticmethod
     def of_port(port: Any) -> Optional["RingState"]:
@@ -66,7 +67,7 @@ class RingState:
         i = ifaces[0]
         return RingState(dict(port.external_ids), i.name, i.type,
                          dict(i.options), list(i.ofport_request),
-                         EXT_DCM in port.external_ids, _opt(i.ofport))
+                         EXT_DCM in port.external_ids, opt(i.ofport))
 
     def config(self) -> Tuple[Any, ...]:
         """What a client configures (what a rollback compares)."""
@@ -244,7 +245,7 @@ class Reconciler:
         ofports: Dict[int, str] = {}
         for p in ports.values():
             for i in p.interfaces:
-                for o in (_opt(i.ofport), _opt(i.ofport_request)):
+                for o in (opt(i.ofport), opt(i.ofport_request)):
                     if o is not None and o > 0 and p.name not in going:
                         ofports.setdefault(o, p.name)
         problems: List[Problem] = []
@@ -487,8 +488,8 @@ class Reconciler:
             if r is None:
                 errs.append("%s: ring %s vanished" % (d.name, d.ring))
                 continue
-            err = _opt(r.iface.error)
-            of = _opt(r.iface.ofport)
+            err = opt(r.iface.error)
+            of = opt(r.iface.ofport)
             if err:
                 errs.append(err if err.startswith(d.ring + ":")
                             else "%s: %s" % (d.ring, err))
@@ -642,7 +643,7 @@ class Reconciler:
         ofports: Dict[str, str] = {}
         for p in self.db.bridge(self.spec.bridge).ports:
             for i in p.interfaces:
-                o = _opt(i.ofport)
+                o = opt(i.ofport)
                 if o is not None and o > 0:
                     ofports[p.name] = ofport_text(o)
         problems = []
@@ -674,7 +675,7 @@ class Reconciler:
         ofports: Dict[str, int] = {}
         for p in br.ports:
             for i in p.interfaces:
-                o = _opt(i.ofport)
+                o = opt(i.ofport)
                 if o is not None and o > 0:
                     ofports[p.name] = o
         if installed is None:

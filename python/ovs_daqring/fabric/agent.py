@@ -58,7 +58,9 @@ except ImportError as _e:               # pragma: no cover
     sys.exit(1)
 
 from .. import VERSION
-from ..daqctl.dcmmap import default_db, parse_tuple
+from ..options import SSL_FILES_NEEDED, add_ssl_options, ssl_missing
+from ..daqctl.dcmmap import default_db
+from ..daqctl.mapfile import parse_tuple
 from ..daqctl.model import DaqctlError, Dcm, SwitchSpec, dcm_cookie
 from ..daqctl.openflow import FlowWatch, find_ofctl, set_ssl
 from ..daqctl.reconcile import Reconciler, Routes
@@ -991,23 +993,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unixctl", metavar="SOCKET",
                    help="control socket (default "
                    "$OVS_RUNDIR/ovs-daqfabric-agent.PID.ctl)")
-    g = p.add_argument_group(title="SSL Options")
-    g.add_argument("--private-key", "-p", metavar="FILE",
-                   help="SSL private key (ssl: remotes)")
-    g.add_argument("--certificate", "-c", metavar="FILE",
-                   help="SSL certificate")
-    g.add_argument("--ca-cert", "-C", metavar="FILE",
-                   help="SSL CA certificate")
+    add_ssl_options(p)
     p.add_argument("--version", "-V", action="version",
                    version="%s (ovs-daqring) %s" % (PROG, VERSION))
     ovs.vlog.add_args(p)
     ovs.daemon.add_args(p)
     return p
-
-
-def _ssl_needed(args: argparse.Namespace) -> bool:
-    return any(r.startswith("ssl:") for r in args.db.split(",")
-               + [args.ovsdb or "", args.of or ""])
 
 
 def check_host_args(p: argparse.ArgumentParser,
@@ -1068,10 +1059,8 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         d = os.path.dirname(args.state_file)
         if not os.path.isdir(d):
             p.error("--state-file: directory %s does not exist" % d)
-    if _ssl_needed(args) and not (args.private_key and args.certificate
-                                  and args.ca_cert):
-        p.error("ssl: remotes need --private-key, --certificate and "
-                "--ca-cert")
+    if ssl_missing(args, (args.db, args.ovsdb, args.of)):
+        p.error(SSL_FILES_NEEDED)
     # What the reconcile core reads from 'args'.
     args.format = "table"
 

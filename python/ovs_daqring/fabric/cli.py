@@ -27,6 +27,7 @@ import ovs.dirs
 
 from ..daqctl.model import (DaqctlError, EXIT_BAD_INPUT, EXIT_FAILED,
                             EXIT_OK)
+from ..options import SSL_FILES_NEEDED, ssl_missing
 from .db import FabricDb, Planner, now_ms
 from .fabmap import read_fabric_map, state_digest
 from .planner import plan
@@ -49,11 +50,9 @@ def _remote(args: argparse.Namespace) -> str:
     """--db, and a clear error if it has ssl: members without the SSL
     files (the library would only time out)."""
     remote = args.db or default_fabric_db()
-    if any(r.startswith("ssl:") for r in remote.split(",")) and not (
-            args.private_key and args.certificate and args.ca_cert):
-        raise DaqctlError("--db %s: ssl: remotes need --private-key, "
-                          "--certificate and --ca-cert (see ovs-pki(8))"
-                          % remote, EXIT_BAD_INPUT)
+    if ssl_missing(args, (remote,)):
+        raise DaqctlError("--db %s: %s" % (remote, SSL_FILES_NEEDED),
+                          EXIT_BAD_INPUT)
     return remote
 
 

@@ -32,9 +32,9 @@ import ovs.db.idl
 import ovs.jsonrpc
 import ovs.vlog
 
-from ..daqctl.dcmmap import parse_tuple
+from ..daqctl.mapfile import parse_tuple
 from ..daqctl.model import DaqctlError, Dcm
-from ..daqctl.ovsdb import commit_block, run_until
+from ..daqctl.idlutil import commit_block, opt, run_until
 from . import schema_path
 from .model import (Assignment, FabricDcm, FabricHost, FabricLink,
                     FabricState, FabricSwitch, host_egress)
@@ -51,12 +51,6 @@ RETRY_WAIT = 1.0
 # that left it the planner.
 PLAN_RETRIES = 3
 Txn = ovs.db.idl.Transaction
-
-
-def _opt(v: Any) -> Any:
-    if isinstance(v, list):
-        return v[0] if v else None
-    return v
 
 
 def _o(v: Any) -> List[Any]:
@@ -477,7 +471,7 @@ class FabricDb:
     def _switch(s: Any) -> FabricSwitch:
         return FabricSwitch(
             name=s.name, role=s.role, plane=s.plane, pod=s.pod,
-            dpdk=s.dpdk, db=_opt(s.db), bridge=s.bridge, of=_opt(s.of),
+            dpdk=s.dpdk, db=opt(s.db), bridge=s.bridge, of=opt(s.of),
             where="switch %s" % s.name)
 
     @staticmethod
@@ -492,7 +486,7 @@ class FabricDb:
             leaf, _, port = ep.partition(":")
             atts.append((int(plane), leaf, port))
         return FabricHost(name=h.name, role=h.role, attachments=tuple(atts),
-                          ip=_opt(h.ip), pod=h.pod, where="host %s" % h.name,
+                          ip=opt(h.ip), pod=h.pod, where="host %s" % h.name,
                           macs=tuple(sorted((int(p), m) for p, m
                                             in h.macs.items())))
 
@@ -503,7 +497,7 @@ class FabricDb:
 
     @staticmethod
     def _assignment(a: Any) -> Assignment:
-        hp, hs = _opt(a.home_plane), _opt(a.home_spine)
+        hp, hs = opt(a.home_plane), opt(a.home_spine)
         return Assignment(
             a.dcm, a.plane, a.spine, a.epoch, a.generation,
             (hp, hs) if hp is not None and hs is not None else None,
@@ -855,16 +849,16 @@ def dcm_columns(d: FabricDcm) -> Dict[str, Any]:
 
 def dcm_from_fabric_row(r: Any, egress: str) -> Dcm:
     """The Dcm of a DCM row, with 'egress' (the port towards its host)."""
-    return Dcm(name=r.name, ring=r.ring, egress=egress, ip=_opt(r.ip),
+    return Dcm(name=r.name, ring=r.ring, egress=egress, ip=opt(r.ip),
                tuples=tuple(parse_tuple(t) for t in sorted(r.tuples)),
                ring_size=r.ring_size, max_burst=r.max_burst,
                poll_interval=r.poll_interval, max_rate=r.max_rate,
-               frame_overhead=_opt(r.frame_overhead),
+               frame_overhead=opt(r.frame_overhead),
                max_burst_bytes=r.max_burst_bytes,
                egress_max_rate=r.egress_max_rate,
                egress_max_burst_bytes=r.egress_max_burst_bytes,
-               numa_id=_opt(r.numa_id), flow_buckets=r.flow_buckets,
-               ofport=_opt(r.ofport), rate=_opt(r.rate),
+               numa_id=opt(r.numa_id), flow_buckets=r.flow_buckets,
+               ofport=opt(r.ofport), rate=opt(r.rate),
                steering=r.steering, where="DCM %s" % r.name)
 
 

@@ -29,9 +29,8 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import yaml
 
-from ..daqctl.dcmmap import (LineDict, _LineLoader, _int_value, _ipv4,
-                             _port_name, build_dcm, validate_dcms,
-                             with_defaults)
+from ..daqctl.dcmmap import build_dcm, validate_dcms, with_defaults
+from ..daqctl.mapfile import LineDict, LineLoader, int_value, ipv4, port_name
 from ..daqctl.model import (DCM_KEYS, DEFAULT_KEYS, MapError, NAME_RE,
                             Problem)
 from .model import (BFD_KEYS, FabricDcm, FabricHost, FabricLink,
@@ -52,7 +51,7 @@ FABRIC_DCM_KEYS = tuple(k for k in DCM_KEYS if k != "egress") + ("host",)
 def is_fabric_map(text: str) -> bool:
     """Whether 'text' is a YAML map with a top-level 'fabric' key."""
     try:
-        doc = yaml.load(text, Loader=_LineLoader)
+        doc = yaml.load(text, Loader=LineLoader)
     except yaml.YAMLError:
         return False
     return isinstance(doc, dict) and "fabric" in doc
@@ -91,7 +90,7 @@ class FabricMapReader:
 
     def parse(self, text: str) -> FabricState:
         try:
-            doc = yaml.load(text, Loader=_LineLoader)
+            doc = yaml.load(text, Loader=LineLoader)
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
             self.bad(mark.line + 1 if mark else 0,
@@ -113,8 +112,8 @@ class FabricMapReader:
         state = FabricState()
         if "hold_down" in fab:
             try:
-                state.hold_down = _int_value(fab["hold_down"], "hold-down",
-                                             0, HOLD_DOWN_MAX)
+                state.hold_down = int_value(fab["hold_down"], "hold-down",
+                                            0, HOLD_DOWN_MAX)
             except ValueError as e:
                 self.bad(fab.key_lines["hold_down"], str(e))
         else:
@@ -178,7 +177,7 @@ class FabricMapReader:
                 self.bad(m.line, "%s: no '%s'" % (label, key))
             return default
         try:
-            return _int_value(m[key], key, lo, hi)
+            return int_value(m[key], key, lo, hi)
         except ValueError as e:
             self.bad(m.key_lines[key], "%s: %s" % (label, e))
             return None
@@ -191,7 +190,7 @@ class FabricMapReader:
             return None
         sw, port = v.split(":")
         try:
-            _port_name(port, "port")
+            port_name(port, "port")
         except ValueError as e:
             self.bad(line, "%s: %s" % (label, e))
             return None
@@ -218,8 +217,8 @@ class FabricMapReader:
         out = {"enable": "true"}
         for key, (ovs_key, lo, hi, default) in BFD_KEYS.items():
             try:
-                n = (_int_value(v[key], "bfd: " + key.replace("_", "-"),
-                                lo, hi) if key in v else default)
+                n = (int_value(v[key], "bfd: " + key.replace("_", "-"),
+                               lo, hi) if key in v else default)
             except ValueError as e:
                 self.bad(v.key_lines[key], str(e))
                 continue
@@ -347,8 +346,8 @@ class FabricMapReader:
             for k, v in ports.items():
                 line = ports.key_lines[k]
                 try:
-                    plane = _int_value(int(k) if k.isdigit() else k,
-                                       "plane", 0, PLANE_MAX)
+                    plane = int_value(int(k) if k.isdigit() else k,
+                                      "plane", 0, PLANE_MAX)
                 except ValueError as e:
                     self.bad(line, "%s: %s" % (label, e))
                     continue
@@ -411,8 +410,8 @@ class FabricMapReader:
         for k, mac in v.items():
             kline = v.key_lines.get(k, line)
             try:
-                plane = _int_value(int(k) if str(k).isdigit() else k,
-                                   "plane", 0, PLANE_MAX)
+                plane = int_value(int(k) if str(k).isdigit() else k,
+                                  "plane", 0, PLANE_MAX)
             except ValueError as e:
                 self.bad(kline, "%s: macs: %s" % (label, e))
                 continue
@@ -612,12 +611,12 @@ def _host_address(v: Any, role: Any) -> str:
     """A host's 'ip': an address, or for a ROS host holding several
     (aggregated ROS) the prefix that holds them, e.g. 10.0.2.0/24."""
     if not isinstance(v, str) or "/" not in v:
-        return _ipv4(v, "ip")
+        return ipv4(v, "ip")
     if role != "ros":
         raise ValueError("ip %s: only a ROS host's addresses may be a "
                          "prefix" % v)
     addr, _, length = v.strip().partition("/")
-    _ipv4(addr, "ip")
+    ipv4(addr, "ip")
     try:
         net = ipaddress.ip_network(v.strip())
     except ValueError:
