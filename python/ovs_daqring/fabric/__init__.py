@@ -26,3 +26,14 @@ def schema_path() -> str:
     """The fabric schema shipped with this package."""
     return os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         "daqfabric.ovsschema")
+
+
+def default_fabric_db() -> str:
+    """The fabric database's remote when none is given: $OVS_DAQFABRIC_DB,
+    else unix:$OVS_RUNDIR/daqfabric.sock (OVS's run directory)."""
+    env = os.environ.get("OVS_DAQFABRIC_DB")
+    if env:
+        return env
+    import ovs.dirs
+    rundir = os.environ.get("OVS_RUNDIR") or ovs.dirs.RUNDIR
+    return "unix:%s/daqfabric.sock" % rundir

@@ -64,7 +64,7 @@ from ..daqctl.mapfile import parse_tuple
 from ..daqctl.model import DaqctlError, Dcm, SwitchSpec, dcm_cookie
 from ..daqctl.openflow import FlowWatch, find_ofctl, set_ssl
 from ..daqctl.reconcile import Reconciler, Routes
-from .cli import default_fabric_db
+from . import default_fabric_db
 from .db import DESIRED_TABLES, Planner, now_ms
 from .hostagent import HostAgent
 from .model import PLANE_MAX

@@ -23,11 +23,10 @@ import sys
 import time
 from typing import Any, Callable, Dict, List
 
-import ovs.dirs
-
 from ..daqctl.model import (DaqctlError, EXIT_BAD_INPUT, EXIT_FAILED,
                             EXIT_OK)
 from ..options import SSL_FILES_NEEDED, ssl_missing
+from . import default_fabric_db
 from .db import FabricDb, Planner, now_ms
 from .fabmap import read_fabric_map, state_digest
 from .planner import plan
@@ -36,14 +35,6 @@ from .slice import slices
 # A node is up while its agent's last report is younger than this many
 # report intervals.
 UP_INTERVALS = 3
-
-
-def default_fabric_db() -> str:
-    env = os.environ.get("OVS_DAQFABRIC_DB")
-    if env:
-        return env
-    rundir = os.environ.get("OVS_RUNDIR") or ovs.dirs.RUNDIR
-    return "unix:%s/daqfabric.sock" % rundir
 
 
 def _remote(args: argparse.Namespace) -> str:
