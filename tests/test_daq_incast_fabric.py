@@ -24,7 +24,7 @@ from typing import Any, Dict, List
 import pytest
 
 from ovs_daqring.daqctl.openflow import set_dl_dst
-from ovs_daqring.fabric.agent import route_table
+from ovs_daqring.fabric.flows import route_table
 from ovs_daqring.fabric.fabmap import FabricMapReader
 from ovs_daqring.fabric.planner import plan as fabric_plan
 from ovs_daqring.fabric.slice import PRIO_FROM_DCM, PRIO_ROUTE, slices

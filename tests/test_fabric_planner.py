@@ -35,7 +35,7 @@ from ovs_daqring.fabric.model import Assignment, FabricDcm, FabricState
 from ovs_daqring.fabric.planner import (changed, next_return, path_order,
                                         plan)
 from ovs_daqring.fabric import agent as fa
-from ovs_daqring.fabric.agent import route_matches, route_table, slice_json
+from ovs_daqring.fabric.flows import route_matches, route_table, slice_json
 from ovs_daqring.fabric.slice import (FROM, PRIO_FROM_DCM, PRIO_ROUTE,
                                       Slice, backup_spines, monitored,
                                       slices)
@@ -808,7 +808,7 @@ def test_egress_max_rate_in_the_fabric() -> None:
     import json
     from types import SimpleNamespace
     from ovs_daqring.fabric import schema_path
-    from ovs_daqring.fabric.agent import dcm_json, dcm_of_json
+    from ovs_daqring.fabric.flows import dcm_json, dcm_of_json
     from ovs_daqring.fabric.db import dcm_columns, dcm_from_fabric_row
     st = parse(fabric_yaml(dcms_per_host=2)
                + "defaults: {rate: 1gbit, steering: bound, "
@@ -857,7 +857,7 @@ def test_max_burst_bytes_in_the_fabric() -> None:
     import json
     from types import SimpleNamespace
     from ovs_daqring.fabric import schema_path
-    from ovs_daqring.fabric.agent import dcm_json, dcm_of_json
+    from ovs_daqring.fabric.flows import dcm_json, dcm_of_json
     from ovs_daqring.fabric.db import dcm_columns, dcm_from_fabric_row
     st = parse(fabric_yaml(dcms_per_host=2)
                + "defaults: {rate: 1gbit, max-burst-bytes: 9000}\n")
