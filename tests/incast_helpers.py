@@ -4,7 +4,7 @@ file itself)."""
 import argparse
 
 from ovs_daqring.hosts import HostInfo
-from ovs_daqring.incast import config
+from ovs_daqring.incast import config, options, validation
 
 
 def cfg(*argv: str) -> config.Config:
@@ -12,5 +12,5 @@ def cfg(*argv: str) -> config.Config:
     hugepages, without looking at the machine it runs on."""
     h = HostInfo(is_root=True, cpus=[0, 1], hugepages_free_mb=4096,
                  hugetlbfs_mounted=True)
-    ns: argparse.Namespace = config.parse_args(list(argv))
-    return config.validate(ns, h, check_env=False)
+    ns: argparse.Namespace = options.parse_args(list(argv))
+    return validation.validate(ns, h, check_env=False)

@@ -18,10 +18,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pytest
 
 from ovs_daqring import hosts, hugepages
-from ovs_daqring.incast import (agents, config, runner, stats, switch,
-                                topology)
-from ovs_daqring.hosts import HostInfo
-from ovs_daqring.incast.config import ConfigError
+from ovs_daqring.incast import (agents, binaries, config, limits, options,
+                                runner, sizing, stats, switch, topology, units,
+                                validation, values)
+from ovs_daqring.hosts import ConfigError, HostInfo
 from ovs_daqring.process import Cleanup, stale_namespaces
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,12 +40,12 @@ def host(**kw: Any) -> HostInfo:
 
 
 def parse(*argv: str) -> argparse.Namespace:
-    return config.parse_args(list(argv))
+    return options.parse_args(list(argv))
 
 
 def cfg(*argv: str, h: Optional[HostInfo] = None,
         env: bool = False) -> config.Config:
-    return config.validate(parse(*argv), h or host(), check_env=env)
+    return validation.validate(parse(*argv), h or host(), check_env=env)
 
 
 def fake_build(tmp_path: Any) -> str:
@@ -64,7 +64,8 @@ def fake_build(tmp_path: Any) -> str:
 @pytest.fixture
 def tools(monkeypatch: Any) -> None:
     """Pretend ip, tc and ethtool exist."""
-    monkeypatch.setattr(config.shutil, "which", lambda name: "/bin/" + name)
+    monkeypatch.setattr(validation.shutil, "which",
+                        lambda name: "/bin/" + name)
 
 
 # ------------------------------------------------------------------ units
@@ -73,31 +74,31 @@ def tools(monkeypatch: Any) -> None:
     ("25mbps", 200_000_000), ("1000", 1000), ("10kbit", 10_000),
     ("1mibit", 2**20)])
 def test_parse_rate(text: str, bps: int) -> None:
-    assert config.parse_rate(text) == bps
+    assert units.parse_rate(text) == bps
 
 
 @pytest.mark.parametrize("text", ["", "fast", "200 furlongs", "-5mbit",
                                   "1e9"])
 def test_parse_rate_bad(text: str) -> None:
     with pytest.raises(ConfigError):
-        config.parse_rate(text)
+        units.parse_rate(text)
 
 
 @pytest.mark.parametrize("text,n", [
     ("32KiB", 32768), ("16kb", 16384), ("48k", 49152), ("1500", 1500),
     ("1m", 2**20), ("2MiB", 2**21), ("0", 0)])
 def test_parse_size(text: str, n: int) -> None:
-    assert config.parse_size(text) == n
+    assert units.parse_size(text) == n
 
 
 def test_parse_sweep() -> None:
-    assert config.parse_sweep("ring-size=128,512,1024,4096") == (
+    assert values.parse_sweep("ring-size=128,512,1024,4096") == (
         "ring-size", [128, 512, 1024, 4096])
-    assert config.parse_sweep("credits=1, 2,4") == ("credits", [1, 2, 4])
+    assert values.parse_sweep("credits=1, 2,4") == ("credits", [1, 2, 4])
     for bad in ("ring-size", "colour=1,2", "ring-size=a,b",
                 "ring-size=0,8", "credits=2,2", "max-burst="):
         with pytest.raises(ConfigError):
-            config.parse_sweep(bad)
+            values.parse_sweep(bad)
 
 
 # ------------------------------------------------------------- validation
@@ -178,8 +179,8 @@ def test_aggregation() -> None:
 
 
 def test_port_buffer_and_credits() -> None:
-    assert config.max_port_frames(212992) == 40
-    assert config.max_port_frames(4 * 212992) == 166
+    assert sizing.max_port_frames(212992) == 40
+    assert sizing.max_port_frames(4 * 212992) == 166
     c = cfg("--port-frames", "64", h=host(wmem_default=4 * 212992))
     assert c.port_frames == 64
     c = cfg("--link-limit", "16kb")
@@ -217,7 +218,7 @@ def test_daqring_shaping() -> None:
     frame_bits = (1500 + 14 + 24) * 8
     assert 8 / (c.poll_interval_us * 1e-6) <= 0.99 * 2e8 / frame_bits
     for rate in (10**7, 10**8, 2 * 10**8, 10**9):
-        b, us = config.auto_shaping(rate, 24, 1500, 0.95, 32768)
+        b, us = sizing.auto_shaping(rate, 24, 1500, 0.95, 32768)
         target = 0.95 * rate / frame_bits
         assert 1 <= b <= 32
         assert b / (us * 1e-6) <= target * 1.0001
@@ -230,8 +231,8 @@ def test_daqring_byte_shaping() -> None:
         assert cfg("--link-rate", rate).max_burst == 16
     assert cfg("--port-frames", "8").max_burst == 4
     assert cfg("--port-frames", "2").max_burst == 1
-    assert config.auto_byte_burst(40) == 20
-    assert config.auto_byte_burst(80) == 32
+    assert sizing.auto_byte_burst(40) == 20
+    assert sizing.auto_byte_burst(80) == 32
     c = cfg("--max-burst", "8")
     assert (c.max_rate_bps, c.max_burst, c.poll_interval_us) == \
         (199_800_000, 8, 0)
@@ -466,7 +467,7 @@ def test_environment_checks(tmp_path: Any, tools: None) -> None:
     with pytest.raises(ConfigError, match="not an executable"):
         cfg("--vswitchd", str(tmp_path / "no-vswitchd"), env=True)
     # Without --ovs-build, --vswitchd uses the system's tools and schema.
-    b = config.resolve_binaries(None, STOCK)
+    b = binaries.resolve_binaries(None, STOCK)
     assert b.vswitchd == STOCK
     assert b.schema == "/usr/share/openvswitch/vswitch.ovsschema"
 
@@ -772,7 +773,7 @@ def test_rps_mask() -> None:
 def test_host_rps_option() -> None:
     """--host-rps: the hosts' receive on the CPUs outside --pmd-cpu-mask
     (all hosts, or the ROS only), or (off) wherever the sender runs."""
-    assert cfg().host_rps == config.HOST_RPS_DEFAULT == "off"
+    assert cfg().host_rps == limits.HOST_RPS_DEFAULT == "off"
     on = cfg("--host-rps", "on")
     assert on.rps_cpus == [0] and on.rps_kinds == ("dcm", "ros")
     assert on.as_dict()["host_rps"] == "on"
@@ -833,7 +834,7 @@ def test_topology_steers_host_receive(rps_cpus: List[int], kinds: Any,
 
 def _kernel_ccs() -> List[str]:
     try:
-        return config.available_congestion_control()
+        return validation.available_congestion_control()
     except ConfigError:
         return []
 
@@ -879,7 +880,7 @@ def test_topology_sets_congestion_control(cc: str) -> None:
 def test_congestion_control_option() -> None:
     """--congestion-control: cubic by default, recorded in the config and
     the plan line; a bad name or one the kernel lacks is refused."""
-    assert cfg().congestion_control == config.CONGESTION_CONTROL_DEFAULT \
+    assert cfg().congestion_control == limits.CONGESTION_CONTROL_DEFAULT \
         == "cubic"
     reno = cfg("--congestion-control", "reno")
     assert reno.as_dict()["congestion_control"] == "reno"
@@ -890,9 +891,9 @@ def test_congestion_control_option() -> None:
     for bad in ("", "Cubic", "cubic;reboot", "x" * 17):
         with pytest.raises(ConfigError, match="not a congestion control"):
             cfg("--congestion-control", bad)
-    config.check_congestion_control("bbr", ["reno", "bbr", "cubic"])
+    validation.check_congestion_control("bbr", ["reno", "bbr", "cubic"])
     with pytest.raises(ConfigError) as e:
-        config.check_congestion_control("dctcp", ["reno", "bbr", "cubic"])
+        validation.check_congestion_control("dctcp", ["reno", "bbr", "cubic"])
     assert str(e.value) == ("--congestion-control dctcp: not available on "
                             "this kernel (it offers: reno, bbr, cubic)")
     assert runner.cc_line({"topology": {"congestion_control": {
@@ -1249,8 +1250,8 @@ def test_pus_option() -> None:
     assert c.ring_size == 65536           # 2 x 24 x 30 x 23 -> 2^16
     assert cfg("--pus", "24", "--ros", "120", "--ros-per-host", "4",
                "--fragment-size", "128KiB").ring_size == \
-        config.MAX_AUTO_RING
-    for bad in ("0", "-1", str(config.MAX_PUS + 1)):
+        limits.MAX_AUTO_RING
+    for bad in ("0", "-1", str(limits.MAX_PUS + 1)):
         with pytest.raises(ConfigError):
             cfg("--pus", bad)
 
@@ -1362,7 +1363,7 @@ def _e2e_skip_reason() -> Optional[str]:
     # daq-incast reserves the hugepages it needs (or runs --no-huge).
     if len(h.cpus) < 2:
         return "needs 2 CPUs"
-    default = config.resolve_binaries(None, None).vswitchd
+    default = binaries.resolve_binaries(None, None).vswitchd
     if not (os.access(default, os.X_OK) or os.access(STOCK, os.X_OK)):
         return "needs an ovs-vswitchd with DPDK"
     return _netns_skip_reason()
@@ -1372,7 +1373,7 @@ def _e2e_skip_reason() -> Optional[str]:
                     reason=str(_e2e_skip_reason()))
 def test_end_to_end_stock(tmp_path: Any) -> None:
     """3 ROS x 8 KiB into one DCM, stock mode, 3 events."""
-    default = config.resolve_binaries(None, None).vswitchd
+    default = binaries.resolve_binaries(None, None).vswitchd
     switch = [] if os.access(default, os.X_OK) else ["--vswitchd", STOCK]
     out = tmp_path / "r.json"
     p = subprocess.Popen(
@@ -1432,7 +1433,7 @@ def test_hugepages_taken_before_eal(tmp_path: Any, monkeypatch: Any,
     """The hugepages reserved for the run are gone when DPDK starts: with
     --hugepages auto the switch runs with --no-huge and says so, with
     require it fails; either way nothing is left behind."""
-    default = config.resolve_binaries(None, None).vswitchd
+    default = binaries.resolve_binaries(None, None).vswitchd
     vswitchd = [] if os.access(default, os.X_OK) else ["--vswitchd", STOCK]
     c = cfg(*vswitchd, "--hugepages", mode, "--socket-mem", "256",
             h=hosts.probe_host(), env=True)

@@ -28,9 +28,8 @@ from ovs_daqring.fabric.flows import route_table
 from ovs_daqring.fabric.fabmap import FabricMapReader
 from ovs_daqring.fabric.planner import plan as fabric_plan
 from ovs_daqring.fabric.slice import PRIO_FROM_DCM, PRIO_ROUTE, slices
-from ovs_daqring.hosts import HostInfo
-from ovs_daqring.incast import config, fabric
-from ovs_daqring.incast.config import ConfigError
+from ovs_daqring.hosts import ConfigError, HostInfo
+from ovs_daqring.incast import config, fabric, options, validation
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(HERE), "utilities", "daq-incast")
@@ -44,7 +43,7 @@ def host() -> HostInfo:
 
 
 def cfg(*argv: str) -> config.Config:
-    return config.validate(config.parse_args(
+    return validation.validate(options.parse_args(
         ["--topology", "fabric"] + list(argv)), host(), check_env=False)
 
 
@@ -82,9 +81,9 @@ def test_bad_fabric_options_are_refused(argv: List[str], words: str) -> None:
     ["--modes", "daqring-unshaped"], ["--failover", "1/2"], ["--hold"],
 ])
 def test_fabric_options_need_the_fabric(argv: List[str]) -> None:
-    ns = config.parse_args(argv)
+    ns = options.parse_args(argv)
     with pytest.raises(ConfigError):
-        config.validate(ns, host(), check_env=False)
+        validation.validate(ns, host(), check_env=False)
 
 
 def test_script_exits_2_on_a_bad_topology() -> None:
@@ -140,13 +139,13 @@ def test_host_arp_off_refuses_the_modes_of_normal(argv: List[str],
 
 def test_host_arp_needs_the_fabric() -> None:
     with pytest.raises(ConfigError) as e:
-        config.validate(config.parse_args(
+        validation.validate(options.parse_args(
             ["--host-arp", "off", "--modes", "daqring"]), host(),
             check_env=False)
     assert "--host-arp needs --topology fabric" in str(e.value)
     # static is the default, on one switch too.
-    c = config.validate(config.parse_args(["--host-arp", "static"]),
-                        host(), check_env=False)
+    c = validation.validate(options.parse_args(["--host-arp", "static"]),
+                            host(), check_env=False)
     assert c.host_arp == "static"
 
 

@@ -13,7 +13,7 @@ import pytest
 from ovs_daqring.bench import analysis, lossless
 from ovs_daqring.bench import cli as bench_cli
 from ovs_daqring.incast import runner, switch, topology
-from ovs_daqring.incast.config import ConfigError
+from ovs_daqring.hosts import ConfigError
 from incast_helpers import cfg
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -17,8 +17,8 @@ import pytest
 
 from ovs_daqring.bench import analysis, peers
 from ovs_daqring.bench import cli as bench_cli
-from ovs_daqring.incast import config, runner, stats, switch, topology
-from ovs_daqring.incast.config import ConfigError
+from ovs_daqring.hosts import ConfigError
+from ovs_daqring.incast import runner, sizing, stats, switch, topology
 from incast_helpers import cfg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -52,7 +52,7 @@ def test_deep_limit_is_the_rings_memory() -> None:
     assert cfg("--ring-size", "1").deep_limit("auto/100", [0]) == 1600
     # Shared links: every ring of the egress, the hog's larger one too.
     c = cfg("--dcms", "4", "--dcms-per-host", "4", "--hog", "10")
-    assert c.hog_ring_size == config.auto_ring_size(30, 327680, c.mss, 1)
+    assert c.hog_ring_size == sizing.auto_ring_size(30, 327680, c.mss, 1)
     assert c.ring_size_of(0) == c.hog_ring_size
     assert c.ring_size_of(1) == c.ring_size < c.hog_ring_size
     assert c.deep_limit("auto", [0, 1, 2, 3]) == \

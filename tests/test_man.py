@@ -11,7 +11,7 @@ from typing import Any, Set
 import pytest
 
 from ovs_daqring.bench import cli as bench_cli
-from ovs_daqring.incast import config as incast_config
+from ovs_daqring.incast import options as incast_options
 
 TOP = Path(__file__).resolve().parent.parent
 REF = TOP / "Documentation" / "ref"
@@ -89,7 +89,7 @@ def agent_parser() -> Any:
 
 PARSERS = {"ovs-daqctl": daqctl_parser,
            "ovs-daqfabric-agent": agent_parser,
-           "daq-incast": incast_config.build_parser,
+           "daq-incast": incast_options.build_parser,
            "daq-bench": bench_cli.build_parser}
 
 

@@ -29,7 +29,7 @@ root."""
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..hosts import ConfigError
-from ..incast.config import parse_rate
+from ..incast.units import parse_rate
 from .peers import steal_ms
 
 FABRIC_TARGETS = {
