@@ -121,7 +121,8 @@ $(SAN_DIR)/.built: $(OVS)/vswitchd/ovs-vswitchd
 	@touch $@
 
 check-sanitizers: all $(SAN_DIR)/.built
-	@cp -p $(OVS)/tests/system-daqring*.at $(SAN_DIR)/tests/
+	@cp -p $(OVS)/tests/system-daqring*.at $(OVS)/tests/daqring-units.at \
+	    $(SAN_DIR)/tests/
 	@OVS_TREE=$(SAN_DIR) TESTSUITEFLAGS="$(TESTSUITEFLAGS)" \
 	 build-aux/run-checks daqring
 
