@@ -20,9 +20,9 @@ TOOLS = ["ovs-daqctl", "daq-incast", "daq-bench", "ovs-daqfabric-agent"]
 def fake_package(tmp_path: Path) -> Path:
     """An ovs_daqring whose tools only print that they are the fake."""
     pkg = tmp_path / "site" / "ovs_daqring"
-    for sub, mod in (("daqctl", "cli"), ("incast", "runner"),
+    for sub, mod in (("cmd", "ovs_daqctl"), ("incast", "runner"),
                      ("bench", "cli"), ("fabric", "agent")):
-        (pkg / sub).mkdir(parents=True)
+        (pkg / sub).mkdir(parents=True, exist_ok=True)
         (pkg / sub / "__init__.py").write_text("")
         (pkg / sub / (mod + ".py")).write_text(
             "def main():\n    print('fake ovs_daqring')\n    return 0\n"

@@ -72,7 +72,7 @@ def test_daqring_page_is_the_topic(tmp_path: Path) -> None:
 
 def daqctl_parser() -> Any:
     try:
-        from ovs_daqring.daqctl import cli
+        from ovs_daqring.cmd import ovs_daqctl as cli
     except SystemExit:
         pytest.skip("ovs-daqctl needs python3-openvswitch and python3-yaml")
     return cli.build_parser()

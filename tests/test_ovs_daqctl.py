@@ -83,7 +83,7 @@ def _load_daqctl() -> SimpleNamespace:
     """The names of ovs-daqctl's modules (ovs_daqring.daqctl.*), in one
     namespace."""
     # cli first: it says which library is missing (SystemExit).
-    importlib.import_module("ovs_daqring.daqctl.cli")
+    importlib.import_module("ovs_daqring.cmd.ovs_daqctl")
     names: Dict[str, Any] = {}
     for mod in ("model", "dcmmap", "ovsdb", "openflow", "reconcile"):
         names.update(vars(importlib.import_module("ovs_daqring.daqctl."
@@ -593,7 +593,7 @@ def test_one_dump_flows_parser(daqctl: SimpleNamespace, line: str,
     """One parser of ovs-ofctl dump-flows (openflow.parse_flow) for what
     apply compares, for the flows command and for the flows of other
     owners."""
-    cli = importlib.import_module("ovs_daqring.daqctl.cli")
+    cli = importlib.import_module("ovs_daqring.daqctl.commands")
     assert cli.parse_flow is daqctl.parse_flow
     f = daqctl.parse_flow(line)
     if want is None:

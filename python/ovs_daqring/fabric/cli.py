@@ -13,15 +13,17 @@
 # limitations under the License.
 
 
-"""ovs-daqctl fabric: apply a fabric map to the fabric database in one
-transaction, show the fabric's status, run one planner round."""
+"""ovs-daqctl fabric's commands: apply a fabric map to the fabric
+database in one transaction, show the fabric's status, run one planner
+round; each cmd_fabric_X(args) runs one from the parsed arguments (the
+parser and main(): cmd/ovs_daqctl.py)."""
 
 import argparse
 import os
 import socket
 import sys
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict, List
 
 from ..daqctl.model import (DaqctlError, EXIT_BAD_INPUT, EXIT_FAILED,
                             EXIT_OK)
@@ -334,51 +336,3 @@ def cmd_fabric_plan(args: argparse.Namespace) -> int:
     finally:
         p.close()
     return EXIT_OK
-
-
-def add_fabric(sub: Any, add_common: Callable[[Any, bool], None]) -> None:
-    """Registers 'ovs-daqctl fabric ...' on the ovs-daqctl subparsers."""
-    f = sub.add_parser(
-        "fabric", help="program a leaf-spine fabric through its clustered "
-        "database", description="Program a fabric of ovs-daqring switches "
-        "through the fabric database (--db: every cluster member, comma-"
-        "separated; default $OVS_DAQFABRIC_DB or "
-        "unix:$OVS_RUNDIR/daqfabric.sock).  See "
-        "Documentation/topics/fabric.rst.")
-    add_common(f, True)
-    fs = f.add_subparsers(dest="fabric_command", metavar="COMMAND")
-    f.set_defaults(func=lambda args: _no_command(f))
-
-    def cmd(name: str, fn: Any, help: str) -> argparse.ArgumentParser:
-        sp = fs.add_parser(name, help=help, description=help + ".")
-        sp.set_defaults(func=fn)
-        add_common(sp, True)
-        return sp
-
-    a = cmd("apply", cmd_fabric_apply, "write the whole desired state of "
-            "MAP (switches, links, hosts, DCMs) in one transaction; a map "
-            "with any problem is refused whole")
-    a.add_argument("map", metavar="MAP", help="fabric map (YAML; - for "
-                   "stdin)")
-    a.add_argument("--dry-run", "-n", action="store_true",
-                   help="check MAP and print what each switch would get")
-    a.add_argument("--wait", action="store_true",
-                   help="return when every node that is up has applied "
-                   "the new generation or failed to (exit 1, naming "
-                   "those that failed and why, or did not apply it "
-                   "within --timeout)")
-    s = cmd("status", cmd_fabric_status, "per node: generation, up or "
-            "down, the generation it failed to apply and why, links, "
-            "rings; per DCM: its plane and spine")
-    s.add_argument("--json", dest="format", action="store_const",
-                   const="json", help="the same as -f json")
-    p = cmd("plan", cmd_fabric_plan, "run one planner round: take the "
-            "planner lock, take over, write the assignments")
-    p.add_argument("--name", metavar="NAME", help="this planner's name "
-                   "(default ovs-daqctl PID@HOST)")
-
-
-def _no_command(p: argparse.ArgumentParser) -> int:
-    p.print_usage(sys.stderr)
-    raise DaqctlError("fabric: a command is required (apply, status, plan)",
-                      EXIT_BAD_INPUT)
