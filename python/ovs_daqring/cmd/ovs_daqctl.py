@@ -312,8 +312,11 @@ def add_fabric(sub: Any, add_command: Callable[
     s = cmd("status", cmd_fabric_status, "per node: generation, up or "
             "down, the generation it failed to apply and why, links, "
             "rings; per DCM: its plane and spine")
+    # No default of its own: it would stand for -f's given before
+    # "fabric" (the same for every command, ovs-daqctl(8)).
     s.add_argument("--json", dest="format", action="store_const",
-                   const="json", help="the same as -f json")
+                   const="json", default=argparse.SUPPRESS,
+                   help="the same as -f json")
     p = cmd("plan", cmd_fabric_plan, "run one planner round: take the "
             "planner lock, take over, write the assignments")
     p.add_argument("--name", metavar="NAME", help="this planner's name "
