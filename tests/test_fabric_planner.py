@@ -286,7 +286,7 @@ def test_egress_before_slicing_is_per_host() -> None:
     checks of a plain map) groups a fabric's by host.  So is that of a
     DCM read back from the fabric database."""
     from types import SimpleNamespace
-    from ovs_daqring.fabric.db import dcm_columns, dcm_from_fabric_row
+    from ovs_daqring.fabric.rows import dcm_columns, dcm_from_fabric_row
     st = parse(two_hlt_leaves("".join(
         "  - {name: d%d-%d, host: hlt%d, ip: 10.1.%d.%d, steering: bound,"
         " egress-max-rate: %s}\n"
@@ -809,7 +809,7 @@ def test_egress_max_rate_in_the_fabric() -> None:
     from types import SimpleNamespace
     from ovs_daqring.fabric import schema_path
     from ovs_daqring.fabric.flows import dcm_json, dcm_of_json
-    from ovs_daqring.fabric.db import dcm_columns, dcm_from_fabric_row
+    from ovs_daqring.fabric.rows import dcm_columns, dcm_from_fabric_row
     st = parse(fabric_yaml(dcms_per_host=2)
                + "defaults: {rate: 1gbit, steering: bound, "
                "egress-max-rate: 1gbit, egress-max-burst-bytes: 9000}\n")
@@ -858,7 +858,7 @@ def test_max_burst_bytes_in_the_fabric() -> None:
     from types import SimpleNamespace
     from ovs_daqring.fabric import schema_path
     from ovs_daqring.fabric.flows import dcm_json, dcm_of_json
-    from ovs_daqring.fabric.db import dcm_columns, dcm_from_fabric_row
+    from ovs_daqring.fabric.rows import dcm_columns, dcm_from_fabric_row
     st = parse(fabric_yaml(dcms_per_host=2)
                + "defaults: {rate: 1gbit, max-burst-bytes: 9000}\n")
     d = st.dcms[0]

@@ -14,34 +14,32 @@
 
 
 """The fabric database (daqfabric.ovsschema, clustered ovsdb-server)
-through OVS's Python IDL: the whole desired state in one transaction,
-reading it back, and the planner's fenced transactions.
+through OVS's Python IDL (fabric/idl.py): the whole desired state in one
+transaction, reading it back as the fabric model (fabric/rows.py), the
+transactions that verify what they read and try again, and the
+planner's fenced transactions.
 
 Remotes are a comma-separated list of every cluster member
 ("unix:a,unix:b,tcp:..."); the IDL talks to the leader only, and moves to
 the new one when the leader fails."""
 
-import inspect
 import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-import ovs.db.custom_index
 import ovs.db.data
 import ovs.db.idl
-import ovs.jsonrpc
-import ovs.vlog
 
-from ..daqctl.mapfile import parse_tuple
-from ..daqctl.model import DaqctlError, Dcm
-from ..daqctl.idlutil import commit_block, opt, run_until
+from ..daqctl.model import DaqctlError
+from ..daqctl.idlutil import commit_block, run_until
 from . import schema_path
-from .model import (Assignment, FabricDcm, FabricHost, FabricLink,
-                    FabricState, FabricSwitch, host_egress)
+from .idl import DESIRED_TABLES, FabricIdl
+from .model import Assignment, FabricDcm, FabricState
 from .planner import Endpoint, changed, next_return, plan
+from .rows import (assignment_of_row, canon_datum, canon_value, dcm_columns,
+                   dcm_of_row, host_of_row, link_of_row, optional,
+                   switch_of_row)
 from .slice import monitored
-
-vlog = ovs.vlog.Vlog("fabric_db")
 
 PLANNER_LOCK = "daqfabric_planner"
 # After a TRY_AGAIN, how long a transaction waits for the news that
@@ -53,177 +51,12 @@ PLAN_RETRIES = 3
 Txn = ovs.db.idl.Transaction
 
 
-def _o(v: Any) -> List[Any]:
-    return [] if v is None else [v]
-
-
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-# What the desired state is made of (FabricDb.state()).
-DESIRED_TABLES = ("Fabric", "Switch", "Link", "Host", "DCM")
 # The tables FabricDb.watch_slice() monitors part of.
 NARROWED_TABLES = ("DCM", "Assignment")
-# Node columns that every report rewrites and that neither a slice nor a
-# plan depends on.
-REPORT_COLUMNS = frozenset(("agent", "generation", "updated",
-                            "report_interval", "ring_occupancy",
-                            "ring_high_watermark", "ring_drops", "error",
-                            "failed_generation"))
-# Fabric columns that say which generation is applied and planned, by
-# whom: a new generation changes them, and the desired state (state()),
-# and so a slice, does not depend on them.
-FABRIC_RECORD_COLUMNS = frozenset(("generation", "apply_id", "map_digest",
-                                   "applied_by", "planner_epoch", "planner",
-                                   "planned_generation", "external_ids"))
-
-
-def _server_monitor_v1() -> bool:
-    """Whether this Python IDL monitors the server's _Server.Database
-    with "monitor" (RFC 7047), whose updates of a row carry all its
-    columns: the Python IDLs of OVS 3.1 (Debian 12's); later ones use
-    "monitor_cond", whose updates carry what changed.  Read from the
-    IDL's own code: no version number says which."""
-    try:
-        src = inspect.getsource(
-            ovs.db.idl.Idl._Idl__send_server_monitor_request)
-    except (AttributeError, OSError, TypeError):
-        return False
-    return "monitor_cond" not in src
-
-
-SERVER_MONITOR_V1 = _server_monitor_v1()
-
-
-class _Idl(ovs.db.idl.Idl):
-    """An IDL that counts the changes of each table, and separately the
-    changes of Node rows beyond their reports: with dozens of agents
-    reporting every few seconds, an agent or a planner that recomputed
-    its slice or its plan whenever anything changed (change_seqno) would
-    spend its CPU on other nodes' reports."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.table_changes: Dict[str, int] = {}
-        self.node_changes = 0
-        # Changes of the desired state (DESIRED_TABLES) but those of the
-        # Fabric row's FABRIC_RECORD_COLUMNS alone: a new generation
-        # whose map changes one DCM is not a new state for the thousands
-        # of others (state(), an agent's slice).
-        self.desired_changes = 0
-        # Per row (uuid): how often it changed (what FabricDb's caches of
-        # converted rows are keyed by).
-        self.row_changes: Dict[Any, int] = {}
-        # Per table in it: the rows (uuids) changed since its reader took
-        # them (FabricDb.converted()).
-        self.dirty: Dict[str, Set[Any]] = {"Assignment": set(),
-                                           "DCM": set()}
-        # The stale member check (check_stale()): the newest Fabric
-        # (generation, planned_generation) seen in the cluster 'cid',
-        # and the session (seqno) last checked.
-        self.newest: Tuple[Any, Tuple[int, int]] = (None, (0, 0))
-        self.checked_seqno: Optional[int] = None
-        # How often it left a member for being stale.
-        self.stale_left = 0
-
-    def run(self) -> Any:
-        ret = super().run()
-        self.check_stale()
-        return ret
-
-    def check_stale(self) -> None:
-        """The IDL's own check of a member it connects to (that its
-        _Server index is not older than one it saw before) needs the
-        index, which _Idl__send_server_monitor_request() does not
-        monitor: the same check here, by the Fabric row, once the IDL has
-        synced on a connection.  A member of the same cluster that holds
-        an older generation than the IDL saw (one that is catching up
-        after a restart, say) is left for another at once, before a
-        slice is computed from it; "connected" alone does not say that a
-        member has caught up."""
-        s = self._session
-        if (self.state != self.IDL_S_MONITORING or s.rpc is None
-                or s.rpc.get_status()):
-            return
-        table = self.tables.get("Fabric")
-        root = next(iter(table.rows.values()), None) if table else None
-        gen = ((int(root.generation), int(root.planned_generation))
-               if root is not None else (0, 0))
-        cid = next((tuple(str(u) for u in r.cid)
-                    for r in self.server_tables["Database"].rows.values()
-                    if r.name == self._db.name), None)
-        seqno = s.get_seqno()
-        if (seqno != self.checked_seqno and cid == self.newest[0]
-                and gen < self.newest[1]):
-            vlog.warn("%s: clustered database server has stale data "
-                      "(generation %d.%d, seen %d.%d); trying another "
-                      "server" % (self.session_name(), gen[0], gen[1],
-                                  self.newest[1][0], self.newest[1][1]))
-            self.stale_left += 1
-            self.force_reconnect()
-            return
-        self.checked_seqno = seqno
-        if cid != self.newest[0] or gen > self.newest[1]:
-            self.newest = (cid, gen)
-
-    def _Idl__send_server_monitor_request(self) -> None:
-        """Replaces the IDL's own request to monitor _Server.Database
-        (name-mangled: the base class's private method).  A clustered
-        database's row changes with every commit (its "index"), and the
-        IDL's own request, every column, sent every client an update at
-        every commit of any other: at 32 agents, each write of one woke
-        the 31 others (their IDL, their loop), most of the agents' CPU at
-        rest and the core they share when a failure makes many write.
-        With "monitor" (SERVER_MONITOR_V1) each update also carried the
-        whole row, the database's schema too.  Here "index" is not
-        monitored at all (ovsdb-server sends an update when any monitored
-        column changes, even one selected without modifications), so the
-        IDL's check of a stale member by its index is check_stale()'s by
-        the Fabric row; "schema" is monitored apart, not on
-        modifications (the IDL checks it is there: a member that has
-        joined its cluster); "connected" and "leader" still arrive when
-        they change.  A schema conversion
-        reaches clients through the database's own monitor, which the
-        server cancels.  Otherwise as the IDL's own request ("monitor"
-        or "monitor_cond", whichever it uses)."""
-        self.state = self.IDL_S_SERVER_MONITOR_REQUESTED
-        table = self.server_tables[self._server_db_table]
-        for column in table.columns.values():
-            if not hasattr(column, "alert"):
-                column.alert = True
-        table.rows = ovs.db.custom_index.IndexedRows(table)
-        table.need_table = False
-        table.idl = self
-        requests: List[Dict[str, Any]] = [
-            {"columns": [c for c in table.columns
-                         if c not in ("index", "schema")]}]
-        if "schema" in table.columns:
-            requests.append({"columns": ["schema"],
-                             "select": {"initial": True, "insert": True,
-                                        "delete": True, "modify": False}})
-        msg = ovs.jsonrpc.Message.create_request(
-            "monitor" if SERVER_MONITOR_V1 else "monitor_cond",
-            [self._server_db.name, str(self.server_monitor_uuid),
-             {table.name: requests}])
-        self._server_monitor_request_id = msg.id
-        self.send_request(msg)
-
-    def notify(self, event: str, row: Any, updates: Any = None) -> None:
-        name = row._table.name
-        self.table_changes[name] = self.table_changes.get(name, 0) + 1
-        self.row_changes[row.uuid] = self.row_changes.get(row.uuid, 0) + 1
-        if name in self.dirty:
-            self.dirty[name].add(row.uuid)
-        if name == "Node" and not (
-                event == ovs.db.idl.ROW_UPDATE and updates is not None
-                and set(updates._data) <= REPORT_COLUMNS):
-            self.node_changes += 1
-        if name in DESIRED_TABLES and not (
-                name == "Fabric" and event == ovs.db.idl.ROW_UPDATE
-                and updates is not None
-                and set(updates._data) <= FABRIC_RECORD_COLUMNS):
-            self.desired_changes += 1
 
 
 class FabricDb:
@@ -238,7 +71,7 @@ class FabricDb:
         self.timeout = timeout
         helper = ovs.db.idl.SchemaHelper(location=schema_path())
         helper.register_all()
-        self.idl = _Idl(remote, helper, leader_only=leader_only)
+        self.idl = FabricIdl(remote, helper, leader_only=leader_only)
         # state() of the last changes() of DESIRED_TABLES.
         self._state: Optional[Tuple[int, FabricState]] = None
         # converted(): table -> (the IDL's rows, row -> converted, a
@@ -457,55 +290,19 @@ class FabricDb:
         if r is not None:
             st.hold_down = int(r.hold_down)
             st.bfd = dict(r.bfd)
-        st.switches = self._table("Switch", self._switch)
-        st.links = self._table("Link", self._link)
-        st.hosts = self._table("Host", self._host)
-        dcms = self.converted("DCM", self._dcm)
+        st.switches = self._table("Switch", switch_of_row)
+        st.links = self._table("Link", link_of_row)
+        st.hosts = self._table("Host", host_of_row)
+        dcms = self.converted("DCM", dcm_of_row)
         if self._dcm_list is None or self._dcm_list[0] is not dcms[1]:
             self._dcm_list = (dcms[1], sorted(dcms[0].values(),
                                               key=lambda d: d.dcm.name))
         st.dcms = list(self._dcm_list[1])
         return st
 
-    @staticmethod
-    def _switch(s: Any) -> FabricSwitch:
-        return FabricSwitch(
-            name=s.name, role=s.role, plane=s.plane, pod=s.pod,
-            dpdk=s.dpdk, db=opt(s.db), bridge=s.bridge, of=opt(s.of),
-            where="switch %s" % s.name)
-
-    @staticmethod
-    def _link(lk: Any) -> FabricLink:
-        return FabricLink(lk.a_switch, lk.a_port, lk.b_switch, lk.b_port,
-                          where="link " + lk.name)
-
-    @staticmethod
-    def _host(h: Any) -> FabricHost:
-        atts = []
-        for plane, ep in sorted(h.attachments.items()):
-            leaf, _, port = ep.partition(":")
-            atts.append((int(plane), leaf, port))
-        return FabricHost(name=h.name, role=h.role, attachments=tuple(atts),
-                          ip=opt(h.ip), pod=h.pod, where="host %s" % h.name,
-                          macs=tuple(sorted((int(p), m) for p, m
-                                            in h.macs.items())))
-
-    @staticmethod
-    def _dcm(d: Any) -> FabricDcm:
-        return FabricDcm(dcm=dcm_from_fabric_row(d, host_egress(d.host)),
-                         host=d.host)
-
-    @staticmethod
-    def _assignment(a: Any) -> Assignment:
-        hp, hs = opt(a.home_plane), opt(a.home_spine)
-        return Assignment(
-            a.dcm, a.plane, a.spine, a.epoch, a.generation,
-            (hp, hs) if hp is not None and hs is not None else None,
-            a.moved_at, a.reason)
-
     def converted(self, table: str, convert: Callable[[Any], Any]
                   ) -> Tuple[Dict[Any, Any], Any]:
-        """convert(row) of every row of 'table' (one of _Idl.dirty's), by
+        """convert(row) of every row of 'table' (one of FabricIdl.dirty's), by
         row, and a token that changes when one of them does.  Kept from
         one call to the next and converted again only for the rows that
         changed since (the IDL's 'dirty' rows): an agent or a planner
@@ -555,13 +352,13 @@ class FabricDb:
     def assignments(self) -> Dict[str, Assignment]:
         """The planner's assignments by DCM (a new dict each call; the
         rows converted as converted() says)."""
-        conv, _ = self.converted("Assignment", self._assignment)
+        conv, _ = self.converted("Assignment", assignment_of_row)
         return {a.dcm: a for a in conv.values()}
 
     def assignment_rows(self) -> Dict[str, Any]:
         """The Assignment rows by DCM (through assignments()' cache: a
         planner writes a few of thousands)."""
-        conv, _ = self.converted("Assignment", self._assignment)
+        conv, _ = self.converted("Assignment", assignment_of_row)
         rows = self.idl.tables["Assignment"].rows
         return {a.dcm: rows[u] for u, a in conv.items() if u in rows}
 
@@ -691,15 +488,15 @@ class FabricDb:
             result["gen"] = gen + 1
             self._sync(txn, "Switch", "name", {
                 s.name: {"role": s.role, "plane": s.plane, "pod": s.pod,
-                         "dpdk": s.dpdk, "db": _o(s.db),
-                         "bridge": s.bridge, "of": _o(s.of)}
+                         "dpdk": s.dpdk, "db": optional(s.db),
+                         "bridge": s.bridge, "of": optional(s.of)}
                 for s in state.switches}, counts)
             self._sync(txn, "Link", "name", {
                 lk.name: {"a_switch": lk.a_switch, "a_port": lk.a_port,
                           "b_switch": lk.b_switch, "b_port": lk.b_port}
                 for lk in state.links}, counts)
             self._sync(txn, "Host", "name", {
-                h.name: {"role": h.role, "ip": _o(h.ip), "pod": h.pod,
+                h.name: {"role": h.role, "ip": optional(h.ip), "pod": h.pod,
                          "attachments": {p: "%s:%s" % (leaf, port)
                                          for p, leaf, port
                                          in h.attachments},
@@ -747,7 +544,7 @@ class FabricDb:
         defaults = self._defaults(table)
         for k, values in sorted(wanted.items()):
             got = by_key.get(k)
-            want = tuple([_canon(values[c]) for c in cols])
+            want = tuple([canon_value(values[c]) for c in cols])
             if got is None:
                 r = txn.insert(self.idl.tables[table])
                 setattr(r, key, k)
@@ -783,8 +580,8 @@ class FabricDb:
                 # dict.get: the IDL leaves out the columns that hold their
                 # default (its __missing__ makes one, slowly).
                 data = r._data
-                got = (n, _canon_datum(dict.get(data, key))[0],
-                       tuple([defaults[c] if d is None else _canon_datum(d)
+                got = (n, canon_datum(dict.get(data, key))[0],
+                       tuple([defaults[c] if d is None else canon_datum(d)
                               for c, d in [(c, dict.get(data, c))
                                            for c in cols]]))
             out[u] = got
@@ -795,71 +592,10 @@ class FabricDb:
         """The canonical default of each column of 'table'."""
         got = self._default.get(table)
         if got is None:
-            got = {c: _canon_datum(ovs.db.data.Datum.default(col.type))
+            got = {c: canon_datum(ovs.db.data.Datum.default(col.type))
                    for c, col in self.idl.tables[table].columns.items()}
             self._default[table] = got
         return got
-
-
-# The types of the values _canon() takes as one atom (most columns): the
-# first test, a fresh 'fabric apply' compares every column of thousands
-# of DCMs.
-_SCALARS = (str, int, float, bool)
-
-
-def _canon(v: Any) -> Tuple[Any, ...]:
-    """A column's value as _sync() writes it, canonical: a tuple of its
-    atoms, sorted (a map's (key, value) pairs)."""
-    if type(v) in _SCALARS:
-        return (v,)
-    if isinstance(v, dict):
-        return tuple(sorted(v.items()))
-    if isinstance(v, (list, tuple, set, frozenset)):
-        return tuple(sorted(v))
-    return (v,)
-
-
-def _canon_datum(d: Any) -> Tuple[Any, ...]:
-    """An IDL datum as _canon() gives the value it holds (no sort for
-    one atom, most columns)."""
-    vals = d.values
-    if d.type.is_map():
-        if len(vals) == 1:
-            k, v = next(iter(vals.items()))
-            return ((k.value, v.value),)
-        return tuple(sorted((k.value, v.value) for k, v in vals.items()))
-    if len(vals) == 1:
-        return (next(iter(vals)).value,)
-    return tuple(sorted(k.value for k in vals))
-
-
-def dcm_columns(d: FabricDcm) -> Dict[str, Any]:
-    m = d.dcm
-    return {"host": d.host, "ring": m.ring, "ip": _o(m.ip),
-            "tuples": sorted(t.canonical() for t in m.tuples),
-            "ring_size": m.ring_size, "max_burst": m.max_burst,
-            "poll_interval": m.poll_interval, "max_rate": m.max_rate,
-            "rate": _o(m.rate), "frame_overhead": _o(m.frame_overhead),
-            "max_burst_bytes": m.max_burst_bytes,
-            "egress_max_rate": m.egress_max_rate,
-            "egress_max_burst_bytes": m.egress_max_burst_bytes,
-            "numa_id": _o(m.numa_id), "flow_buckets": m.flow_buckets,
-            "ofport": _o(m.ofport), "steering": m.steering}
-
-
-def dcm_from_fabric_row(r: Any, egress: str) -> Dcm:
-    """The Dcm of a DCM row, with 'egress' (the port towards its host)."""
-    return Dcm(name=r.name, ring=r.ring, egress=egress, ip=opt(r.ip),
-               tuples=tuple(parse_tuple(t) for t in sorted(r.tuples)),
-               ring_size=r.ring_size, max_burst=r.max_burst,
-               poll_interval=r.poll_interval, max_rate=r.max_rate,
-               frame_overhead=opt(r.frame_overhead),
-               max_burst_bytes=r.max_burst_bytes,
-               egress_max_rate=r.egress_max_rate,
-               egress_max_burst_bytes=r.egress_max_burst_bytes,
-               numa_id=opt(r.numa_id), flow_buckets=r.flow_buckets,
-               ofport=opt(r.ofport), rate=opt(r.rate),
-               steering=r.steering, where="DCM %s" % r.name)
 
 
 # ==================================================================== planner
@@ -1010,8 +746,8 @@ class Planner:
                 r.spine = a.spine
                 r.epoch = epoch
                 r.generation = gen
-                r.home_plane = _o(a.home[0] if a.home else None)
-                r.home_spine = _o(a.home[1] if a.home else None)
+                r.home_plane = optional(a.home[0] if a.home else None)
+                r.home_spine = optional(a.home[1] if a.home else None)
                 r.moved_at = a.moved_at
                 r.reason = a.reason
             f.planned_generation = gen

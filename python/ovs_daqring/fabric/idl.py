@@ -1,0 +1,195 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""The fabric database's IDL (OVS's Python IDL, ovs.db.idl.Idl, made
+for the fabric's many clients): it counts the changes of each table, of
+the desired state and of the Node rows beyond their reports, so that an
+agent or a planner computes its slice or its plan again only when what
+it depends on changed; it leaves a cluster member older than one it saw
+(check_stale()); and it monitors the server's _Server.Database without
+the "index" column that changes at every commit.  FabricDb
+(fabric/db.py) connects through it."""
+
+import inspect
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+import ovs.db.custom_index
+import ovs.db.idl
+import ovs.jsonrpc
+import ovs.vlog
+
+vlog = ovs.vlog.Vlog("fabric_db")
+
+# What the desired state is made of (FabricDb.state()).
+DESIRED_TABLES = ("Fabric", "Switch", "Link", "Host", "DCM")
+# Node columns that every report rewrites and that neither a slice nor a
+# plan depends on.
+REPORT_COLUMNS = frozenset(("agent", "generation", "updated",
+                            "report_interval", "ring_occupancy",
+                            "ring_high_watermark", "ring_drops", "error",
+                            "failed_generation"))
+# Fabric columns that say which generation is applied and planned, by
+# whom: a new generation changes them, and the desired state (state()),
+# and so a slice, does not depend on them.
+FABRIC_RECORD_COLUMNS = frozenset(("generation", "apply_id", "map_digest",
+                                   "applied_by", "planner_epoch", "planner",
+                                   "planned_generation", "external_ids"))
+
+
+def _server_monitor_v1() -> bool:
+    """Whether this Python IDL monitors the server's _Server.Database
+    with "monitor" (RFC 7047), whose updates of a row carry all its
+    columns: the Python IDLs of OVS 3.1 (Debian 12's); later ones use
+    "monitor_cond", whose updates carry what changed.  Read from the
+    IDL's own code: no version number says which."""
+    try:
+        src = inspect.getsource(
+            ovs.db.idl.Idl._Idl__send_server_monitor_request)
+    except (AttributeError, OSError, TypeError):
+        return False
+    return "monitor_cond" not in src
+
+
+SERVER_MONITOR_V1 = _server_monitor_v1()
+
+
+class FabricIdl(ovs.db.idl.Idl):
+    """An IDL that counts the changes of each table, and separately the
+    changes of Node rows beyond their reports: with dozens of agents
+    reporting every few seconds, an agent or a planner that recomputed
+    its slice or its plan whenever anything changed (change_seqno) would
+    spend its CPU on other nodes' reports."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.table_changes: Dict[str, int] = {}
+        self.node_changes = 0
+        # Changes of the desired state (DESIRED_TABLES) but those of the
+        # Fabric row's FABRIC_RECORD_COLUMNS alone: a new generation
+        # whose map changes one DCM is not a new state for the thousands
+        # of others (state(), an agent's slice).
+        self.desired_changes = 0
+        # Per row (uuid): how often it changed (what FabricDb's caches of
+        # converted rows are keyed by).
+        self.row_changes: Dict[Any, int] = {}
+        # Per table in it: the rows (uuids) changed since its reader took
+        # them (FabricDb.converted()).
+        self.dirty: Dict[str, Set[Any]] = {"Assignment": set(),
+                                           "DCM": set()}
+        # The stale member check (check_stale()): the newest Fabric
+        # (generation, planned_generation) seen in the cluster 'cid',
+        # and the session (seqno) last checked.
+        self.newest: Tuple[Any, Tuple[int, int]] = (None, (0, 0))
+        self.checked_seqno: Optional[int] = None
+        # How often it left a member for being stale.
+        self.stale_left = 0
+
+    def run(self) -> Any:
+        ret = super().run()
+        self.check_stale()
+        return ret
+
+    def check_stale(self) -> None:
+        """The IDL's own check of a member it connects to (that its
+        _Server index is not older than one it saw before) needs the
+        index, which _Idl__send_server_monitor_request() does not
+        monitor: the same check here, by the Fabric row, once the IDL has
+        synced on a connection.  A member of the same cluster that holds
+        an older generation than the IDL saw (one that is catching up
+        after a restart, say) is left for another at once, before a
+        slice is computed from it; "connected" alone does not say that a
+        member has caught up."""
+        s = self._session
+        if (self.state != self.IDL_S_MONITORING or s.rpc is None
+                or s.rpc.get_status()):
+            return
+        table = self.tables.get("Fabric")
+        root = next(iter(table.rows.values()), None) if table else None
+        gen = ((int(root.generation), int(root.planned_generation))
+               if root is not None else (0, 0))
+        cid = next((tuple(str(u) for u in r.cid)
+                    for r in self.server_tables["Database"].rows.values()
+                    if r.name == self._db.name), None)
+        seqno = s.get_seqno()
+        if (seqno != self.checked_seqno and cid == self.newest[0]
+                and gen < self.newest[1]):
+            vlog.warn("%s: clustered database server has stale data "
+                      "(generation %d.%d, seen %d.%d); trying another "
+                      "server" % (self.session_name(), gen[0], gen[1],
+                                  self.newest[1][0], self.newest[1][1]))
+            self.stale_left += 1
+            self.force_reconnect()
+            return
+        self.checked_seqno = seqno
+        if cid != self.newest[0] or gen > self.newest[1]:
+            self.newest = (cid, gen)
+
+    def _Idl__send_server_monitor_request(self) -> None:
+        """Replaces the IDL's own request to monitor _Server.Database
+        (name-mangled: the base class's private method).  A clustered
+        database's row changes with every commit (its "index"), and the
+        IDL's own request, every column, sent every client an update at
+        every commit of any other: at 32 agents, each write of one woke
+        the 31 others (their IDL, their loop), most of the agents' CPU at
+        rest and the core they share when a failure makes many write.
+        With "monitor" (SERVER_MONITOR_V1) each update also carried the
+        whole row, the database's schema too.  Here "index" is not
+        monitored at all (ovsdb-server sends an update when any monitored
+        column changes, even one selected without modifications), so the
+        IDL's check of a stale member by its index is check_stale()'s by
+        the Fabric row; "schema" is monitored apart, not on
+        modifications (the IDL checks it is there: a member that has
+        joined its cluster); "connected" and "leader" still arrive when
+        they change.  A schema conversion
+        reaches clients through the database's own monitor, which the
+        server cancels.  Otherwise as the IDL's own request ("monitor"
+        or "monitor_cond", whichever it uses)."""
+        self.state = self.IDL_S_SERVER_MONITOR_REQUESTED
+        table = self.server_tables[self._server_db_table]
+        for column in table.columns.values():
+            if not hasattr(column, "alert"):
+                column.alert = True
+        table.rows = ovs.db.custom_index.IndexedRows(table)
+        table.need_table = False
+        table.idl = self
+        requests: List[Dict[str, Any]] = [
+            {"columns": [c for c in table.columns
+                         if c not in ("index", "schema")]}]
+        if "schema" in table.columns:
+            requests.append({"columns": ["schema"],
+                             "select": {"initial": True, "insert": True,
+                                        "delete": True, "modify": False}})
+        msg = ovs.jsonrpc.Message.create_request(
+            "monitor" if SERVER_MONITOR_V1 else "monitor_cond",
+            [self._server_db.name, str(self.server_monitor_uuid),
+             {table.name: requests}])
+        self._server_monitor_request_id = msg.id
+        self.send_request(msg)
+
+    def notify(self, event: str, row: Any, updates: Any = None) -> None:
+        name = row._table.name
+        self.table_changes[name] = self.table_changes.get(name, 0) + 1
+        self.row_changes[row.uuid] = self.row_changes.get(row.uuid, 0) + 1
+        if name in self.dirty:
+            self.dirty[name].add(row.uuid)
+        if name == "Node" and not (
+                event == ovs.db.idl.ROW_UPDATE and updates is not None
+                and set(updates._data) <= REPORT_COLUMNS):
+            self.node_changes += 1
+        if name in DESIRED_TABLES and not (
+                name == "Fabric" and event == ovs.db.idl.ROW_UPDATE
+                and updates is not None
+                and set(updates._data) <= FABRIC_RECORD_COLUMNS):
+            self.desired_changes += 1
