@@ -30,7 +30,8 @@ from ovs_daqring.daqctl.model import DaqctlError, Dcm
 from ovs_daqring.daqctl.openflow import (GROUP_PREFIX, failover_group,
                                          group_ids, group_text,
                                          is_our_group, parse_group)
-from ovs_daqring.daqctl.reconcile import Reconciler, route_groups
+from ovs_daqring.daqctl.flowsync import route_groups
+from ovs_daqring.daqctl.reconcile import Reconciler
 
 # ovs-ofctl dump-groups of the same group over OpenFlow 1.3 and 1.5.
 DUMP_13 = (" group_id=3670540289,type=ff,bucket=watch_port:2,"

@@ -85,7 +85,8 @@ def _load_daqctl() -> SimpleNamespace:
     # cli first: it says which library is missing (SystemExit).
     importlib.import_module("ovs_daqring.cmd.ovs_daqctl")
     names: Dict[str, Any] = {}
-    for mod in ("model", "dcmmap", "ovsdb", "openflow", "reconcile"):
+    for mod in ("model", "dcmmap", "ovsdb", "openflow", "ringplan",
+                "flowsync", "rollback", "reconcile"):
         names.update(vars(importlib.import_module("ovs_daqring.daqctl."
                                                   + mod)))
     return SimpleNamespace(**names)

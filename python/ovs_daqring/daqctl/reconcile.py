@@ -12,95 +12,30 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Reconciling a switch to its DCMs: the plan (what to create, update,
-remove), its application and the rollback of a failure."""
+"""Reconciling a switch to its DCMs (Reconciler): the plan
+(ringplan.py) applied in one OVSDB transaction, waited for and judged
+(what ovs-vswitchd refused), then the flows (flowsync.py), with the
+rollback of a failure (rollback.py) and the report of what changed."""
 
 import argparse
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import (Any, Callable, Dict, FrozenSet, List, Optional, Sequence,
-                    Set, Tuple)
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .model import (DaqctlError, Dcm, EXIT_ROLLBACK_FAILED, EXT_DCM, MapError,
-                    Problem, RING_OPTIONS, STATES, SwitchSpec,
+from .model import (DaqctlError, Dcm, MapError, STATES, SwitchSpec,
                     grouped_notes as _grouped)
 from .idlutil import opt
-from .ovsdb import Ovsdb, Ring
-from .openflow import (ssl_args, DumpedFlow, Flow, Group, OpenFlow,
-                       dcm_flows, failover_group, flow_text, group_ids,
-                       group_text, is_ours, of_target, ofport_text,
-                       set_dl_dst)
-
-# Flows besides the DCMs' (the fabric agent's routes): cookie ->
-# [(priority, match, output ports, primary first, the destination MAC
-# set before the output or "")].
-Routes = Dict[int, List[Tuple[int, List[str], Tuple[str, ...], str]]]
+from .ovsdb import Ovsdb
+from .openflow import OpenFlow, of_target, ssl_args
+from .ringplan import (Plan, RingState, describe_update, plan_rings,
+                       ring_options)
+from .flowsync import FlowSync
+from .rollback import Rollback
+# Read from here by bench/fabric.py (reconcile.route_groups).
+from .flowsync import route_groups  # noqa: F401
 
 
-# ================================================================ reconciler
-@dataclass
-class RingState:
-    """What a daqring was before a change: what a rollback restores."""
-    port_ids: Dict[str, str]
-    iface_name: str
-    iface_type: str
-    options: Dict[str, str]
-    ofport_request: List[int]
-    managed: bool
-    # The OpenFlow port it had (not configuration: ovs-vswitchd's choice).
-    ofport: Optional[int] = None
-
-    @staticmethod
-    def of(r: Ring) -> "RingState":
-        return RingState(dict(r.port.external_ids), r.iface.name,
-                         r.iface.type, dict(r.iface.options),
-                         list(r.iface.ofport_request), r.dcm is not None,
-                         opt(r.iface.ofport))
-
-    @staticmethod
-    def of_port(port: Any) -> Optional["RingState"]:
-        """A port's state, or None if it has no single interface."""
-        ifaces = list(port.interfaces)
-        if len(ifaces) != 1:
-            return None
-        i = ifaces[0]
-        return RingState(dict(port.external_ids), i.name, i.type,
-                         dict(i.options), list(i.ofport_request),
-                         EXT_DCM in port.external_ids, opt(i.ofport))
-
-    def config(self) -> Tuple[Any, ...]:
-        """What a client configures (what a rollback compares)."""
-        return (self.port_ids, self.iface_name, self.iface_type,
-                self.options, self.ofport_request)
-
-
-@dataclass
-class Plan:
-    create: List[Dcm] = field(default_factory=list)
-    update: List[Tuple[Ring, Dcm]] = field(default_factory=list)
-    delete: List[Ring] = field(default_factory=list)
-    adopt: List[str] = field(default_factory=list)
-    # status:config_error of the updated rings before the change.
-    old_errors: Dict[str, Optional[str]] = field(default_factory=dict)
-    # Each ring the plan touches, as it was (None: the plan creates it).
-    before: Dict[str, Optional[RingState]] = field(default_factory=dict)
-    # ... and as the committed transaction made it (None: removed).
-    after: Dict[str, Optional[RingState]] = field(default_factory=dict)
-
-    def empty(self) -> bool:
-        return not (self.create or self.update or self.delete)
-
-    def summary(self) -> Dict[str, List[str]]:
-        return {"create": [d.name for d in self.create],
-                "update": [d.name for r, d in self.update
-                           if r.dcm is not None],
-                "adopt": [d.name for r, d in self.update if r.dcm is None],
-                "remove": [r.dcm.name if r.dcm else str(r.port.name)
-                           for r in self.delete]}
-
-
-class Reconciler:
+class Reconciler(FlowSync, Rollback):
     """Brings one switch to a list of DCMs."""
 
     def __init__(self, spec: SwitchSpec, args: argparse.Namespace,
@@ -125,68 +60,13 @@ class Reconciler:
         # STATES): in the result, so that -f json has it too.
         self.result["state"] = "unchanged"
         self._next_progress = 0.0
-        # Flows that are no DCM's ring steering, kept by sync() with the
-        # DCMs' (the fabric agent's routes): cookie -> [(priority, match,
-        # output port names, MAC)].  One port: an output to it; more: to the
-        # first of them that is live, through a fast_failover group of
-        # ours (GROUP_PREFIX), shared by the routes with the same ports.
-        # A port that is not on the bridge is left out (the first one:
-        # the cookie has no flows).  A MAC: the destination MAC is set to
-        # it first (the fabric's last hop: its hosts do no ARP).
-        self.routes: Routes = {}
-        # Whether sync() keeps our groups (those of 'routes', no others).
-        self.manage_groups = False
+        FlowSync.__init__(self)
         # plan_unless_held(): the configuration count and 'want' with
         # which the switch's daqrings were found as wanted last.
         self.held_config: Any = None
-        # What sync() learnt of the switch beyond its flows, which a
-        # caller that keeps this reconciler may let the next sync() take
-        # as still true instead of asking the switch again (one ovs-ofctl
-        # each): the daqrings found or set no-flood, and our groups as
-        # the last bundle left them.  forget() drops both: a caller that
-        # cannot vouch that nobody changed the switch's ports or groups
-        # since (and that ovs-vswitchd did not restart) calls it before
-        # apply().  A one-shot ovs-daqctl never has them.
-        self.known_flood: Optional[Set[str]] = None
-        self.known_groups: Optional[Dict[int, Group]] = None
-        # And the flows: ours by cookie, as the last bundle left them (a
-        # bundle replaces each cookie's flows whole: "delete cookie=C/-1"
-        # and its adds), and the others' (what conflicts() compares),
-        # as the last dump found them.  A caller that keeps them spares a
-        # dump of every flow when a slice changes (a ROS leaf's thousand
-        # routes: the longest step of a failover); what they may miss (a
-        # flow someone else changed meanwhile under a cookie the bundle
-        # does not touch) is the caller's to catch (the fabric agent's
-        # flow monitor and flow count, and its periodic full checks).
-        self.known_flows: Optional[Dict[int, Set[Flow]]] = None
-        self.known_theirs: Optional[List[DumpedFlow]] = None
-        # flow_changes()'s groups and flows once its bundle is sent (if
-        # manage_groups).
-        self._groups_after: Optional[Dict[int, Group]] = None
-        self._flows_after: Dict[int, Set[Flow]] = {}
 
     def close(self) -> None:
         self.db.close()
-
-    def forget(self) -> None:
-        """The next sync() asks the switch which daqrings are no-flood,
-        which groups and which flows it has (see known_flood)."""
-        self.known_flood = None
-        self.known_groups = None
-        self.forget_flows()
-
-    def forget_flows(self) -> None:
-        """The next sync() dumps the switch's flows (see known_flows)."""
-        self.known_flows = None
-        self.known_theirs = None
-
-    def expected_flow_count(self) -> Optional[int]:
-        """How many flows the bridge has if nobody but this reconciler
-        changed them since its last sync() (None: not known)."""
-        if self.known_flows is None or self.known_theirs is None:
-            return None
-        return (sum(len(v) for v in self.known_flows.values())
-                + len(self.known_theirs))
 
     def set_state(self, state: str) -> None:
         assert state in STATES, state
@@ -221,76 +101,9 @@ class Reconciler:
 
     # --------------------------------------------------------------- plan
     def plan(self, dcms: List[Dcm]) -> Plan:
-        """What to change, from the IDL's current replica.  Rings are
-        matched by port name: a daqring of the wanted name is updated (or
-        adopted, if no ovs-daqctl made it), a missing one is created, and
-        a managed one that no DCM wants is removed.  Raises MapError for
-        what the switch refuses (unknown egress ports, names or ofports
-        taken by other ports)."""
-        if "daqring" not in self.db.iface_types():
-            raise DaqctlError("switch %s: ovs-vswitchd does not support "
-                              "type=daqring (is it the ovs-daqring build, "
-                              "with other_config:dpdk-init=true?)"
-                              % self.spec.name)
-        br = self.db.bridge(self.spec.bridge)
-        ports = self.db.ports(br)
-        rings = {r.port.name: r for r in self.db.rings(br)}
-        all_names = self.db.all_iface_names()
-        wanted = {d.ring for d in dcms}
-        plan = Plan()
-        for r in rings.values():
-            if r.dcm is not None and r.port.name not in wanted:
-                plan.delete.append(r)
-        going = {r.port.name for r in plan.delete}
-        ofports: Dict[int, str] = {}
-        for p in ports.values():
-            for i in p.interfaces:
-                for o in (opt(i.ofport), opt(i.ofport_request)):
-                    if o is not None and o > 0 and p.name not in going:
-                        ofports.setdefault(o, p.name)
-        problems: List[Problem] = []
-
-        def bad(d: Dcm, reason: str) -> None:
-            problems.append(Problem(d.where or self.spec.where,
-                                    "DCM %s: %s" % (d.name, reason)))
-
-        for d in dcms:
-            eg = ports.get(d.egress)
-            if eg is None or d.egress in going:
-                bad(d, "egress port %s is not on bridge %s (it has: %s)"
-                    % (d.egress, self.spec.bridge,
-                       ", ".join(sorted(n for n in ports
-                                        if n not in rings)) or "no ports"))
-            elif len(eg.interfaces) != 1:
-                bad(d, "egress %s is a bond; give one of its interfaces"
-                    % d.egress)
-            if d.ofport is not None and ofports.get(d.ofport) not in (
-                    None, d.ring):
-                bad(d, "ofport %d is taken by %s" % (d.ofport,
-                                                     ofports[d.ofport]))
-            found = rings.get(d.ring)
-            if found is None:
-                if d.ring in all_names:
-                    bad(d, "a port or interface named %s exists and is not "
-                        "a daqring of bridge %s" % (d.ring,
-                                                    self.spec.bridge))
-                else:
-                    plan.create.append(d)
-            elif found.dcm is None:
-                plan.update.append((found, d))
-                plan.adopt.append(d.ring)
-            elif found.dcm.key() != d.key():
-                plan.update.append((found, d))
-        if problems:
-            raise MapError(problems)
-        for r, d in plan.update:
-            plan.old_errors[d.ring] = r.iface.status.get("config_error")
-            plan.before[d.ring] = RingState.of(r)
-        for r in plan.delete:
-            plan.before[r.port.name] = RingState.of(r)
-        for d in plan.create:
-            plan.before[d.ring] = None
-        return plan
+        """plan_rings() of this switch (ringplan.py): what to change, or
+        MapError for what the switch refuses."""
+        return plan_rings(self.db, self.spec, dcms)
 
     # -------------------------------------------------------------- ovsdb
     def commit(self, want: Callable[[List[Dcm]], List[Dcm]],
@@ -367,115 +180,6 @@ class Reconciler:
         self.set_state("applied")
         return plans[-1], time.monotonic() - t0
 
-    def restore(self, plan: Plan, comment: str,
-                flood_before: Dict[str, bool]) -> List[str]:
-        """Undoes 'plan' (already committed): the rings it created are
-        removed, those it changed or adopted get back their options, marks
-        and ofport_request (and an adopted ring its flooding), those it
-        removed are created again (empty), with their old OpenFlow port
-        numbers.  A ring is restored only if it is still as the plan made
-        it: one that another client changed, created or removed meanwhile
-        is left as it is.  Then the flows are made those of the DCMs in the
-        database.  Returns the names of the rings left alone."""
-        left: List[str] = []
-        # Created again, and those of them with a borrowed ofport_request.
-        again: List[str] = []
-        borrowed: List[str] = []
-
-        def build(txn: Any) -> None:
-            del left[:], again[:], borrowed[:]
-            br = self.db.bridge(self.spec.bridge)
-            br.verify("ports")
-            ports = self.db.ports(br)
-            for name, st in sorted(plan.before.items()):
-                port = ports.get(name)
-                now = RingState.of_port(port) if port is not None else None
-                made = plan.after.get(name)
-                if (port is not None and now is None) or (
-                        (now.config() if now else None)
-                        != (made.config() if made else None)):
-                    left.append(name)
-                    continue
-                if port is not None:
-                    iface = list(port.interfaces)[0]
-                    for col in ("external_ids", "interfaces"):
-                        port.verify(col)
-                    for col in ("type", "options", "ofport_request"):
-                        iface.verify(col)
-                if st is None:
-                    # Created by the plan: removed.
-                    br.delvalue("ports", port)
-                    port.delete()
-                    iface.delete()
-                elif port is None:
-                    # Removed by the plan: created again.  ovs-vswitchd
-                    # does not reuse an OpenFlow port number for an hour:
-                    # without a request the ring would get a new one, and
-                    # its DCM's flows point at the old one.
-                    req = st.ofport_request
-                    if not req and st.ofport is not None and st.ofport > 0:
-                        req = [st.ofport]
-                        borrowed.append(name)
-                    iface = txn.insert(self.db.idl.tables["Interface"])
-                    iface.name = st.iface_name
-                    iface.type = st.iface_type
-                    iface.options = st.options
-                    iface.ofport_request = req
-                    port = txn.insert(self.db.idl.tables["Port"])
-                    port.name = name
-                    port.interfaces = [iface]
-                    port.external_ids = st.port_ids
-                    br.addvalue("ports", port)
-                    again.append(name)
-                else:
-                    if dict(port.external_ids) != st.port_ids:
-                        port.external_ids = st.port_ids
-                    if iface.type != st.iface_type:
-                        iface.type = st.iface_type
-                    if dict(iface.options) != st.options:
-                        iface.options = st.options
-                    if list(iface.ofport_request) != st.ofport_request:
-                        iface.ofport_request = st.ofport_request
-
-        def give_back(txn: Any) -> None:
-            """The borrowed ofport_requests, once the ports have their
-            numbers (which they keep)."""
-            ports = self.db.ports(self.db.bridge(self.spec.bridge))
-            for name in borrowed:
-                st = plan.before[name]
-                port = ports.get(name)
-                now = RingState.of_port(port) if port is not None else None
-                if (st is not None and now is not None
-                        and now.ofport_request == [st.ofport]):
-                    iface = list(port.interfaces)[0]
-                    iface.verify("ofport_request")
-                    iface.ofport_request = st.ofport_request
-
-        if plan.empty():
-            return []
-        # The rings created again are new ports (flooding).
-        self.forget()
-        cfg = self.db.transact(build, comment + " (rollback)")
-        self.db.wait_applied(cfg, self.progress)
-        if borrowed:
-            cfg = self.db.transact(give_back, comment + " (rollback)")
-            self.db.wait_applied(cfg, self.progress)
-        if self.of.written or again:
-            # The flows of the restored DCMs, and those of rings created
-            # again (if their old number was taken meanwhile).  (If
-            # nothing was sent and no ring came back, the flows are still
-            # those of before.)
-            self.sync()
-        # An adopted ring is a hand-made one again: as it was.
-        if any(not flood_before.get(n, True) for n in plan.adopt
-               if n not in left):
-            now_flood = self.of.no_flood()
-            for n in plan.adopt:
-                if (n not in left and flood_before.get(n) is False
-                        and now_flood.get(n)):
-                    self.of.set_no_flood(n, False)
-        return list(left)
-
     def failures(self, plan: Plan) -> List[str]:
         """Rings that ovs-vswitchd refused (error column, no ofport, or a
         config_error in status after a resize)."""
@@ -531,242 +235,6 @@ class Reconciler:
                 errs.append(err if err.startswith(d.ring + ":")
                             else "%s: %s" % (d.ring, err))
         return errs
-
-    # -------------------------------------------------------------- flows
-    def floodable(self, rings: Sequence[str]) -> List[str]:
-        """Those of 'rings' that are on the switch and floodable."""
-        return self._floodable(rings)[0]
-
-    def _floodable(self, rings: Sequence[str]) -> Tuple[List[str], Set[str]]:
-        """floodable(), and those of 'rings' that are on the switch."""
-        if not rings:
-            # A switch with routes only (a spine): nothing to ask it.
-            return [], set()
-        config = self.of.no_flood()
-        return (sorted(n for n in rings if config.get(n) is False),
-                {n for n in rings if n in config})
-
-    def sync(self) -> Tuple[int, int, int, List[str]]:
-        """Makes the OpenFlow side follow the DCMs recorded in OVSDB (not a
-        list in memory: another ovs-daqctl may have added a DCM meanwhile):
-        each DCM's daqring no-flood (a flooded copy would come out of the
-        ring a second time), then the flows, in one bundle.  The flows are
-        read before the database is, so that the flows of a DCM that
-        another ovs-daqctl has just added are not taken for stale ones;
-        and if the database changed while this ran, it runs again, so that
-        the last of several concurrent ovs-daqctl leaves the flows of all
-        their DCMs.  Returns (DCMs whose flows changed, flows deleted,
-        flows added, rings set no-flood).  self.t_bundle: the time its
-        bundles took (this call's, not a running total: an agent keeps its
-        reconciler from one apply to the next)."""
-        n = n_del = n_add = 0
-        fixed: List[str] = []
-        self.t_bundle = 0.0
-        for k in range(10):
-            if (k == 0 and self.known_flows is not None
-                    and self.known_theirs is not None):
-                # As the last bundle left them, if the caller vouches
-                # for them (the first round only: a round again is for
-                # another client's change).
-                dumped = list(self.known_theirs)
-                installed = {c: set(v) for c, v in self.known_flows.items()}
-            else:
-                dumped = self.of.flows(ours=False)
-                installed = self.of.installed(dumped)
-            self.known_flows = self.known_theirs = None
-            groups: Optional[Dict[int, Group]] = None
-            if self.manage_groups:
-                # Those the last bundle left, if the caller vouches
-                # for them (known_groups), else the switch's.
-                groups = (dict(self.known_groups)
-                          if self.known_groups is not None
-                          else self.of.groups())
-                self.known_groups = None
-            cfg = self.db.catch_up()
-            if self.db.root().cur_cfg < cfg:
-                # Another client's change (a ring it created) that
-                # ovs-vswitchd has not applied yet: its port has no
-                # ofport, and so no flows, until it has.  A plan empty
-                # from the start (that client's ring is what this one
-                # wants) must not end before they exist.
-                self.db.wait_applied(cfg, self.progress)
-            dcms = self.current()
-            problems = self.conflicts(dcms, dumped)
-            if problems:
-                raise DaqctlError("\n".join(
-                    "%s: %s" % (self.spec.label(), p.reason)
-                    for p in problems))
-            rings = [d.ring for d in dcms]
-            flood: List[str] = []
-            if self.known_flood is None or not set(rings) <= self.known_flood:
-                # Rings not known to be no-flood: ask the switch (a
-                # change of routes only, on a switch whose rings were
-                # checked, does not).
-                self.known_flood = None
-                flood, seen = self._floodable(rings)
-                if flood:
-                    self.of.set_no_flood_all(flood)
-                self.known_flood = seen
-            fixed += [r for r in flood if r not in fixed]
-            lines, counts = self.flow_changes(dcms, False, installed,
-                                              groups)
-            if lines:
-                t0 = time.monotonic()
-                self.of.bundle(lines)
-                self.t_bundle += time.monotonic() - t0
-                n, n_del, n_add = (n + counts[0], n_del + counts[1],
-                                   n_add + counts[2])
-            # The bundle went through (or there was nothing to change):
-            # our groups and flows are those it wanted.
-            self.known_groups = self._groups_after
-            self.known_flows = self._flows_after
-            self.known_theirs = [f for f in dumped if not is_ours(f.cookie)]
-            if not (lines or flood) or self.db.next_cfg() == cfg:
-                break
-        return n, n_del, n_add, fixed
-
-    def conflicts(self, dcms: List[Dcm],
-                  dumped: Optional[List[DumpedFlow]] = None
-                  ) -> List[Problem]:
-        """The DCMs' flows that have the table (0), priority and match of a
-        flow that is not ovs-daqctl's (its cookie is not 0xdac7...):
-        adding ours would replace it, and a later del-dcm would delete
-        it.  A ring not created yet has no in_port flow to compare."""
-        if dumped is None:
-            dumped = self.of.flows(ours=False)
-        theirs: Dict[Tuple[int, FrozenSet[str]], DumpedFlow] = {}
-        for f in dumped:
-            if f.table == "0" and not is_ours(f.cookie):
-                theirs.setdefault((f.priority, frozenset(f.match)), f)
-        if not theirs:
-            return []
-        ofports: Dict[str, str] = {}
-        for p in self.db.bridge(self.spec.bridge).ports:
-            for i in p.interfaces:
-                o = opt(i.ofport)
-                if o is not None and o > 0:
-                    ofports[p.name] = ofport_text(o)
-        problems = []
-        for d in dcms:
-            for prio, match, _ in dcm_flows(d, ofports.get(d.ring, "?"),
-                                            ofports.get(d.egress, "?")):
-                f = theirs.get((prio, frozenset(match)))
-                if f is not None and "in_port=?" not in match:
-                    problems.append(Problem(
-                        d.where or self.spec.where,
-                        "DCM %s: its flow priority=%d,%s would replace a "
-                        "flow that is not ovs-daqctl's (cookie %#x, "
-                        "actions=%s), which a later del-dcm would then "
-                        "delete: remove that flow, or change the DCM's "
-                        "match" % (d.name, prio, ",".join(match), f.cookie,
-                                   f.actions)))
-        return problems
-
-    def flow_changes(self, dcms: List[Dcm], dry_run: bool,
-                     installed: Optional[Dict[int, Set[Flow]]] = None,
-                     groups_installed: Optional[Dict[int, Group]] = None
-                     ) -> Tuple[List[str], Tuple[int, int, int]]:
-        """The bundle that gives 'dcms' their flows: for each DCM whose
-        flows differ, "delete cookie=C/-1" and its adds; for each of our
-        cookies that no DCM has, its delete; with 'manage_groups', the
-        group mods of the routes' groups.  With 'dry_run', rings not
-        created yet count as adds."""
-        br = self.db.bridge(self.spec.bridge)
-        ofports: Dict[str, int] = {}
-        for p in br.ports:
-            for i in p.interfaces:
-                o = opt(i.ofport)
-                if o is not None and o > 0:
-                    ofports[p.name] = o
-        if installed is None:
-            installed = self.of.installed()
-        lines: List[str] = []
-        n_changed = n_del = n_add = 0
-        wanted: Set[int] = set()
-        # Our flows once the bundle is through.
-        after: Dict[int, Set[Flow]] = {}
-        for d in dcms:
-            if d.ring not in ofports or d.egress not in ofports:
-                if dry_run:
-                    n_changed += 1
-                    n_add += len(dcm_flows(d, d.ring, d.egress))
-                continue
-            c = d.cookie()
-            wanted.add(c)
-            flows = dcm_flows(d, ofport_text(ofports[d.ring]),
-                              ofport_text(ofports[d.egress]))
-            want = {(p, frozenset(m), a) for p, m, a in flows}
-            have = installed.get(c, set())
-            after[c] = want
-            if want == have:
-                continue
-            n_changed += 1
-            if have:
-                lines.append("delete cookie=%#x/-1" % c)
-                n_del += len(have)
-            for f in flows:
-                lines.append("add " + flow_text(c, f))
-                n_add += 1
-        groups, group_lines = self.route_groups(ofports, groups_installed)
-        self._groups_after = None
-        if self.manage_groups:
-            self._groups_after = {
-                gid: failover_group([ofport_text(ofports[p]) for p in ports])
-                for ports, gid in groups.items()}
-        for c, route in sorted(self.routes.items()):
-            if c in wanted or any(ports[0] not in ofports
-                                  for _, _, ports, _ in route):
-                continue
-            wanted.add(c)
-            flows = [(prio, match,
-                      self.route_action(ports, ofports, groups, mac))
-                     for prio, match, ports, mac in route]
-            want = {(p, frozenset(m), a) for p, m, a in flows}
-            have = installed.get(c, set())
-            after[c] = want
-            if want != have:
-                n_changed += 1
-                if have:
-                    lines.append("delete cookie=%#x/-1" % c)
-                    n_del += len(have)
-                lines += ["add " + flow_text(c, f) for f in flows]
-                n_add += len(flows)
-        for c, have in sorted(installed.items()):
-            if c not in wanted:
-                lines.append("delete cookie=%#x/-1" % c)
-                n_del += len(have)
-                n_changed += 1
-        # Every other cookie's flows are deleted (a DCM's whose ring or
-        # egress is not on the bridge too).
-        self._flows_after = after
-        # Groups first (a flow's group must exist), stale groups last
-        # (deleting a group deletes the flows that use it).
-        lines = ([ln for ln in group_lines if not ln.startswith(
-            "group delete")] + lines
-            + [ln for ln in group_lines if ln.startswith("group delete")])
-        return lines, (n_changed, n_del, n_add)
-
-    @staticmethod
-    def route_action(ports: Tuple[str, ...], ofports: Dict[str, int],
-                     groups: Dict[Tuple[str, ...], int],
-                     mac: str = "") -> str:
-        """A route's actions: an output, or its group, after setting the
-        destination MAC to 'mac' if given."""
-        live = tuple(p for p in ports if p in ofports)
-        if len(live) == 1:
-            return set_dl_dst(mac) + "output:%s" % ofport_text(
-                ofports[live[0]])
-        return set_dl_dst(mac) + "group:%d" % groups[live]
-
-    def route_groups(self, ofports: Dict[str, int],
-                     installed: Optional[Dict[int, Group]]
-                     ) -> Tuple[Dict[Tuple[str, ...], int], List[str]]:
-        """The routes' groups and, with 'manage_groups', the group mods
-        that make our groups on the switch exactly those."""
-        if self.manage_groups and installed is None:
-            installed = self.of.groups()
-        return route_groups(self.routes, ofports,
-                            installed if self.manage_groups else None)
 
     # -------------------------------------------------------------- apply
     def holds(self, dcms: List[Dcm], flow_count: int,
@@ -847,7 +315,7 @@ class Reconciler:
             errs = self.failures(plan)
             if errs:
                 res["refused"] = errs
-                self._rollback(plan, comment, flood_before,
+                self.roll_back(plan, comment, flood_before,
                                "switch %s refused the change"
                                % self.spec.name,
                                "switch %s refused the change, rolled back"
@@ -866,7 +334,7 @@ class Reconciler:
             n, n_del, n_add, flood = self.sync()
         except DaqctlError as e:
             if not plan.empty():
-                self._rollback(plan, comment, flood_before, str(e),
+                self.roll_back(plan, comment, flood_before, str(e),
                                "%s; daqrings rolled back" % e, [])
             raise
         res.update(no_flood=flood, flows={"dcms": n, "deleted": n_del,
@@ -883,36 +351,6 @@ class Reconciler:
         if not res["changed"]:
             self.say("%s: no changes" % label)
         return res["changed"]
-
-    def _rollback(self, plan: Plan, comment: str,
-                  flood_before: Dict[str, bool], failed: str,
-                  rolled_back: str, details: List[str]) -> None:
-        """Restores what 'plan' changed and raises: EXIT_FAILED if the
-        switch is as it was, EXIT_ROLLBACK_FAILED if it is not."""
-        more = "".join("\n  " + d for d in details)
-        self.set_state("rolling back")
-        try:
-            left = self.restore(plan, comment, flood_before)
-        except DaqctlError as e:
-            self.result["rollback"] = "failed"
-            self.set_state("rollback failed")
-            raise DaqctlError(
-                "%s%s\nROLLBACK FAILED: %s\nswitch %s is in neither its "
-                "old nor its new state: look at 'ovs-daqctl show' and "
-                "'ovs-daqctl flows', then run the command again (or apply "
-                "the previous map)" % (failed, ":" + more if more else "",
-                                       e, self.spec.name),
-                EXIT_ROLLBACK_FAILED)
-        self.result["rollback"] = "done"
-        self.set_state("rolled back")
-        if left:
-            # Rings that another client changed after our commit: theirs.
-            self.result["left_alone"] = left
-            more += ("\n(not rolled back: %s, changed by another client "
-                     "since this change was committed; left as they are: "
-                     "look at them with 'ovs-daqctl show')"
-                     % ", ".join(left))
-        raise DaqctlError(rolled_back + (":" + more if more else ""))
 
     def _report_plan(self, plan: Plan, verbose: bool, prefix: str) -> None:
         lines = []
@@ -933,71 +371,6 @@ class Reconciler:
         elif lines:
             self.say("%s: %s%d changes (-v lists them)"
                      % (self.spec.name, prefix, len(lines)))
-
-
-def route_groups(routes: Routes, ofports: Dict[str, int],
-                 installed: Optional[Dict[int, Group]]
-                 ) -> Tuple[Dict[Tuple[str, ...], int], List[str]]:
-    """The groups that 'routes' need (their ports on the bridge, in
-    order -> group id) and, unless 'installed' (our groups on the switch)
-    is None, the group mods that make those exactly the switch's groups
-    of ours: "group add", "group modify", "group delete" lines of an
-    ovs-ofctl bundle."""
-    lists = set()
-    for route in routes.values():
-        for _, _, ports, _ in route:
-            live = tuple(p for p in ports if p in ofports)
-            if len(live) > 1 and ports[0] in ofports:
-                lists.add(live)
-    ids = group_ids(lists)
-    if installed is None:
-        return ids, []
-    lines = []
-    for ports, gid in sorted(ids.items(), key=lambda x: x[1]):
-        g = failover_group([ofport_text(ofports[p]) for p in ports])
-        have = installed.get(gid)
-        if have is None:
-            lines.append("group add " + group_text(gid, g))
-        elif have != g:
-            lines.append("group modify " + group_text(gid, g))
-    wanted = set(ids.values())
-    lines += ["group delete group_id=%d" % gid
-              for gid in sorted(installed) if gid not in wanted]
-    return ids, lines
-
-
-def ring_options(current: Dict[str, str], d: Dcm) -> Dict[str, str]:
-    """The Interface options of DCM 'd''s daqring, whose options are
-    'current': d's, and those of 'current' that ovs-daqctl does not own
-    (RING_OPTIONS); an option that d no longer sets is removed."""
-    opts = {k: v for k, v in current.items() if k not in RING_OPTIONS}
-    opts.update(d.options())
-    return opts
-
-
-def describe_update(old: Optional[Dcm], new: Dcm) -> str:
-    if old is None:
-        return "existing daqring %s, %s" % (new.ring, new.shaping_text())
-    diffs = []
-    for attr, label in (("ring_size", "ring-size"), ("max_burst",
-                                                     "max-burst"),
-                        ("poll_interval", "poll-interval"),
-                        ("max_rate", "max-rate"),
-                        ("max_burst_bytes", "max-burst-bytes"),
-                        ("egress_max_rate", "egress-max-rate"),
-                        ("egress_max_burst_bytes", "egress-max-burst-bytes"),
-                        ("frame_overhead", "frame-overhead"),
-                        ("numa_id", "numa-id"),
-                        ("flow_buckets", "flow-buckets"), ("egress", "egress"),
-                        ("ofport", "ofport"), ("rate", "rate"),
-                        ("ring", "ring"), ("dl_dst", "dl-dst")):
-        a, b = getattr(old, attr), getattr(new, attr)
-        if a != b:
-            diffs.append("%s %s -> %s" % (label, a, b))
-    if old.match_text() != new.match_text():
-        diffs.append("match %s -> %s" % (old.match_summary(),
-                                         new.match_summary()))
-    return ", ".join(diffs) or "marks"
 
 
 def _names(names: List[str], verbose: bool) -> str:

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Tuple
 
 from ..daqctl.mapfile import parse_tuple
 from ..daqctl.model import Dcm, dcm_cookie
-from ..daqctl.reconcile import Routes
+from ..daqctl.flowsync import Routes
 from .slice import FROM, PRIO_ROUTE, Slice
 
 # Dcm's fields but 'where' (a message's location, not the DCM's).
