@@ -37,9 +37,10 @@ import ovs.poller
 import pytest
 
 from ovs_daqring.daqctl.model import DaqctlError
-from ovs_daqring.fabric.db import FabricDb, Planner
+from ovs_daqring.fabric.db import FabricDb
 from ovs_daqring.fabric.fabmap import (FabricMapReader, state_digest,
                                        state_json)
+from ovs_daqring.fabric.plannerd import Planner
 
 from fabric_helpers import Cluster, wait_for
 

@@ -37,9 +37,10 @@ from ovs_daqring.bench.fabric import Shape, map_text
 from ovs_daqring.daqctl.mapfile import parse_tuple
 from ovs_daqring.fabric import agent as fa
 from ovs_daqring.fabric import db as fdb
-from ovs_daqring.fabric.db import FabricDb, Planner
+from ovs_daqring.fabric.db import FabricDb
 from ovs_daqring.fabric.fabmap import FabricMapReader, state_digest
 from ovs_daqring.fabric.model import FabricState
+from ovs_daqring.fabric.plannerd import Planner
 from ovs_daqring.fabric.slice import Slice, monitored, slices
 
 from fabric_helpers import Cluster, wait_for

@@ -58,7 +58,7 @@ dcms:
 # A planner: one round whenever the database changes.
 PLANNER = """\
 import sys, time
-from ovs_daqring.fabric.db import Planner
+from ovs_daqring.fabric.plannerd import Planner
 p = Planner(sys.argv[1], "test-planner", 30)
 while True:
     p.db.run()

@@ -62,12 +62,13 @@ from ..daqctl.model import DaqctlError, SwitchSpec
 from ..daqctl.openflow import FlowWatch, find_ofctl, set_ssl
 from ..daqctl.reconcile import Reconciler
 from . import default_fabric_db
-from .db import Planner, now_ms
+from .db import now_ms
 from .flows import dcm_of_json, route_ports, route_table, slice_json
 from .hostagent import HostAgent
 from .idl import DESIRED_TABLES
 from .model import PLANE_MAX
 from .node import INTERVAL_MIN, PROG, NodeBase, vlog
+from .plannerd import Planner
 from .slice import Slice, slices
 
 CACHE_VERSION = 1

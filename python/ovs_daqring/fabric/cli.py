@@ -29,9 +29,10 @@ from ..daqctl.model import (DaqctlError, EXIT_BAD_INPUT, EXIT_FAILED,
                             EXIT_OK)
 from ..options import SSL_FILES_NEEDED, ssl_missing
 from . import default_fabric_db
-from .db import FabricDb, Planner, now_ms
+from .db import FabricDb, now_ms
 from .fabmap import read_fabric_map, state_digest
 from .planner import plan
+from .plannerd import Planner
 from .slice import slices
 
 # A node is up while its agent's last report is younger than this many

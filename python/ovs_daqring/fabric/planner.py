@@ -13,11 +13,13 @@
 # limitations under the License.
 
 
-"""The planner: which plane and spine each DCM's flows take.
+"""The planner's plan: which plane and spine each DCM's flows take.
 
 Pure and deterministic functions of the desired state, the current
 assignments, the ports known to be down and the time: the same inputs
-give the same plan, on any planner.
+give the same plan, on any planner.  The planner's role that runs them
+(the lock, the epoch, the rounds that write the plan) is
+fabric/plannerd.py.
 
 - First assignment (thesis Algorithm 6.1): DCMs in name order go round-
   robin over the paths, planes first (plane 0 spine 0, plane 1 spine 0,
