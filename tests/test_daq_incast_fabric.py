@@ -29,7 +29,8 @@ from ovs_daqring.fabric.fabmap import FabricMapReader
 from ovs_daqring.fabric.planner import plan as fabric_plan
 from ovs_daqring.fabric.slice import PRIO_FROM_DCM, PRIO_ROUTE, slices
 from ovs_daqring.hosts import ConfigError, HostInfo
-from ovs_daqring.incast import config, fabric, options, validation
+from ovs_daqring.incast import config, options, validation
+from ovs_daqring.incast.fabric import runner as fabric
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(HERE), "utilities", "daq-incast")

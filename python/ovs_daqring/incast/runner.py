@@ -15,8 +15,11 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import VERSION
-from .config import (DEEP_FIFO, SWEEP_PARAMS, Config, ConfigError,
-                     build_parser, format_rate, validate)
+from .config import Config
+from .limits import DEEP_FIFO, SWEEP_PARAMS
+from .options import build_parser
+from .units import format_rate
+from .validation import validate
 from .stats import (SCHEMA, busy_time, counter_delta, cpu_per_byte,
                     parse_proc_steal,
                     dcm_figures, format_shared, format_table,
@@ -26,7 +29,7 @@ from .stats import (SCHEMA, busy_time, counter_delta, cpu_per_byte,
                     validate_results)
 from ..daqctl.model import ring_drain_s
 from .. import hugepages
-from ..hosts import probe_host
+from ..hosts import ConfigError, probe_host
 from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
                        install_signal_handlers, run, stale_namespaces,
                        stop_process)
@@ -153,7 +156,7 @@ def share_ring(cfg: Config, p: Dict[str, Any]) -> None:
     'static', each of the K rings gets the link's ring rate / K and
     max-burst / K; 'shared', each the whole rate, the K rings bound to
     the link's port sharing it as egress-max-rate)."""
-    from .fabric import ring_params
+    from .fabric.runner import ring_params
     shared = ring_params(cfg, "daqring")
     for k in ("max_burst", "max_rate_bps", "rate_bps", "flow_buckets",
               "egress_max_rate_bps", "egress_max_burst_bytes", "sharing"):
@@ -946,7 +949,7 @@ def describe(cfg: Config, plan: Plan) -> str:
                 "(tx-retry-budget-us) instead of dropping"
                 % cfg.tx_retry_budget_us)
     if cfg.topology == "switch" and cfg.dcms_per_host > 1:
-        from .fabric import ring_params
+        from .fabric.runner import ring_params
         lines.append(
             "shared links: %d DCMs per DCM host, %d host(s), one access "
             "link each; events to all DCMs at once; ring sharing %s"
@@ -1036,7 +1039,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          cfg.port_frames, cfg.dcms_per_host
                          if cfg.topology == "switch" else 1)
         if cfg.topology == "fabric":
-            from . import fabric
+            from .fabric import runner as fabric
             fplan = fabric.make_fabric_plan(os.getpid(), cfg)
     except (ConfigError, ValueError) as e:
         sys.stderr.write("daq-incast: error: %s\n" % e)
@@ -1130,7 +1133,7 @@ def report(doc: Dict[str, Any], cfg: Config, ideal_bps: float,
     if cc_line(doc):
         print(cc_line(doc))
     if doc.get("topology", {}).get("kind") == "fabric":
-        from .fabric import format_fabric
+        from .fabric.runner import format_fabric
         text = format_fabric(doc)
         if text:
             print(text)

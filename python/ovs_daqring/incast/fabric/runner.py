@@ -32,20 +32,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .. import tool_path
-from ..daqctl.openflow import parse_group, split_dl_dst
-from ..fabric import SCHEMA_NAME, schema_path
-from ..fabric.model import switch_ring
-from ..process import Cleanup, RunError, die_with_parent, read_text, run
-from ..process import stop_process
-from ..sandbox import Sandbox
-from .config import DAQRING_FRAME, Config, format_rate
-from .runner import Runner
-from .stats import (busy_time, counter_delta, ideal_collection_time,
-                    payload_efficiency)
-from .switch import (STATS_INTERVAL, ModeUnavailable, Switch, daqctl_path)
-from .topology import (NO_IPV6, Host, allow_congestion_control, cc_lock,
-                       parse_snmp, rps_mask, tbf_command)
+from ... import tool_path
+from ...daqctl.openflow import parse_group, split_dl_dst
+from ...fabric import SCHEMA_NAME, schema_path
+from ...fabric.model import switch_ring
+from ...process import Cleanup, RunError, die_with_parent, read_text, run
+from ...process import stop_process
+from ...sandbox import Sandbox
+from ..config import Config
+from ..limits import DAQRING_FRAME
+from ..runner import Runner
+from ..stats import (busy_time, counter_delta, ideal_collection_time,
+                     payload_efficiency)
+from ..switch import (STATS_INTERVAL, ModeUnavailable, Switch, daqctl_path)
+from ..topology import (NO_IPV6, Host, allow_congestion_control, cc_lock,
+                        parse_snmp, rps_mask, tbf_command)
+from ..units import format_rate
 
 NET = "10.77"
 HLT_LEAF = "hlt-leaf"
