@@ -34,9 +34,11 @@ from typing import Any, Dict, List
 import pytest
 
 from ovs_daqring.bench.fabric import Shape, map_text
+from ovs_daqring.cmd import ovs_daqfabric_agent as agent_cmd
 from ovs_daqring.daqctl.mapfile import parse_tuple
 from ovs_daqring.fabric import agent as fa
 from ovs_daqring.fabric import db as fdb
+from ovs_daqring.fabric import flows
 from ovs_daqring.fabric.db import FabricDb
 from ovs_daqring.fabric.fabmap import FabricMapReader, state_digest
 from ovs_daqring.fabric.model import FabricState
@@ -111,9 +113,9 @@ class Fabric:
                 continue
             got = slices(v.state(), v.assignments(), name).get(
                 name, Slice(name))
-            if fa.slice_json(got) != fa.slice_json(want[name]):
-                w = fa.slice_json(want[name])
-                g = fa.slice_json(got)
+            if flows.slice_json(got) != flows.slice_json(want[name]):
+                w = flows.slice_json(want[name])
+                g = flows.slice_json(got)
                 out.append("%s: %d rings, %d routes instead of %d, %d"
                            % (name, len(g["rings"]), len(g["routes"]),
                               len(w["rings"]), len(w["routes"])))
@@ -262,14 +264,14 @@ def test_agent_waits_for_its_conditions(cluster: Cluster,
     state = FabricMapReader("m").parse(map_text(SHAPE))
     f = Fabric(cluster)
     d = str(tmp_path)
-    p = fa.build_parser()
+    p = agent_cmd.build_parser()
     # No switch behind --ovsdb: its applies fail, which does not matter
     # here (what it wants is its slice).
     args = p.parse_args(["--node", node, "--db", f.remotes,
                          "--interval", "10",
                          "--state-file", d + "/state.json",
                          "--ovsdb", "unix:%s/none.sock" % d])
-    fa.check_args(p, args)
+    agent_cmd.check_args(p, args)
     agent = fa.Agent(args)
     try:
         f.apply(state)

@@ -26,6 +26,7 @@ from pathlib import Path
 import ovs.poller
 
 from ovs_daqring.bench.fabric import Shape, map_text
+from ovs_daqring.cmd import ovs_daqfabric_agent as agent_cmd
 from ovs_daqring.fabric import agent as fa
 from ovs_daqring.fabric.db import FabricDb
 from ovs_daqring.fabric.fabmap import FabricMapReader, state_digest
@@ -43,14 +44,14 @@ def test_idle_planner_agent_sleeps(cluster: Cluster, tmp_path: Path) -> None:
     finally:
         db.close()
     d = str(tmp_path)
-    p = fa.build_parser()
+    p = agent_cmd.build_parser()
     # No switch behind --ovsdb: the agent's apply fails and is retried
     # every interval, which is a deadline too.
     args = p.parse_args(["--node", "p0-spine1", "--db", cluster.remotes(),
                          "--planner", "--interval", "2",
                          "--state-file", d + "/state.json",
                          "--ovsdb", "unix:%s/none.sock" % d])
-    fa.check_args(p, args)
+    agent_cmd.check_args(p, args)
     agent = fa.Agent(args)
     try:
         def round_() -> int:

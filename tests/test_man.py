@@ -80,7 +80,7 @@ def daqctl_parser() -> Any:
 
 def agent_parser() -> Any:
     try:
-        from ovs_daqring.fabric import agent
+        from ovs_daqring.cmd import ovs_daqfabric_agent as agent
     except SystemExit:
         pytest.skip("ovs-daqfabric-agent needs python3-openvswitch and "
                     "python3-yaml")

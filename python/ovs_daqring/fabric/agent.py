@@ -33,40 +33,18 @@ import argparse
 import json
 import math
 import os
-import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-# The modules below need OVS's Python library and PyYAML: say which
-# package is missing rather than a traceback.
-try:
-    import ovs.daemon
-    import ovs.db.idl
-    import ovs.dirs
-    import ovs.poller
-    import ovs.stream
-    import ovs.unixctl
-    import ovs.unixctl.server
-    import ovs.util
-    import ovs.vlog
-    import yaml  # noqa: F401
-except ImportError as _e:               # pragma: no cover
-    sys.stderr.write("ovs-daqfabric-agent: %s (Debian: python3-openvswitch, "
-                     "python3-yaml)\n" % _e)
-    sys.exit(1)
+import ovs.poller
 
-from .. import VERSION
-from ..options import SSL_FILES_NEEDED, add_ssl_options, ssl_missing
 from ..daqctl.dcmmap import default_db
 from ..daqctl.model import DaqctlError, SwitchSpec
-from ..daqctl.openflow import FlowWatch, find_ofctl, set_ssl
+from ..daqctl.openflow import FlowWatch
 from ..daqctl.reconcile import Reconciler
-from . import default_fabric_db
 from .db import now_ms
 from .flows import dcm_of_json, route_ports, route_table, slice_json
-from .hostagent import HostAgent
 from .idl import DESIRED_TABLES
-from .model import PLANE_MAX
 from .node import INTERVAL_MIN, PROG, NodeBase, vlog
 from .plannerd import Planner
 from .slice import Slice, slices
@@ -831,13 +809,6 @@ class Agent(NodeBase):
         return self.plan_what or "starting"
 
 
-def _text(v: Any) -> str:
-    """A status value as 'status' prints it."""
-    if isinstance(v, dict):
-        return ", ".join("%s %s" % kv for kv in v.items()) or "-"
-    return str(v)
-
-
 def bfd_text(st: Dict[str, str]) -> str:
     """A BFD session in a few words: "up", "down (Control Detection Time
     Expired)", "init"... (the diagnostic, which OVS keeps after the
@@ -849,202 +820,3 @@ def bfd_text(st: Dict[str, str]) -> str:
     if st.get("forwarding") != "true" and text.startswith("up"):
         text += ", not forwarding"
     return text
-
-
-# ====================================================================== main
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=PROG, description="The fabric agent of one ovs-daqring "
-        "switch: holds the switch to its slice of the fabric database; "
-        "with --host, of one ROS or HLT host: holds its policy routing "
-        "to the planes of its DCMs (ovs-daqfabric-agent(8), "
-        "Documentation/topics/fabric.rst).")
-    who = p.add_mutually_exclusive_group(required=True)
-    who.add_argument("--node", "-n", metavar="NAME",
-                     help="this switch's name in the fabric (its Switch "
-                     "row)")
-    who.add_argument("--host", metavar="NAME",
-                     help="run as the agent of host NAME (its Host row), "
-                     "in the host's network namespace")
-    p.add_argument("--plane-dev", action="append", default=[],
-                   metavar="PLANE=DEV", help="with --host: the host's "
-                   "device cabled to plane PLANE (once per plane)")
-    p.add_argument("--db", metavar="REMOTES", default=None,
-                   help="the fabric database: every cluster member, "
-                   "comma-separated (default $OVS_DAQFABRIC_DB, else "
-                   "unix:$OVS_RUNDIR/daqfabric.sock)")
-    p.add_argument("--ovsdb", metavar="REMOTE",
-                   help="this switch's own OVSDB (default: the Switch "
-                   "row's db, else unix:$OVS_RUNDIR/db.sock)")
-    p.add_argument("--bridge", "-b", metavar="BRIDGE",
-                   help="the bridge (default: the Switch row's, br0)")
-    p.add_argument("--of", metavar="TARGET",
-                   help="OpenFlow target for ovs-ofctl (default: the "
-                   "Switch row's, else the bridge's management socket "
-                   "next to a unix: OVSDB)")
-    p.add_argument("--ofctl", default=find_ofctl(), metavar="PATH",
-                   help="ovs-ofctl to use (default: $OVS_OFCTL, next to "
-                   "this program, or in PATH)")
-    p.add_argument("--interval", type=float, default=2.0, metavar="SECS",
-                   help="write the Node row and check the switch every "
-                   "SECS (default 2, at least 0.1)")
-    p.add_argument("--full-check-every", type=int, default=FULL_CHECK_EVERY,
-                   metavar="N", help="of the switch's checks, one in N "
-                   "compares every flow, group and port; the others its "
-                   "daqrings and flow count (default %d; 1: all)"
-                   % FULL_CHECK_EVERY)
-    p.add_argument("--timeout", "-t", type=float, default=60,
-                   metavar="SECS", help="give up on a switch operation "
-                   "after SECS (default 60)")
-    p.add_argument("--state-file", metavar="FILE",
-                   help="where the last applied slice is kept (default "
-                   "$OVS_DBDIR/ovs-daqfabric-agent.NODE.json)")
-    p.add_argument("--planner", action="store_true",
-                   help="contend for the planner lock and plan while "
-                   "holding it")
-    p.add_argument("--unixctl", metavar="SOCKET",
-                   help="control socket (default "
-                   "$OVS_RUNDIR/ovs-daqfabric-agent.PID.ctl)")
-    add_ssl_options(p)
-    p.add_argument("--version", "-V", action="version",
-                   version="%s (ovs-daqring) %s" % (PROG, VERSION))
-    ovs.vlog.add_args(p)
-    ovs.daemon.add_args(p)
-    return p
-
-
-def check_host_args(p: argparse.ArgumentParser,
-                    args: argparse.Namespace) -> None:
-    """--host's arguments: the switch's options refused, --plane-dev
-    parsed into args.plane_dev: [(plane, device)]."""
-    for opt, v in (("--ovsdb", args.ovsdb), ("--bridge", args.bridge),
-                   ("--of", args.of), ("--planner", args.planner),
-                   ("--state-file", args.state_file)):
-        if v:
-            p.error("%s: a switch's option; not with --host" % opt)
-    if not args.host.strip() or "/" in args.host:
-        p.error("--host: %r is not a host name" % args.host)
-    devs: Dict[int, str] = {}
-    for v in args.plane_dev:
-        plane, eq, dev = v.partition("=")
-        try:
-            n = int(plane)
-        except ValueError:
-            n = -1
-        if not eq or not (0 <= n <= PLANE_MAX) or not dev.strip() \
-                or len(dev) > 15 or "/" in dev or " " in dev:
-            p.error("--plane-dev: %r is not PLANE=DEV (a plane 0-%d, a "
-                    "device name)" % (v, PLANE_MAX))
-        if n in devs and devs[n] != dev:
-            p.error("--plane-dev: plane %d given twice" % n)
-        devs[n] = dev
-    args.plane_dev = sorted(devs.items())
-
-
-def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Bad arguments: argparse's error (exit status 2)."""
-    args.db = args.db or default_fabric_db()
-    for r in args.db.split(","):
-        if not ovs.stream.Stream.is_valid_name(r):
-            p.error("--db: %s is not an OVSDB remote (unix:PATH, "
-                    "tcp:IP:PORT, ssl:IP:PORT)" % r)
-    if args.ovsdb and not ovs.stream.Stream.is_valid_name(args.ovsdb):
-        p.error("--ovsdb: %s is not an OVSDB remote" % args.ovsdb)
-    if args.host is not None:
-        check_host_args(p, args)
-    elif args.plane_dev:
-        p.error("--plane-dev: only with --host")
-    elif not args.node.strip() or "/" in args.node:
-        p.error("--node: %r is not a switch name" % args.node)
-    if args.full_check_every < 1:
-        p.error("--full-check-every: %d is below 1" % args.full_check_every)
-    if not (args.interval >= INTERVAL_MIN):
-        p.error("--interval: %s s is below %g s" % (args.interval,
-                                                    INTERVAL_MIN))
-    if not (args.timeout > 0):
-        p.error("--timeout: must be positive")
-    if args.host is None:
-        if args.state_file is None:
-            args.state_file = os.path.join(ovs.dirs.DBDIR, "%s.%s.json"
-                                           % (PROG, args.node))
-        args.state_file = os.path.abspath(args.state_file)
-        d = os.path.dirname(args.state_file)
-        if not os.path.isdir(d):
-            p.error("--state-file: directory %s does not exist" % d)
-    if ssl_missing(args, (args.db, args.ovsdb, args.of)):
-        p.error(SSL_FILES_NEEDED)
-    # What the reconcile core reads from 'args'.
-    args.format = "table"
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    check_args(parser, args)
-    ovs.vlog.handle_args(args)
-    ovs.daemon.handle_args(args)
-    set_ssl(args)
-
-    ovs.daemon.daemonize_start()
-    error, server = ovs.unixctl.server.UnixctlServer.create(
-        args.unixctl, version=VERSION)
-    if error:
-        ovs.util.ovs_fatal(error, "could not create the unixctl server",
-                           vlog)
-    agent = HostAgent(args) if args.host is not None else Agent(args)
-
-    def unixctl_exit(conn: Any, _argv: Any, _aux: Any) -> None:
-        agent.exiting = True
-        conn.reply(None)
-
-    def unixctl_status(conn: Any, argv: List[str], _aux: Any) -> None:
-        st = agent.status()
-        if argv and argv[0] == "--json":
-            conn.reply(json.dumps(st, sort_keys=True))
-        elif argv:
-            conn.reply_error("usage: status [--json]")
-        else:
-            conn.reply("".join("%s: %s\n" % (k, _text(v))
-                               for k, v in st.items()))
-
-    ovs.unixctl.command_register("exit", "", 0, 0, unixctl_exit, None)
-    ovs.unixctl.command_register("status", "[--json]", 0, 1, unixctl_status,
-                                 None)
-    ovs.daemon.daemonize_complete()
-    vlog.info("%s %s: %s %s, fabric %s%s" % (
-        PROG, VERSION, "node" if args.host is None else "host",
-        args.node or args.host, args.db,
-        ", planner candidate" if args.planner else
-        ", planes %s" % " ".join("%d=%s" % pd for pd in args.plane_dev)
-        if args.host is not None else ""))
-    try:
-        while not agent.exiting:
-            server.run()
-            if agent.exiting:
-                break
-            agent.run()
-            poller = ovs.poller.Poller()
-            server.wait(poller)
-            agent.wait(poller)
-            poller.block()
-    finally:
-        agent.close()
-        server.close()
-    vlog.info("exiting")
-    return 0
-
-
-def run() -> int:
-    try:
-        return main()
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
-        return 130
-    except Exception:               # noqa: B902 -- logged, then restarted
-        vlog.exception("traceback")
-        return ovs.daemon.RESTART_EXIT_CODE
-
-
-if __name__ == "__main__":          # pragma: no cover
-    sys.exit(run())
