@@ -18,10 +18,14 @@ from typing import Any, Dict, List, Optional, Sequence
 import pytest
 
 from ovs_daqring import hosts
-from ovs_daqring.bench import analysis, cli, parse, parts, source, switch
+from ovs_daqring.bench import (builds, fairness, hop, incast, parse, parts,
+                               runner, scale, shaping, sleep, source, stats,
+                               summary, switch, waiting)
+from ovs_daqring.cmd import daq_bench as cli
 
 # daq-bench's names, whichever of its modules they live in.
-MODULES = (hosts, parse, analysis, source, switch, parts, cli)
+MODULES = (hosts, parse, stats, source, switch, runner, hop, scale, waiting,
+           sleep, shaping, fairness, builds, incast, parts, summary, cli)
 db = SimpleNamespace(**{k: v for m in MODULES for k, v in vars(m).items()})
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -412,13 +416,13 @@ def test_summarize_ratios_spread() -> None:
 
 def test_stall_burst_bytes() -> None:
     # Where max-burst frames already ride out the stall: not set.
-    assert analysis.stall_burst_bytes(100_000_000, 32, 24, 2.0) == 0
-    assert analysis.stall_burst_bytes(10**9, 32, 24, 0) == 0
+    assert shaping.stall_burst_bytes(100_000_000, 32, 24, 2.0) == 0
+    assert shaping.stall_burst_bytes(10**9, 32, 24, 0) == 0
     # 1 Gbit/s for 2 ms: 250000 bytes, plus the frame that empties it.
-    assert analysis.stall_burst_bytes(10**9, 32, 24, 2.0) == 250000 + 1542
-    assert analysis.stall_burst_bytes(10**10, 1, 24, 2.0) == 2501542
+    assert shaping.stall_burst_bytes(10**9, 32, 24, 2.0) == 250000 + 1542
+    assert shaping.stall_burst_bytes(10**10, 1, 24, 2.0) == 2501542
     # Never above what the switch accepts.
-    assert analysis.stall_burst_bytes(10**12, 32, 24, 100) == 16 * 2**20
+    assert shaping.stall_burst_bytes(10**12, 32, 24, 100) == 16 * 2**20
 
 
 def test_fmt_and_share_text() -> None:

@@ -23,7 +23,7 @@ Run: /usr/bin/python3 -m pytest -q tests/test_daq_bench_fabric.py
 
 from typing import Any, Dict, List, Optional
 
-from ovs_daqring.bench import analysis
+from ovs_daqring.bench import summary
 from ovs_daqring.bench.fabric_incast import (FABRIC_TARGETS,
                                              fabric_markdown,
                                              fabric_summary)
@@ -162,14 +162,14 @@ def test_an_unbalanced_failover_is_not_complete() -> None:
 
 
 def test_daq_bench_verdicts_have_the_fabric_rows() -> None:
-    got = {v["key"]: v for v in analysis.verdicts({})}
+    got = {v["key"]: v for v in summary.verdicts({})}
     for k in FABRIC_TARGETS:
         assert got[k]["met"] is None and got[k]["value"] == "not run"
     res = {"fabric-incast": dict(fabric_summary([steady(0.97)],
                                                 [failover(0.97)]),
                                  command="c", failover_command="f",
                                  dir="d")}
-    got = {v["key"]: v for v in analysis.verdicts(res)}
+    got = {v["key"]: v for v in summary.verdicts(res)}
     assert got["fabric_limit"]["met"] is True
 
 
@@ -237,7 +237,7 @@ def test_a_rate_point_without_results_is_never_met() -> None:
 def test_daq_bench_takes_the_rates_apart_from_the_other_arguments(
         capsys: Any) -> None:
     import pytest
-    from ovs_daqring.bench.cli import parse_args
+    from ovs_daqring.cmd.daq_bench import parse_args
     ns = parse_args(["--parts", "fabric-incast"])
     assert ns.fabric_incast_rates == ["100mbit", "200mbit"]
     ns = parse_args(["--parts", "fabric-incast", "--fabric-incast-rates",

@@ -10,8 +10,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from ovs_daqring.bench import analysis, lossless
-from ovs_daqring.bench import cli as bench_cli
+from ovs_daqring.bench import lossless, parts, summary
+from ovs_daqring.cmd import daq_bench as bench_cli
 from ovs_daqring.incast import runner, switch, topology
 from ovs_daqring.hosts import ConfigError
 from incast_helpers import cfg
@@ -91,8 +91,8 @@ def test_points_are_valid_command_lines() -> None:
                  ["--lossless-events", "0"]):
         with pytest.raises(SystemExit):
             bench_cli.parse_args(argv)
-    assert "lossless" in analysis.PARTS
-    assert "lossless" not in analysis.DEFAULT_PARTS
+    assert "lossless" in parts.PARTS
+    assert "lossless" not in parts.DEFAULT_PARTS
 
 
 def _doc(ratio: float = 0.995, drops: int = 0, rtos: int = 0,
@@ -156,8 +156,8 @@ def test_summary_has_the_section() -> None:
     res = {"lossless": {"points": {"r30-32k-200m": _point(_doc(), _doc(
         ratio=0.999, waits=7, steal=0.012))}, "runs": 2, "events": 20,
         "congestion_control": "cubic"}}
-    rows = {v["key"]: v for v in analysis.verdicts(res)}
-    assert set(rows) == set(analysis.TARGETS)
+    rows = {v["key"]: v for v in summary.verdicts(res)}
+    assert set(rows) == set(parts.TARGETS)
     # A port that made the PMD wait lost nothing: the targets hold.
     assert rows["lossless_ideal"]["met"] is True
     assert rows["lossless_drops"]["met"] is True

@@ -15,8 +15,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from ovs_daqring.bench import analysis, peers
-from ovs_daqring.bench import cli as bench_cli
+from ovs_daqring.bench import parts, peers, summary
+from ovs_daqring.cmd import daq_bench as bench_cli
 from ovs_daqring.hosts import ConfigError
 from ovs_daqring.incast import runner, sizing, stats, switch, topology
 from incast_helpers import cfg
@@ -416,8 +416,8 @@ def test_bench_verdicts_and_summary_have_the_peers() -> None:
         _mode("daqring", "daqring", 1.8e8, 0.05, steal=0.59)))
     res = {"peers": {"points": {"r30-32k-200m": _point(good)},
                      "congestion_control": "cubic"}}
-    rows = {v["key"]: v for v in analysis.verdicts(res)}
-    assert set(rows) == set(analysis.TARGETS)
+    rows = {v["key"]: v for v in summary.verdicts(res)}
+    assert set(rows) == set(parts.TARGETS)
     assert rows["peer_goodput"]["met"] is True
     text = "\n".join(peers.markdown(res["peers"]))
     assert "| r30-32k-200m | 1 | daqring | 180.0 |" in text
@@ -428,7 +428,7 @@ def test_bench_verdicts_and_summary_have_the_peers() -> None:
     assert rows_["deep-fifo"][-2].strip() == "0"
     assert "steal ms |" in text
     assert "daqring / deep FIFO goodput 1.125 x" in text
-    assert "peers" in analysis.PARTS
+    assert "peers" in parts.PARTS
 
 
 # ------------------------------------------------------------ end to end

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """Tests of the fabric's scale bench (daq-bench --fabric,
-python/ovs_daqring/bench/fabric.py), not timed: its map, its verdicts, and
+python/ovs_daqring/bench/fabric_scale/), not timed: its map, its verdicts, and
 its convergence check, which must find a switch whose daqrings or flows
 are not the plan's -- from parsed dumps, and on a real (dummy) switch
 whose flows are changed behind the plan's back.
@@ -30,8 +30,11 @@ from typing import Any, Dict, Iterator, Tuple
 
 import pytest
 
-from ovs_daqring.bench import fabric as fb
-from ovs_daqring.bench.cli import parse_args
+from ovs_daqring.bench.fabric_scale import check as fc
+from ovs_daqring.bench.fabric_scale import cpu as fp
+from ovs_daqring.bench.fabric_scale import results as fr
+from ovs_daqring.bench.fabric_scale import shape as fs
+from ovs_daqring.cmd.daq_bench import parse_args
 from ovs_daqring.daqctl.model import dcm_cookie
 from ovs_daqring.fabric.fabmap import FabricMapReader
 from ovs_daqring.fabric.planner import plan
@@ -40,12 +43,12 @@ from ovs_daqring.sandbox import Sandbox, tree_binaries
 
 ROOT = Path(__file__).resolve().parent.parent
 OVS = ROOT / "ovs"
-SMALL = fb.Shape(planes=2, spines=2, ros_leaves=1, leaves=2, hosts=2,
+SMALL = fs.Shape(planes=2, spines=2, ros_leaves=1, leaves=2, hosts=2,
                  ros=2, dcms=16, ring_size=256)
 
 
 def small_plan() -> Tuple[Any, Dict[str, Any], Dict[str, Any]]:
-    state = FabricMapReader("m").parse(fb.map_text(SMALL))
+    state = FabricMapReader("m").parse(fs.map_text(SMALL))
     asg, _ = plan(state, {}, set(), {}, 0)
     return state, asg, slices(state, asg)
 
@@ -55,19 +58,19 @@ def ofports_of(sl: Any, ports: Any) -> Dict[str, int]:
     return {n: i + 1 for i, n in enumerate(names)}
 
 
-def view_of(sl: Any, ports: Any) -> fb.SwitchView:
+def view_of(sl: Any, ports: Any) -> fc.SwitchView:
     """The switch exactly as the plan wants it."""
     ofports = ofports_of(sl, ports)
-    rings, flows, groups, problems = fb.expected(sl, ofports)
+    rings, flows, groups, problems = fc.expected(sl, ofports)
     assert problems == []
-    return fb.SwitchView(dict(rings), ofports, {}, set(flows), dict(groups))
+    return fc.SwitchView(dict(rings), ofports, {}, set(flows), dict(groups))
 
 
 # =================================================================== the map
 def test_default_shape_is_32_switches_and_2048_dcms() -> None:
-    s = fb.Shape()
+    s = fs.Shape()
     assert s.n_switches() == 32 and s.dcms == 2048
-    state = FabricMapReader("m").parse(fb.map_text(s))
+    state = FabricMapReader("m").parse(fs.map_text(s))
     assert len(state.switches) == 32 and len(state.dcms) == 2048
     assert sum(1 for x in state.switches if x.dpdk) == 26
     # Every DCM gets a daqring on its host's leaf in each of the two
@@ -75,7 +78,7 @@ def test_default_shape_is_32_switches_and_2048_dcms() -> None:
     # HLT leaves.
     asg, _ = plan(state, {}, set(), {}, 0)
     sls = slices(state, asg)
-    assert fb.check_plan(state, asg, sls) == []
+    assert fc.check_plan(state, asg, sls) == []
     per_leaf = [len(sl.rings) for n, sl in sls.items() if "-leaf" in n]
     assert len(per_leaf) == 26 and sum(per_leaf) == 2 * 2048
     assert max(per_leaf) - min(per_leaf) <= 4
@@ -85,13 +88,13 @@ def test_default_shape_is_32_switches_and_2048_dcms() -> None:
     other = next(leaf for p, leaf, _ in state.host(d.host).attachments
                  if p != asg[d.name].plane)
     sls[other].rings = [r for r in sls[other].rings if r.name != d.name]
-    assert [p.split(":")[0] for p in fb.check_plan(state, asg, sls)] == [
+    assert [p.split(":")[0] for p in fc.check_plan(state, asg, sls)] == [
         "DCM %s" % d.name]
 
 
 def test_one_dcm_more_is_one_dcm_more() -> None:
-    a = FabricMapReader("m").parse(fb.map_text(SMALL))
-    b = FabricMapReader("m").parse(fb.map_text(SMALL, SMALL.dcms + 1))
+    a = FabricMapReader("m").parse(fs.map_text(SMALL))
+    b = FabricMapReader("m").parse(fs.map_text(SMALL, SMALL.dcms + 1))
     assert ({d.name for d in b.dcms} - {d.name for d in a.dcms}
             == {"dcm%04d" % SMALL.dcms})
     assert (a.switches, a.links, a.hosts) == (b.switches, b.links, b.hosts)
@@ -122,7 +125,7 @@ def test_check_passes_a_switch_that_holds_its_slice() -> None:
         assert sl.rings or sl.routes
         v = view_of(sl, ["up1", "up2", "r1", "r2", "h1", "h2", "d1", "d2",
                          "d3"])
-        assert fb.check_switch(sl, v) == [], name
+        assert fc.check_switch(sl, v) == [], name
 
 
 def test_expected_flows_are_those_the_agent_installs() -> None:
@@ -133,7 +136,7 @@ def test_expected_flows_are_those_the_agent_installs() -> None:
     ports = ["up1", "up2", "r1", "r2", "h1", "h2", "d1", "d2", "d3"]
     for name in ("p0-leaf1", "p0-spine1"):
         sl = sls[name]
-        _, flows, _, _ = fb.expected(sl, ofports_of(sl, ports))
+        _, flows, _, _ = fc.expected(sl, ofports_of(sl, ports))
         want = {(dcm_cookie("route/" + r.key), r.priority)
                 for r in sl.routes}
         got = {(f[0], f[1]) for f in flows
@@ -153,22 +156,22 @@ def test_check_finds_flows_that_differ() -> None:
     other = "output:%d" % (v.ofports["up2"] if actions != "output:%d"
                            % v.ofports["up2"] else v.ofports["up1"])
     v.flows = set(flows[1:]) | {(c, prio, match, other)}
-    p = fb.check_switch(sl, v)
+    p = fc.check_switch(sl, v)
     assert len(p) == 2
     assert p[0].startswith("flows missing 1: ")
     assert p[1].startswith("flows not in the plan 1: ") and other in p[1]
     # A route missing.
     v.flows = set(flows[1:])
-    assert [x.split(":")[0] for x in fb.check_switch(sl, v)] == [
+    assert [x.split(":")[0] for x in fc.check_switch(sl, v)] == [
         "flows missing 1"]
     # A flow of ours that no DCM of this switch has.
     v.flows = set(flows) | {(c ^ 1, prio, match, actions)}
-    assert [x.split(":")[0] for x in fb.check_switch(sl, v)] == [
+    assert [x.split(":")[0] for x in fc.check_switch(sl, v)] == [
         "flows not in the plan 1"]
     # And a group that the plan does not have.
     v.flows = set(flows)
     v.groups[0xdac7fffe] = "type=all"
-    assert fb.check_switch(sl, v) == [
+    assert fc.check_switch(sl, v) == [
         "groups not in the plan 1: group_id=%d type=all" % 0xdac7fffe]
 
 
@@ -179,22 +182,22 @@ def test_check_finds_rings_that_differ() -> None:
     ring = sl.rings[0].ring
     opts = dict(v.rings[ring])
     del v.rings[ring]
-    assert fb.check_switch(sl, v)[0].startswith("daqrings missing 1: "
+    assert fc.check_switch(sl, v)[0].startswith("daqrings missing 1: "
                                                 + ring)
     v.rings[ring] = dict(opts, **{"ring-size": "4096"})
-    assert fb.check_switch(sl, v)[0].startswith(
+    assert fc.check_switch(sl, v)[0].startswith(
         "daqrings with other options 1: " + ring)
     v.rings[ring] = opts
     v.rings["stray"] = opts
-    assert fb.check_switch(sl, v) == ["daqrings not in the plan 1: stray"]
+    assert fc.check_switch(sl, v) == ["daqrings not in the plan 1: stray"]
     del v.rings["stray"]
     v.errors[ring] = "could not open"
-    assert fb.check_switch(sl, v) == ["daqrings in error 1: %s: could not "
+    assert fc.check_switch(sl, v) == ["daqrings in error 1: %s: could not "
                                       "open" % ring]
     # A ring without an OpenFlow port: its flows cannot be right.
     v.errors = {}
     del v.ofports[ring]
-    assert fb.check_switch(sl, v)[0] == ("port %s has no OpenFlow port "
+    assert fc.check_switch(sl, v)[0] == ("port %s has no OpenFlow port "
                                          "number" % ring)
 
 
@@ -207,11 +210,11 @@ def test_check_plan_finds_a_dcm_without_its_ring() -> None:
     mine = state.host(state.dcms[0].host).leaf(asg[d].plane)[0]
     for leaf in leaves:
         sls[leaf].rings = [r for r in sls[leaf].rings if r.name != d]
-    assert fb.check_plan(state, asg, sls) == [
+    assert fc.check_plan(state, asg, sls) == [
         "DCM %s: daqring on None, its host's leaves are %s (in plane %d: "
         "%s)" % (d, leaves, asg[d].plane, mine)]
     del asg[state.dcms[1].name]
-    assert "DCM %s is not assigned" % state.dcms[1].name in fb.check_plan(
+    assert "DCM %s is not assigned" % state.dcms[1].name in fc.check_plan(
         state, asg, sls)
 
 
@@ -219,7 +222,7 @@ def test_parsers() -> None:
     dump = (" cookie=0xdac7000000000001, priority=100,tcp,nw_dst=10.1.1.1,"
             "tp_dst=10000 actions=output:3\n"
             " cookie=0x5, priority=1 actions=NORMAL\n")
-    assert fb.parse_flows(dump) == {
+    assert fc.parse_flows(dump) == {
         (0xdac7000000000001, 100,
          frozenset(["tcp", "nw_dst=10.1.1.1", "tp_dst=10000"]),
          "output:3")}
@@ -229,11 +232,11 @@ def test_parsers() -> None:
                   ["set", []]],
                  ["up1", "dummy", ["map", []], 1, ["set", []]],
                  ["bad", "daqring", ["map", []], -1, "no DPDK"]]})
-    rings, ofports, errors = fb.parse_interfaces(vsctl)
+    rings, ofports, errors = fc.parse_interfaces(vsctl)
     assert rings == {"r1": {"ring-size": "256"}, "bad": {}}
     assert ofports == {"r1": 5, "up1": 1}
     assert errors == {"bad": "no DPDK"}
-    groups = fb.parse_groups(
+    groups = fc.parse_groups(
         "OFPST_GROUP_DESC reply (OF1.3):\n"
         " group_id=1,type=ff,bucket=bucket_id:0,watch_port:2,"
         "actions=output:2,bucket=bucket_id:1,watch_port:3,actions=output:3\n"
@@ -254,7 +257,7 @@ def test_verdicts_count_every_run() -> None:
         {"run": 2, "error": "ovs-vswitchd exited", "scenarios": {}},
         _run(3, empty=30.0, one_dcm=3.0)]}
     res["runs"][2]["scenarios"]["failure"] = {"error": "not converged"}
-    v = {x["key"]: x for x in fb.verdicts(res)}
+    v = {x["key"]: x for x in fr.verdicts(res)}
     assert v["empty"]["met"] is False and v["empty"]["met_text"] == "FAILED"
     assert "1 of 3 runs FAILED" in v["empty"]["value"]
     assert "run 2: not reached (ovs-vswitchd exited)" in v["empty"]["value"]
@@ -263,21 +266,21 @@ def test_verdicts_count_every_run() -> None:
     res = {"config": {"runs": 2}, "runs": [
         _run(1, empty=30.0, one_dcm=1.0, failure=0.5),
         _run(2, empty=61.0, one_dcm=1.9, failure=0.9)]}
-    v = {x["key"]: x for x in fb.verdicts(res)}
+    v = {x["key"]: x for x in fr.verdicts(res)}
     assert (v["empty"]["met"], v["one_dcm"]["met"],
             v["failure"]["met"]) == (False, True, True)
     assert v["empty"]["met_text"] == "NOT"
     # A run that is missing altogether is FAILED too.
     res = {"config": {"runs": 2},
            "runs": [_run(1, empty=1.0, one_dcm=1.0, failure=0.1)]}
-    v = fb.verdicts(res)
+    v = fr.verdicts(res)
     assert all(x["met_text"] == "FAILED" and "run 2: not run" in x["value"]
                for x in v)
 
 
 def test_markdown_says_what_the_fabric_costs_at_rest() -> None:
     cpu = {"wall_s": 10.0, "cores": 0.4,
-           "cpu_s": {k: 0.5 for k in fb.CPU_CLASSES}}
+           "cpu_s": {k: 0.5 for k in fp.CPU_CLASSES}}
     run = {"run": 1, "setup_s": 20.0, "rest_cpu": cpu, "scenarios": {
         "empty": {"commit_s": 1.0, "plan_s": 2.0, "rows": {},
                   "stats": {"max": 30.0, "p50": 20.0, "n": 1}, "cpu": cpu,
@@ -292,12 +295,12 @@ def test_markdown_says_what_the_fabric_costs_at_rest() -> None:
             "runs": 1, "election_timer_ms": 1000, "agent_interval_s": 2.0,
             "planners": 1, "dpdk_mem_mb": 128}, "runs": [run], "notes": []}
     res["machine"]["cpus"] = 2
-    res["verdicts"] = fb.verdicts(res)
-    md = fb.markdown(res)
+    res["verdicts"] = fr.verdicts(res)
+    md = fr.markdown(res)
     assert ("At rest, once converged from empty: CPU over its 10.0 s: "
             "agents 0.5 s" in md)
     del run["rest_cpu"]
-    assert "At rest" not in fb.markdown(res)
+    assert "At rest" not in fr.markdown(res)
 
 
 # ====================================================== on a real switch
@@ -326,12 +329,12 @@ def test_check_finds_a_real_switch_whose_flows_differ(
     _, _, sls = small_plan()
     sl = sls["p0-ros1"]
     target = "unix:" + os.path.join(switch.dir, "br0.mgmt")
-    v = fb.read_switch(switch, target)
+    v = fc.read_switch(switch, target)
     assert v.flows == set() and v.rings == {} and v.groups == {}
-    assert fb.check_switch(sl, v)[0].startswith("flows missing %d: "
+    assert fc.check_switch(sl, v)[0].startswith("flows missing %d: "
                                                 % len(sl.routes))
     # The plan's flows (and groups), as an agent installs them.
-    _, flows, groups, problems = fb.expected(sl, v.ofports)
+    _, flows, groups, problems = fc.expected(sl, v.ofports)
     assert problems == [] and len(flows) == len(sl.routes)
     for gid, (kind, buckets) in sorted(groups.items()):
         switch.ofctl("-O", "OpenFlow13", "add-group", target,
@@ -339,19 +342,19 @@ def test_check_finds_a_real_switch_whose_flows_differ(
                          "bucket=watch_port:%s,actions=%s" % b
                          for b in buckets)))
     switch.ofctl("-O", "OpenFlow13", "add-flows", target, "-",
-                 input="\n".join(fb._flow_text(f) for f in flows) + "\n")
-    assert fb.check_switch(sl, fb.read_switch(switch, target)) == []
+                 input="\n".join(fc._flow_text(f) for f in flows) + "\n")
+    assert fc.check_switch(sl, fc.read_switch(switch, target)) == []
     # One route sent out of a host port behind the plan's back.
     c, prio, match, actions = sorted(flows)[0]
     switch.ofctl("mod-flows", target, "cookie=%#x/-1,%s,actions=output:%d"
                  % (c, ",".join(sorted(match)), v.ofports["r1"]))
-    p = fb.check_switch(sl, fb.read_switch(switch, target))
+    p = fc.check_switch(sl, fc.read_switch(switch, target))
     assert len(p) == 2 and p[0].startswith("flows missing 1: ")
     assert p[1].startswith("flows not in the plan 1: ")
     # Deleted: missing; and a flow that is not ours is not compared.
     switch.ofctl("del-flows", target, "cookie=%#x/-1" % c)
     switch.ofctl("add-flow", target, "priority=1,actions=drop")
-    p = fb.check_switch(sl, fb.read_switch(switch, target))
+    p = fc.check_switch(sl, fc.read_switch(switch, target))
     assert [x.split(":")[0] for x in p] == ["flows missing 1"]
 
 
@@ -364,18 +367,18 @@ def test_cpu_accounting_counts_threads_and_reaped_children() -> None:
     burn = ("import time\nt = time.process_time()\n"
             "while time.process_time() - t < 0.3:\n    pass\n"
             "print(time.process_time())")
-    before = fb.proc_cpu_s(os.getpid())
+    before = fp.proc_cpu_s(os.getpid())
     child = float(subprocess.run([sys.executable, "-c", burn], check=True,
                                  capture_output=True,
                                  text=True).stdout)
-    after = fb.proc_cpu_s(os.getpid())
+    after = fp.proc_cpu_s(os.getpid())
     assert child >= 0.3
     # Clock ticks of 10 ms, and the child's start-up on top.
     assert after - before >= child - 0.05, (before, after, child)
-    assert fb.proc_cpu_s(2 ** 22 + 1) == 0.0     # above pid_max: gone
-    d = fb.cpu_delta({"agents": 1.0, "bench": 2.0},
+    assert fp.proc_cpu_s(2 ** 22 + 1) == 0.0     # above pid_max: gone
+    d = fp.cpu_delta({"agents": 1.0, "bench": 2.0},
                      {"agents": 4.0, "bench": 2.5, "ovs-vswitchd": 1.5}, 2.0)
     assert d["cpu_s"]["agents"] == 3.0 and d["cpu_s"]["bench"] == 0.5
     assert d["cpu_s"]["ovs-vswitchd"] == 1.5 and d["cores"] == 2.5
-    assert set(d["cpu_s"]) == set(fb.CPU_CLASSES)
-    assert "agents 3.0 s" in fb.cpu_text(d)
+    assert set(d["cpu_s"]) == set(fp.CPU_CLASSES)
+    assert "agents 3.0 s" in fp.cpu_text(d)

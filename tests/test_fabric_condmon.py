@@ -33,7 +33,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from ovs_daqring.bench.fabric import Shape, map_text
+from ovs_daqring.bench.fabric_scale.shape import Shape, map_text
 from ovs_daqring.cmd import ovs_daqfabric_agent as agent_cmd
 from ovs_daqring.daqctl.mapfile import parse_tuple
 from ovs_daqring.fabric import agent as fa

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import ovs.poller
 
-from ovs_daqring.bench.fabric import Shape, map_text
+from ovs_daqring.bench.fabric_scale.shape import Shape, map_text
 from ovs_daqring.cmd import ovs_daqfabric_agent as agent_cmd
 from ovs_daqring.fabric import agent as fa
 from ovs_daqring.fabric.db import FabricDb

@@ -10,7 +10,7 @@ from typing import Any, Set
 
 import pytest
 
-from ovs_daqring.bench import cli as bench_cli
+from ovs_daqring.cmd import daq_bench as bench_cli
 from ovs_daqring.incast import options as incast_options
 
 TOP = Path(__file__).resolve().parent.parent

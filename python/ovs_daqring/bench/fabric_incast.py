@@ -23,14 +23,20 @@ event complete, every frame delivered or counted once: sent = delivered
 Only valid runs count: a mode whose PMD had less than 90% of its core is
 listed as invalid with its share and kept out of every figure; a run that
 failed (daq-incast exited non-zero, a mode ended in error) makes its
-targets FAILED.  Pure functions of daq-incast's JSON, tested without
-root."""
+targets FAILED.  The runs (measure()), and pure functions of
+daq-incast's JSON, tested without root: the summary of the runs, the
+verdicts and the summary's section."""
 
+import os
+import shlex
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..hosts import ConfigError
 from ..incast.units import parse_rate
+from .incast_tool import command, run_incast, shown
 from .peers import steal_ms
+from .runner import Bench
+from .source import rel_top
 
 FABRIC_TARGETS = {
     "fabric_limit": "fabric incast: daqring goodput >= 95% of the emulated "
@@ -96,6 +102,49 @@ def parse_rates(text: str, option: str = "--fabric-incast-rates",
                              % (option, seen[bps], r))
         seen[bps] = r
     return rates
+
+
+def measure(bench: Bench) -> None:
+    """daq-incast --topology fabric at each of --fabric-incast-rates
+    (one plane) and --fabric-incast-two-planes (two), --incast-runs
+    times (3, quick 1): every mode without a failure, then the
+    daqring mode with a leaf-spine link down and up again
+    (fabric_summary()).  One subdirectory per point."""
+    runs = bench.args.incast_runs or (1 if bench.quick else 3)
+    top = os.path.join(bench.out, "fabric-incast")
+    extra = shlex.split(bench.args.fabric_incast_args or "")
+    base = command(bench) + ["--hugepages", bench.args.hugepages,
+                             "--topology", "fabric"]
+    points: List[Dict[str, Any]] = []
+    bench.res["fabric-incast"] = {"dir": rel_top(top), "points": points}
+    shapes = ([(1, r) for r in bench.args.fabric_incast_rates]
+              + [(2, r) for r in bench.args.fabric_incast_two_planes])
+    for planes, rate in shapes:
+        d = os.path.join(top, rate if planes == 1
+                         else "%dplanes-%s" % (planes, rate))
+        os.makedirs(d, exist_ok=True)
+        rate_args = ["--link-rate", rate, "--planes", str(planes)]
+        steady = base + shlex.split(STEADY_ARGS) + rate_args + extra
+        fail = base + shlex.split(FAILOVER_ARGS) + rate_args + extra
+        out: Dict[str, Any] = {"link_rate": rate, "planes": planes,
+                               "dir": rel_top(d),
+                               "command": shown(steady),
+                               "failover_command": shown(fail)}
+        points.append(out)
+        rate = point_label(out)
+        data: List[Optional[Dict[str, Any]]] = []
+        fdata: List[Optional[Dict[str, Any]]] = []
+        for i in range(runs):
+            bench.say("fabric incast at %s: run %d/%d"
+                      % (rate, i + 1, runs))
+            data.append(run_incast(bench, steady, d, "run%d" % (i + 1),
+                                   i == runs - 1))
+            bench.say("fabric failover at %s: run %d/%d"
+                      % (rate, i + 1, runs))
+            fdata.append(run_incast(bench, fail, d,
+                                    "failover%d" % (i + 1),
+                                    i == runs - 1))
+        out.update(fabric_summary(data, fdata))
 
 
 def _lost(m: Dict[str, Any]) -> int:

@@ -13,12 +13,18 @@ the ideal collection time with nothing dropped anywhere and no TCP
 retransmission timeout: one run that does not, or that fails or is
 invalid, and the target is not met.
 
-Pure: the points, what one daq-incast run shows, the verdicts and the
-summary's section.  parts.py runs it (Parts.part_lossless)."""
+The points, their runs (measure(): daq-incast at every point), what one
+daq-incast run shows (pure, like what follows), the verdicts and the
+summary's section."""
 
+import os
+import shlex
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .incast_tool import command, run_incast
 from .peers import parse_names, steal_ms
+from .runner import Bench
+from .source import rel_top
 
 # The setup the documentation advises (daqring.rst, "Byte shaping" and
 # "A port that pushes back"): byte shaping at 0.999 of the link
@@ -131,6 +137,45 @@ def point_summary(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
                 "port_waits", "steal_ms"):
         out[key] = [r[key] for r in ok if r.get(key) is not None]
     return out
+
+
+def measure(bench: Bench) -> None:
+    """The POINTS: per point and repeat one daq-incast run of the
+    daqring set up as the documentation advises; repeats go through
+    the points in alternating order."""
+    runs = bench.args.lossless_runs or (2 if bench.quick else 20)
+    names = parse_points(bench.args.lossless_points, bench.quick)
+    events = bench.args.lossless_events or (10 if bench.quick else 20)
+    d = os.path.join(bench.out, "lossless")
+    os.makedirs(d, exist_ok=True)
+    base = command(bench) + ["--events", str(events)] + SETUP
+    if bench.args.hugepages == "off":
+        base += ["--hugepages", "off"]
+    base += shlex.split(bench.args.lossless_args or "")
+    out: Dict[str, Any] = {"dir": rel_top(d), "runs": runs,
+                           "events": events, "points": {}}
+    bench.res["lossless"] = out
+    figures: Dict[str, List[Dict[str, Any]]] = {n: [] for n in names}
+    for r in range(runs):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            bench.say("lossless %s, run %d/%d" % (name, r + 1, runs))
+            doc = run_incast(bench, base + POINTS[name][1], d,
+                             "%s-run%d" % (name, r + 1), False)
+            f = run_figures(doc)
+            if doc is None:
+                f["error"] = bench.notes[-1] if bench.notes else \
+                    "no results"
+            figures[name].append(f)
+            if f.get("congestion_control"):
+                out["congestion_control"] = f["congestion_control"]
+            bench.say("lossless %s run %d: %s" % (
+                name, r + 1, f.get("error") or
+                "%.2f%% of ideal, %d drops, %d RTOs" % (
+                    100 * f["ideal_ratio"], f["drops"],
+                    f["rto_timeouts"])))
+            out["points"][name] = dict(
+                point_summary(figures[name]),
+                runs=figures[name])
 
 
 def lossless_verdicts(res: Optional[Dict[str, Any]],

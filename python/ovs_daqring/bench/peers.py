@@ -9,10 +9,17 @@ deep FIFO on every egress, its limit the memory the daqrings get in the
 same run, and smaller ones) and DCMs that share one link (with a hog
 whose events are 10x larger).
 
-Pure: the grid, what one daq-incast run shows, the verdicts and the
-summary's section.  parts.py runs it (Parts.part_peers)."""
+The grid, its runs (measure(): daq-incast at every point), what one
+daq-incast run shows (pure, like what follows), the verdicts and the
+summary's section."""
 
+import os
+import shlex
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .incast_tool import command, run_incast
+from .runner import Bench
+from .source import rel_top
 
 # The bounded grid: named points of the issue's space (12-120 ROS, 16-128
 # KiB, 100 Mbit/s-1 Gbit/s, 1-8 DCMs per link), not its cross product.
@@ -203,6 +210,51 @@ def point_summary(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
 
 def _fmt(vals: Sequence[float], fmt: str = "%.2f") -> str:
     return "/".join(fmt % v for v in vals)
+
+
+def measure(bench: Bench) -> None:
+    """The grid (GRID): per point and repeat one daq-incast run of
+    daqring and its deep-FIFO peer (and the hog, where the point has
+    one); repeats go through the points in alternating order."""
+    runs = bench.args.peers_runs or (1 if bench.quick else 3)
+    names = parse_points(bench.args.peers_points, bench.quick)
+    events = bench.args.peers_events or (15 if bench.quick else 40)
+    d = os.path.join(bench.out, "peers")
+    os.makedirs(d, exist_ok=True)
+    base = command(bench) + ["--modes", "daqring,deep-fifo",
+                             "--events", str(events)]
+    if bench.args.hugepages == "off":
+        # Nothing of the machine's hugepages (daq-incast would reserve
+        # its own otherwise).
+        base += ["--hugepages", "off"]
+    base += shlex.split(bench.args.peers_args or "")
+    out: Dict[str, Any] = {"dir": rel_top(d), "runs": runs,
+                           "events": events, "points": {},
+                           "grid": {n: {"what": GRID[n][0],
+                                        "args": GRID[n][1]}
+                                    for n in names}}
+    bench.res["peers"] = out
+    figures: Dict[str, List[Dict[str, Any]]] = {n: [] for n in names}
+    for r in range(runs):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            bench.say("peers %s, run %d/%d" % (name, r + 1, runs))
+            doc = run_incast(bench, base + GRID[name][1], d,
+                             "%s-run%d" % (name, r + 1),
+                             r == runs - 1)
+            f = run_figures(doc)
+            if doc is None:
+                f["error"] = bench.notes[-1] if bench.notes else \
+                    "no results"
+            figures[name].append(f)
+            if f.get("congestion_control"):
+                out["congestion_control"] = f["congestion_control"]
+            bench.say("peers %s run %d: %s" % (
+                name, r + 1, f.get("error") or
+                "daqring / deep FIFO goodput %.3f, p99 %.3f" % (
+                    f.get("goodput_ratio") or 0,
+                    f.get("p99_ratio") or 0)))
+            out["points"][name] = dict(point_summary(
+                figures[name]), runs=figures[name])
 
 
 def peer_verdicts(peers: Optional[Dict[str, Any]],

@@ -3,26 +3,30 @@
 # Licensed under the Apache License, Version 2.0 (the "License"); you may
 # not use this file except in compliance with the License.  You may obtain
 # a copy of the License at http://www.apache.org/licenses/LICENSE-2.0
-"""The builds compared and daq-bench's switch: the sandbox
-(ovs_daqring.sandbox) with null ports, flows and snapshots."""
+"""The builds compared (and where they are by default) and daq-bench's
+switch: the sandbox (ovs_daqring.sandbox) with null ports, flows and
+snapshots."""
 
+import argparse
 import json
 import os
 import re
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
 
-from .. import hugepages
-from ..process import RunError, read_text, signals_held
+from .. import TOP, hugepages
+from ..process import Cleanup, RunError, read_text, signals_held
 from ..sandbox import Binaries, Sandbox, dpdk_settings, tree_binaries
 from .parse import (parse_configure_cflags, parse_dump_ports,
                     parse_malloc_stats, parse_rxq_show)
+from .runlog import RunLog
 from .source import rel_top
 
-if TYPE_CHECKING:                   # pragma: no cover
-    from .cli import Bench
+DEFAULT_OVS_BUILD = os.path.join(TOP, "ovs")
+STOCK_VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
+STOCK_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 
 
 # ================================================================ binaries
@@ -58,13 +62,27 @@ def opt_level(cflags: Optional[str]) -> str:
 
 
 # ================================================================ switch
+class SwitchOwner(Protocol):
+    """What a switch takes from the run that starts it (the Bench of
+    runner.py): its work directory, its options (pmd_cpu_mask, dpdk_extra,
+    other_config, socket_mem_text), the switches running, the DPDK memory
+    (hugepages or not, MB), the run's clean-up stack and its log."""
+    workdir: str
+    args: argparse.Namespace
+    live: List["Switch"]
+    hugepages: bool
+    socket_mem_mb: int
+    cleanup: Cleanup
+    log: RunLog
+
+
 class Switch(Sandbox):
     """The sandbox (ovs_daqring.sandbox: userspace datapath, DPDK --no-pci
     --in-memory with a file prefix of its own) in a network namespace of
     its own, with one bridge br0 whose default NORMAL flow is removed.
     Everything lives under `workdir`."""
 
-    def __init__(self, bench: "Bench", build: Build, tag: str) -> None:
+    def __init__(self, bench: SwitchOwner, build: Build, tag: str) -> None:
         super().__init__(build, os.path.join(bench.workdir, tag), netns=tag,
                          own_netns=True, label=build.label,
                          ofctl_args=["--no-names"])
@@ -96,13 +114,14 @@ class Switch(Sandbox):
             try:
                 super().stop(fast, grace)
             except subprocess.TimeoutExpired:
-                self.bench.note("%s: ovs-vswitchd (pid %d) did not exit "
-                                "after SIGKILL" % (self.tag, self.pid()))
+                self.bench.log.note("%s: ovs-vswitchd (pid %d) did not "
+                                    "exit after SIGKILL"
+                                    % (self.tag, self.pid()))
             except RunError as e:
-                self.bench.note("cleanup: %s" % e)
+                self.bench.log.note("cleanup: %s" % e)
             if self in self.bench.live:
                 self.bench.live.remove(self)
-            self.bench.keep_logs(self)
+            self.bench.log.keep_logs(self.tag, self.dir)
 
     # ---------------------------------------------------------- ports
     def add_ports(self, specs: Sequence[Tuple[str, int, List[str]]],
