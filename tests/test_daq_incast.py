@@ -18,8 +18,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pytest
 
 from ovs_daqring import hosts, hugepages
-from ovs_daqring.incast import (agents, binaries, config, limits, options,
-                                runner, sizing, stats, switch, topology, units,
+from ovs_daqring.cmd import daq_incast
+from ovs_daqring.incast import (agents, binaries, config, describe, lifecycle,
+                                limits, modes, options, report, runner,
+                                sizing, stats, switch, topology, units,
                                 validation, values)
 from ovs_daqring.hosts import ConfigError, HostInfo
 from ovs_daqring.process import Cleanup, stale_namespaces
@@ -198,12 +200,12 @@ def test_modes_and_sweep() -> None:
         cfg("--modes", "stock,stock")
     c = cfg("--modes", "stock", "--sweep", "ring-size=128,512")
     assert c.modes == ["stock", "daqring"]
-    runs = runner.mode_runs(c)
+    runs = modes.mode_runs(c)
     assert [r[2] for r in runs] == ["stock", "daqring ring-size=128",
                                     "daqring ring-size=512"]
     assert runs[2][1]["ring_size"] == 512
     c = cfg("--modes", "credits", "--sweep", "credits=1,4")
-    assert [r[1]["credits"] for r in runner.mode_runs(c)] == [1, 4]
+    assert [r[1]["credits"] for r in modes.mode_runs(c)] == [1, 4]
 
 
 def test_daqring_shaping() -> None:
@@ -252,11 +254,11 @@ def test_daqring_byte_shaping() -> None:
         with pytest.raises((ConfigError, SystemExit)):
             cfg(*bad)
     # The run's parameters and the map given to ovs-daqctl.
-    (mode, params, _), = runner.mode_runs(cfg("--modes", "daqring"))
+    (mode, params, _), = modes.mode_runs(cfg("--modes", "daqring"))
     assert (params["max_rate_bps"], params["frame_overhead"],
             params["rate_bps"]) == (199_800_000, 24, 199_800_000)
-    runs = runner.mode_runs(cfg("--modes", "daqring",
-                                "--sweep", "poll-interval=250,500"))
+    runs = modes.mode_runs(cfg("--modes", "daqring",
+                               "--sweep", "poll-interval=250,500"))
     assert [r[1]["max_rate_bps"] for r in runs] == [0, 0]
 
 
@@ -314,12 +316,12 @@ def test_ring_sharing_shared_on_one_switch(tmp_path: Any,
     Without a shared link there is nothing to share."""
     c = cfg("--dcms", "4", "--dcms-per-host", "2", "--modes", "daqring",
             "--ring-sharing", "shared")
-    (mode, params, _), = runner.mode_runs(c)
+    (mode, params, _), = modes.mode_runs(c)
     assert (params["max_rate_bps"], params["egress_max_rate_bps"]) == (
         c.max_rate_bps, c.max_rate_bps)
     assert params["sharing"].startswith("shared: 2 DCMs")
-    static = runner.mode_runs(cfg("--dcms", "4", "--dcms-per-host", "2",
-                                  "--modes", "daqring"))[0][1]
+    static = modes.mode_runs(cfg("--dcms", "4", "--dcms-per-host", "2",
+                                 "--modes", "daqring"))[0][1]
     assert static["max_rate_bps"] == c.max_rate_bps // 2
     assert not static["egress_max_rate_bps"]
     with pytest.raises(ConfigError, match="--ring-sharing shared"):
@@ -371,7 +373,7 @@ def test_every_mode_starts_without_tcp_metrics(monkeypatch: Any) -> None:
 
     def collect(*args: Any, **kw: Any) -> None:
         calls.append("collect")
-        raise runner.ModeFailed("stop here")
+        raise lifecycle.ModeFailed("stop here")
     monkeypatch.setattr(r, "_collect", collect)
     for mode in ("stock", "daqring"):
         del calls[:]
@@ -416,7 +418,7 @@ def test_auto_flow_buckets() -> None:
 
     def buckets(*args: str) -> int:
         c = cfg(*args)
-        p = [r[1] for r in runner.mode_runs(c) if r[0] == "daqring"][0]
+        p = [r[1] for r in modes.mode_runs(c) if r[0] == "daqring"][0]
         assert p["flow_buckets"] == c.flow_buckets_for(
             p["ring_size"], p["rate_bps"], bool(p["max_rate_bps"]))
         return p["flow_buckets"]
@@ -424,17 +426,17 @@ def test_auto_flow_buckets() -> None:
               "1gbit")
     assert buckets(*gbit16) == 0
     assert "flow-buckets 0, a FIFO (auto: a full ring drains in 50 ms)" \
-        in runner.describe(cfg(*gbit16), plan)
+        in describe.describe(cfg(*gbit16), plan)
     assert buckets(*gbit16, "--link-rate", "100mbit") == 65536
     assert buckets(*gbit16, "--flow-buckets", "1024") == 1024
-    assert "flow-buckets 1024\n" in runner.describe(
+    assert "flow-buckets 1024\n" in describe.describe(
         cfg(*gbit16, "--flow-buckets", "1024"), plan) + "\n"
     assert buckets() == 65536           # the default scenario: 126 ms
     # Packet shaping: 2048 packets at 32 per 500 us drain in 32 ms.
     assert buckets("--poll-interval", "500", "--max-burst", "32") == 0
     assert buckets("--poll-interval", "0") == 65536         # unshaped
-    runs = runner.mode_runs(cfg(*gbit16, "--modes", "daqring", "--sweep",
-                                "ring-size=4096,16384"))
+    runs = modes.mode_runs(cfg(*gbit16, "--modes", "daqring", "--sweep",
+                               "ring-size=4096,16384"))
     assert [r[1]["flow_buckets"] for r in runs] == [0, 65536]
 
 
@@ -473,13 +475,13 @@ def test_environment_checks(tmp_path: Any, tools: None) -> None:
 
 
 def test_cli_exit_status_2(monkeypatch: Any, capsys: Any) -> None:
-    monkeypatch.setattr(runner, "probe_host",
+    monkeypatch.setattr(daq_incast, "probe_host",
                         lambda: host(is_root=False))
-    assert runner.main(["--ros", "0"]) == 2
+    assert daq_incast.main(["--ros", "0"]) == 2
     assert "--ros must be positive" in capsys.readouterr().err
-    assert runner.main(["--vswitchd", STOCK]) == 2
+    assert daq_incast.main(["--vswitchd", STOCK]) == 2
     assert "root" in capsys.readouterr().err
-    assert runner.main(["--dry-run", "--ros", "40"]) == 0
+    assert daq_incast.main(["--dry-run", "--ros", "40"]) == 0
     out = capsys.readouterr().out
     assert "2 ROS per namespace" in out
 
@@ -671,7 +673,7 @@ def test_failed_mode_run_exits_non_zero(tmp_path: Any, capsys: Any) -> None:
     JSON as status error, and makes daq-incast exit 1; all runs ok: 0."""
     js = tmp_path / "r.json"
     c = cfg("--json", str(js))
-    assert runner.report(results_doc(), c, 188e6, []) == 1
+    assert report.report(results_doc(), c, 188e6, []) == 1
     err = capsys.readouterr().err
     assert "1 of 2 mode run(s) failed" in err
     assert "daqring: no daqring support" in err
@@ -680,10 +682,10 @@ def test_failed_mode_run_exits_non_zero(tmp_path: Any, capsys: Any) -> None:
                                                                 "error"]
     ok = results_doc()
     del ok["modes"][1]
-    assert runner.report(ok, c, 188e6, []) == 0
+    assert report.report(ok, c, 188e6, []) == 0
     assert "failed" not in capsys.readouterr().err
     # An earlier failure (e.g. a timeout) keeps its own status.
-    assert runner.report(ok, c, 188e6, [], rc=130) == 130
+    assert report.report(ok, c, 188e6, [], rc=130) == 130
 
 
 def test_program_daqrings_refused_is_mode_unavailable(tmp_path: Any
@@ -786,9 +788,9 @@ def test_host_rps_option() -> None:
     assert four.rps_cpus == [0, 1, 3]
     plan = topology.make_plan(4194303, 30, 1, 1)
     assert "hosts' receive: RPS to CPU 0, off the PMD's, for DCM and ROS" \
-        in runner.describe(on, plan)
-    assert "for ROS (--host-rps ros)" in runner.describe(ros, plan)
-    assert "hosts' receive: where the sender runs" in runner.describe(
+        in describe.describe(on, plan)
+    assert "for ROS (--host-rps ros)" in describe.describe(ros, plan)
+    assert "hosts' receive: where the sender runs" in describe.describe(
         off, plan)
     with pytest.raises(SystemExit):
         parse("--host-rps", "maybe")
@@ -871,7 +873,7 @@ def test_topology_sets_congestion_control(cc: str) -> None:
         d = runner.topology_dict(c, plan, hosts_cc)
         assert d["congestion_control"] == {"configured": cc,
                                            "hosts": hosts_cc}
-        assert runner.cc_line({"topology": d}) == (
+        assert report.cc_line({"topology": d}) == (
             "TCP congestion control: %s in all 4 host namespaces" % cc)
     finally:
         assert cleanup.run() == []
@@ -886,8 +888,8 @@ def test_congestion_control_option() -> None:
     assert reno.as_dict()["congestion_control"] == "reno"
     plan = topology.make_plan(4194303, 30, 1, 1)
     assert "TCP: congestion control reno (--congestion-control)" in \
-        runner.describe(reno, plan)
-    assert "TCP: congestion control cubic" in runner.describe(cfg(), plan)
+        describe.describe(reno, plan)
+    assert "TCP: congestion control cubic" in describe.describe(cfg(), plan)
     for bad in ("", "Cubic", "cubic;reboot", "x" * 17):
         with pytest.raises(ConfigError, match="not a congestion control"):
             cfg("--congestion-control", bad)
@@ -896,7 +898,7 @@ def test_congestion_control_option() -> None:
         validation.check_congestion_control("dctcp", ["reno", "bbr", "cubic"])
     assert str(e.value) == ("--congestion-control dctcp: not available on "
                             "this kernel (it offers: reno, bbr, cubic)")
-    assert runner.cc_line({"topology": {"congestion_control": {
+    assert report.cc_line({"topology": {"congestion_control": {
         "configured": "cubic", "hosts": {"a": "cubic", "b": "bbr"}}}}) == (
         "TCP congestion control: cubic configured; hosts: a cubic, b bbr")
 
@@ -930,7 +932,7 @@ def test_cleanup_runs_once_in_reverse() -> None:
 def _start_ros_agents(port: int, size: int) -> subprocess.Popen:
     """ROS agents on 127.0.0.1 and 127.0.0.2, ready to serve 'size'-byte
     fragments on 'port'."""
-    ros = subprocess.Popen([sys.executable, runner.AGENTS, "ros",
+    ros = subprocess.Popen([sys.executable, lifecycle.AGENTS, "ros",
                             "127.0.0.1,127.0.0.2", str(port), str(size)],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                            text=True)
@@ -944,7 +946,7 @@ def _start_ros_agents(port: int, size: int) -> subprocess.Popen:
 
 def test_agents_on_loopback() -> None:
     """The ROS/DCM protocol, over 127.0.0.x only."""
-    agents = runner.AGENTS
+    agents = lifecycle.AGENTS
     port = 20000 + os.getpid() % 20000
     ros = _start_ros_agents(port, 4096)
     try:
@@ -1004,7 +1006,7 @@ def test_dcm_warmup_events_are_collected_not_measured() -> None:
                 "fragment_size": 3000, "fragment_dist": "uniform",
                 "events": 3, "warmup_events": warmup, "event_gap_ms": 0,
                 "event_deadline_s": 10}
-        p = subprocess.run([sys.executable, runner.AGENTS, "dcm",
+        p = subprocess.run([sys.executable, lifecycle.AGENTS, "dcm",
                             json.dumps(spec)], input="GO\n",
                            capture_output=True, text=True, timeout=60)
         t.join(10)
@@ -1029,7 +1031,7 @@ def test_dcm_warmup_events_are_collected_not_measured() -> None:
 def load_agents() -> Any:
     import importlib.util
     spec = importlib.util.spec_from_file_location("incast_agents",
-                                                  runner.AGENTS)
+                                                  lifecycle.AGENTS)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)          # type: ignore
@@ -1137,8 +1139,8 @@ def test_collector_pipeline_one_request_per_connection() -> None:
         with pytest.raises(ConfigError, match="--pipeline"):
             cfg("--pipeline", bad)
     plan = topology.make_plan(4194303, 30, 1, 1)
-    assert "requests per connection 1;" in runner.describe(cfg(), plan)
-    assert "requests per connection unlimited;" in runner.describe(
+    assert "requests per connection 1;" in describe.describe(cfg(), plan)
+    assert "requests per connection unlimited;" in describe.describe(
         cfg("--pipeline", "0"), plan)
 
 
@@ -1146,7 +1148,7 @@ def test_agents_pus_on_loopback() -> None:
     """Three processing units: three events in flight at once (their
     intervals overlap), each collected completely, with its first-byte
     time and the ROS agents' stamps."""
-    agents = runner.AGENTS
+    agents = lifecycle.AGENTS
     port = 20000 + (os.getpid() + 7) % 20000
     ros = _start_ros_agents(port, 65536)
     try:
@@ -1190,7 +1192,7 @@ def test_hog_preempts_at_real_time_priority_until_stdin_closes() -> None:
     timing that a loaded machine changes (it took 0.146 for 0.1 inside a
     full make check): not asserted here."""
     cpu = max(os.sched_getaffinity(0))
-    p = subprocess.Popen([sys.executable, runner.AGENTS, "hog", str(cpu),
+    p = subprocess.Popen([sys.executable, lifecycle.AGENTS, "hog", str(cpu),
                           "1000", "10000"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True)
     assert p.stdout is not None and p.stdin is not None
@@ -1239,7 +1241,7 @@ def test_warmup_events_option() -> None:
     for bad in ("-1", "101"):
         with pytest.raises(ConfigError, match="--warmup-events"):
             cfg("--warmup-events", bad)
-    assert "after 1 warm-up" in runner.describe(
+    assert "after 1 warm-up" in describe.describe(
         cfg(), topology.make_plan(4194303, 30, 1, 1))
 
 
@@ -1511,10 +1513,10 @@ def test_request_yield(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="--request-yield"):
         cfg("--request-yield", "-1")
     plan = topology.make_plan(4194303, 30, 1, 1)
-    assert "the DCM yields its CPU every 8 requests" in runner.describe(
+    assert "the DCM yields its CPU every 8 requests" in describe.describe(
         cfg(), plan)
     assert "the DCM yields its CPU never while it requests" in \
-        runner.describe(cfg("--request-yield", "0"), plan)
+        describe.describe(cfg("--request-yield", "0"), plan)
 
 
 def test_tcp_nodelay_option() -> None:
@@ -1522,7 +1524,7 @@ def test_tcp_nodelay_option() -> None:
     congestion control)."""
     c = cfg("--tcp-nodelay", "off")
     assert not c.tcp_nodelay
-    assert "otherwise Linux defaults;" in runner.describe(
+    assert "otherwise Linux defaults;" in describe.describe(
         c, topology.make_plan(4194303, 30, 1, 1))
-    assert "otherwise Linux defaults + TCP_NODELAY" in runner.describe(
+    assert "otherwise Linux defaults + TCP_NODELAY" in describe.describe(
         cfg(), topology.make_plan(4194303, 30, 1, 1))

@@ -1,5 +1,5 @@
 """Tests of daq-incast --topology fabric (python/ovs_daqring/incast/
-fabric.py): the options it refuses, the plan of the emulated leaf-spine,
+fabric/): the options it refuses, the plan of the emulated leaf-spine,
 the fabric map of each mode as the fabric's own reader, planner and
 slices take it (the static split of an HLT host's link over its rings),
 the limit of thesis §6.2.2, and, as root, a run through a real fabric
@@ -30,7 +30,19 @@ from ovs_daqring.fabric.planner import plan as fabric_plan
 from ovs_daqring.fabric.slice import PRIO_FROM_DCM, PRIO_ROUTE, slices
 from ovs_daqring.hosts import ConfigError, HostInfo
 from ovs_daqring.incast import config, options, validation
-from ovs_daqring.incast.fabric import runner as fabric
+from ovs_daqring.incast.fabric.failover import (failover_link, recovery,
+                                                timeline)
+from ovs_daqring.incast.fabric.limit import fabric_limit
+from ovs_daqring.incast.fabric.maps import fabric_map
+from ovs_daqring.incast.fabric.netns import host_arp_state, host_scripts
+from ovs_daqring.incast.fabric.plan import (NET, make_fabric_plan, plane_name,
+                                            ros_host_prefix)
+from ovs_daqring.incast.fabric.routes import (bound_drains, check_routes,
+                                              expected_flows, fabric_flows,
+                                              no_flood_ports, normal_packets)
+from ovs_daqring.incast.fabric.runner import FabricRunner
+from ovs_daqring.incast.fabric.summary import format_fabric
+from ovs_daqring.incast.modes import ring_params
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(HERE), "utilities", "daq-incast")
@@ -184,7 +196,7 @@ def test_script_exits_2_on_host_arp_off_where_it_cannot_be() -> None:
 def test_plan_shape_and_names() -> None:
     c = cfg("--ros", "10", "--ros-per-host", "2", "--dcms", "6",
             "--hlt-hosts", "3", "--ros-leaves", "2")
-    p = fabric.make_fabric_plan(4194304, c)
+    p = make_fabric_plan(4194304, c)
     names = {s.name for s in p.switches}
     assert names == {"ros-leaf0", "ros-leaf1", "hlt-leaf", "spine0"}
     assert len(p.ros_hosts) == 5 and len(p.hlt_hosts) == 3
@@ -227,7 +239,7 @@ def test_two_planes_plan() -> None:
     apart), and a map whose hosts list their port in each plane."""
     c = cfg("--ros", "6", "--dcms", "4", "--spines", "2", "--planes", "2",
             "--ros-leaves", "2", "--hlt-hosts", "2")
-    p = fabric.make_fabric_plan(4194304, c)
+    p = make_fabric_plan(4194304, c)
     names = {s.name for s in p.switches}
     one = {"ros-leaf0", "ros-leaf1", "hlt-leaf", "spine0", "spine1"}
     assert names == one | {"p1-" + n for n in one}
@@ -265,9 +277,9 @@ def test_two_planes_plan() -> None:
             assert (port.peer_ns, port.peer_port) == (h.ns, "e%d" % plane)
             assert port.to_host
     with pytest.raises(ValueError):
-        fabric.fabric_map(p, None)
-    doc = fabric.fabric_map(p, fabric.ring_params(c, "daqring"),
-                            db="unix:/x/db.sock")
+        fabric_map(p, None)
+    doc = fabric_map(p, ring_params(c, "daqring"),
+                     db="unix:/x/db.sock")
     assert {s["name"]: s["plane"] for s in doc["fabric"]["switches"]} == {
         s.name: s.plane for s in p.switches}
     assert {s["name"]: s.get("db") for s in doc["fabric"]["switches"]
@@ -285,11 +297,11 @@ def test_two_planes_plan() -> None:
         assert sorted(r.ring for r in sl[leaf].rings) == sorted(
             p.ring_on(x, leaf) for x in p.dcms)
     # NORMAL's tree in each plane: its first spine.
-    nf = fabric.no_flood_ports(p)
+    nf = no_flood_ports(p)
     assert sorted(nf) == sorted(
         [n for n in names if "leaf" in n] + ["spine1", "p1-spine1"])
     # The limit counts both planes' access links.
-    lim = fabric.fabric_limit(c, p)
+    lim = fabric_limit(c, p)
     assert lim["inputs"]["N_P"] == 2
     assert lim["limit_bps"] == 2 * c.hlt_hosts * c.link_rate_bps
 
@@ -308,10 +320,10 @@ def test_map_gives_every_host_its_mac_per_plane(mode: str,
     sets them), unique in the plane; the fabric's reader takes it."""
     c = cfg("--ros", "6", "--dcms", "4", "--hlt-hosts", "2",
             "--ros-leaves", "2", "--planes", str(planes))
-    p = fabric.make_fabric_plan(77, c)
-    doc = fabric.fabric_map(p, fabric.ring_params(c, mode)
-                            if mode == "daqring" else None,
-                            db="unix:/x/db.sock")
+    p = make_fabric_plan(77, c)
+    doc = fabric_map(p, ring_params(c, mode)
+                     if mode == "daqring" else None,
+                     db="unix:/x/db.sock")
     want = {p.ros_name(h): h.mac for h in p.ros_hosts}
     want.update({h.name: h.mac for h in p.hlt_hosts})
     hosts = doc["fabric"]["hosts"]
@@ -331,7 +343,7 @@ def test_fabric_flows_take_the_mac_the_last_hop_sets() -> None:
     fast_failover group) has the MAC as a fourth element; check_routes
     names a last hop without it."""
     c = cfg("--ros", "2", "--dcms", "2", "--modes", "daqring")
-    p = fabric.make_fabric_plan(77, c)
+    p = make_fabric_plan(77, c)
     leaf = p.switch("ros-leaf0")
     mac = p.ros_hosts[0].mac
     dump = ("cookie=0xdac7000000000002, n_packets=0, priority=100,ip,"
@@ -345,16 +357,16 @@ def test_fabric_flows_take_the_mac_the_last_hop_sets() -> None:
             "nw_dst=10.77.0.2 actions=output:up0\n" % (mac, mac, mac))
     groups = (" group_id=7,type=ff,bucket=bucket_id:0,watch_port:up0,"
               "actions=output:up0\n")
-    assert fabric.fabric_flows(leaf, dump, groups) == [
+    assert fabric_flows(leaf, dump, groups) == [
         ["to", "10.77.0.1", "up0", mac], ["to", "10.77.0.2", "up0"],
         ["to", "10.77.1.0/24", "h0", mac],
         ["to", "10.77.2.0/24", "h0", mac]]
-    want = fabric.expected_flows(p, {})
+    want = expected_flows(p, {})
     assert want["ros-leaf0"] == sorted(
-        ["to", fabric.ros_host_prefix(h.index), h.veth, h.mac]
+        ["to", ros_host_prefix(h.index), h.veth, h.mac]
         for h in p.ros_hosts)
     bare = {sw: [f[:3] for f in v] for sw, v in want.items()}
-    msg = fabric.check_routes(p, bare, {})
+    msg = check_routes(p, bare, {})
     assert len(msg) == 1 and msg[0].startswith("ros-leaf0: missing")
     assert mac in msg[0]
 
@@ -366,9 +378,9 @@ def test_host_scripts_static_and_off(planes: int) -> None:
     interface and no neighbour entry at all."""
     argv = ["--ros", "6", "--dcms", "4", "--hlt-hosts", "2", "--modes",
             "daqring", "--planes", str(planes)]
-    p = fabric.make_fabric_plan(77, cfg(*argv))
-    static = fabric.host_scripts(cfg(*argv), p)
-    off = fabric.host_scripts(cfg(*(argv + ["--host-arp", "off"])), p)
+    p = make_fabric_plan(77, cfg(*argv))
+    static = host_scripts(cfg(*argv), p)
+    off = host_scripts(cfg(*(argv + ["--host-arp", "off"])), p)
     assert [ns for ns, _, _ in static] == [ns for ns, _, _ in off] \
         == p.hosts_ns
     devs = p.host_devs
@@ -412,11 +424,11 @@ def test_host_arp_state() -> None:
                "state": ["NOARP"]},
               {"dst": "10.0.0.1", "dev": "lo", "lladdr": "00:00:00:00:00:00",
                "state": ["NOARP"]}]
-    assert fabric.host_arp_state(links, neighs, ["e0", "e1"], own) == {
+    assert host_arp_state(links, neighs, ["e0", "e1"], own) == {
         "arp_off": ["e0"],
         "neighbours": {"NOARP": 2, "PERMANENT": 1, "INCOMPLETE": 1},
         "peer_macs": 1}
-    assert fabric.host_arp_state([], [], ["e0"], own) == {
+    assert host_arp_state([], [], ["e0"], own) == {
         "arp_off": [], "neighbours": {}, "peer_macs": 0}
 
 
@@ -424,9 +436,9 @@ def test_host_arp_state() -> None:
 def test_ring_map_gives_rings_on_the_hlt_leaf_and_routes(mode: str) -> None:
     c = cfg("--ros", "8", "--dcms", "6", "--hlt-hosts", "2",
             "--ros-leaves", "2")
-    p = fabric.make_fabric_plan(77, c)
-    params = fabric.ring_params(c, mode)
-    state = _state(fabric.fabric_map(p, params))
+    p = make_fabric_plan(77, c)
+    params = ring_params(c, mode)
+    state = _state(fabric_map(p, params))
     assign, notes = fabric_plan(state, {}, set(), {}, 0)
     assert len(assign) == 6
     sl = slices(state, assign)
@@ -487,8 +499,8 @@ def test_a_fabric_forgets_every_hosts_tcp_metrics() -> None:
     """Before each mode every host of the fabric (ROS and HLT hosts, of
     every plane) has its TCP metrics cache emptied, as on one switch."""
     c = cfg("--ros", "8", "--dcms", "4", "--planes", "2", "--spines", "2")
-    p = fabric.make_fabric_plan(77, c)
-    r = object.__new__(fabric.FabricRunner)
+    p = make_fabric_plan(77, c)
+    r = object.__new__(FabricRunner)
     r.fplan = p
     assert sorted(r.host_namespaces()) == sorted(p.hosts_ns)
     assert len(p.hosts_ns) == 8 + 1
@@ -502,7 +514,7 @@ def test_shared_ring_sharing_binds_the_rings_to_their_host() -> None:
     c = cfg("--ros", "8", "--dcms", "6", "--hlt-hosts", "2",
             "--ros-leaves", "2", "--ring-sharing", "shared")
     assert c.ring_sharing == "shared"
-    params = fabric.ring_params(c, "daqring")
+    params = ring_params(c, "daqring")
     assert (params["max_rate_bps"], params["egress_max_rate_bps"]) == (
         c.max_rate_bps, c.max_rate_bps)
     assert params["max_burst"] == c.max_burst
@@ -513,8 +525,8 @@ def test_shared_ring_sharing_binds_the_rings_to_their_host() -> None:
     full = 1518 + c.link_overhead
     assert c.max_burst < 32
     assert params["egress_max_burst_bytes"] == c.max_burst * full
-    p = fabric.make_fabric_plan(77, c)
-    doc = fabric.fabric_map(p, params)
+    p = make_fabric_plan(77, c)
+    doc = fabric_map(p, params)
     assert doc["defaults"]["steering"] == "bound"
     assert doc["defaults"]["egress-max-rate"] == "%dbit" % c.max_rate_bps
     assert doc["defaults"]["egress-max-burst-bytes"] == c.max_burst * full
@@ -522,7 +534,7 @@ def test_shared_ring_sharing_binds_the_rings_to_their_host() -> None:
     b = cfg("--ros", "8", "--dcms", "6", "--hlt-hosts", "2",
             "--ros-leaves", "2", "--ring-sharing", "shared",
             "--max-burst-bytes", "20000")
-    assert fabric.ring_params(b, "daqring")["egress_max_burst_bytes"] \
+    assert ring_params(b, "daqring")["egress_max_burst_bytes"] \
         == 20000
     state = _state(doc)
     assign, _ = fabric_plan(state, {}, set(), {}, 0)
@@ -534,13 +546,13 @@ def test_shared_ring_sharing_binds_the_rings_to_their_host() -> None:
         assert (opts["egress"], opts["max-rate"], opts["egress-max-rate"]) \
             == (d.veth, str(c.max_rate_bps), str(c.max_rate_bps)), opts
     # Unshaped rings share nothing; nor do static ones.
-    unshaped = fabric.ring_params(c, "daqring-unshaped")
+    unshaped = ring_params(c, "daqring-unshaped")
     assert not unshaped["egress_max_rate_bps"]
-    assert "egress-max-rate" not in fabric.fabric_map(
+    assert "egress-max-rate" not in fabric_map(
         p, unshaped)["defaults"]
     c = cfg("--ros", "8", "--dcms", "6", "--hlt-hosts", "2",
             "--ros-leaves", "2")
-    state = _state(fabric.fabric_map(p, fabric.ring_params(c, "daqring")))
+    state = _state(fabric_map(p, ring_params(c, "daqring")))
     assign, _ = fabric_plan(state, {}, set(), {}, 0)
     assert not any("egress-max-rate" in r.options() or r.steering == "bound"
                    for r in slices(state, assign)["hlt-leaf"].rings)
@@ -549,9 +561,9 @@ def test_shared_ring_sharing_binds_the_rings_to_their_host() -> None:
 def test_two_spines_share_the_dcms_and_flood_over_one() -> None:
     c = cfg("--ros", "6", "--dcms", "4", "--spines", "2",
             "--ros-leaves", "2")
-    p = fabric.make_fabric_plan(77, c)
+    p = make_fabric_plan(77, c)
     assert len(p.links) == 3 * 2
-    state = _state(fabric.fabric_map(p, fabric.ring_params(c, "daqring")))
+    state = _state(fabric_map(p, ring_params(c, "daqring")))
     assign, _ = fabric_plan(state, {}, set(), {}, 0)
     # Algorithm 6.1: round-robin over the spines.
     assert sorted(a.spine for a in assign.values()) == [
@@ -571,18 +583,18 @@ def test_two_spines_share_the_dcms_and_flood_over_one() -> None:
                       if not r.dcm) == ["ros%d" % i for i in range(6)]
     # NORMAL's tree: the first spine; every port of or to the second is
     # no-flood, and no port of the first spine's is.
-    nf = fabric.no_flood_ports(p)
+    nf = no_flood_ports(p)
     assert sorted(nf) == ["hlt-leaf", "ros-leaf0", "ros-leaf1", "spine1"]
     assert all(v == ["up1"] for k, v in nf.items() if k != "spine1")
     assert sorted(nf["spine1"]) == ["dn0", "dn1", "dn2"]
-    assert fabric.no_flood_ports(fabric.make_fabric_plan(
+    assert no_flood_ports(make_fabric_plan(
         77, cfg("--ros", "6"))) == {}
 
 
 def test_stock_map_routes_only_towards_the_ros() -> None:
     c = cfg("--ros", "4", "--dcms", "2")
-    p = fabric.make_fabric_plan(77, c)
-    state = _state(fabric.fabric_map(p, None))
+    p = make_fabric_plan(77, c)
+    state = _state(fabric_map(p, None))
     assert not state.dcms
     sl = slices(state, {})
     # No rings and nothing of a DCM; the ROS hosts' routes all the same
@@ -602,8 +614,8 @@ def test_stock_map_routes_only_towards_the_ros() -> None:
 # ================================================================= limit
 def test_limit_of_the_emulated_fabric() -> None:
     c = cfg("--ros", "8", "--dcms", "4", "--link-rate", "200mbit")
-    p = fabric.make_fabric_plan(77, c)
-    lim = fabric.fabric_limit(c, p)
+    p = make_fabric_plan(77, c)
+    lim = fabric_limit(c, p)
     assert lim["inputs"]["N_H"] == 1 and lim["inputs"]["N_R"] == 8
     assert lim["inputs"]["b_S_bps"] is None
     assert lim["bound_by"] == "hlt_link"
@@ -612,19 +624,19 @@ def test_limit_of_the_emulated_fabric() -> None:
     assert lim["goodput_bps"] == pytest.approx(200e6 * lim["efficiency"])
     c2 = cfg("--ros", "8", "--dcms", "4", "--hlt-hosts", "2",
              "--link-rate", "200mbit")
-    lim2 = fabric.fabric_limit(c2, fabric.make_fabric_plan(77, c2))
+    lim2 = fabric_limit(c2, make_fabric_plan(77, c2))
     assert lim2["limit_bps"] == pytest.approx(400e6)
 
 
 def test_failover_option_and_link() -> None:
     c = cfg("--spines", "2", "--failover", "1.5/4")
     assert c.failover == (1.5, 4.0)
-    p = fabric.make_fabric_plan(77, c)
-    assert fabric.failover_link(p)[0::2] == ("hlt-leaf", "spine1")
+    p = make_fabric_plan(77, c)
+    assert failover_link(p)[0::2] == ("hlt-leaf", "spine1")
     # The degraded limit: the same formula with that link gone (the
     # leaf-spine links are not what binds here).
-    assert fabric.fabric_limit(c, p, spines=1)["limit_bps"] == \
-        fabric.fabric_limit(c, p)["limit_bps"]
+    assert fabric_limit(c, p, spines=1)["limit_bps"] == \
+        fabric_limit(c, p)["limit_bps"]
     assert cfg().failover == (0.0, 0.0)
 
 
@@ -655,8 +667,8 @@ def _failover_drops(**extra: Dict[str, Dict[str, int]]) -> Any:
 def _bare_runner(c: Any) -> Any:
     """A FabricRunner of config 'c' (pid 77) that has run nothing, and an
     empty snapshot of counters taken before: for FabricRunner._drops."""
-    r = fabric.FabricRunner.__new__(fabric.FabricRunner)
-    r.cfg, r.fplan = c, fabric.make_fabric_plan(77, c)
+    r = FabricRunner.__new__(FabricRunner)
+    r.cfg, r.fplan = c, make_fabric_plan(77, c)
     before: Dict[str, Any] = {"ports": {}, "qdisc": {}, "links": {},
                               "normal": {}}
     return r, before
@@ -738,8 +750,8 @@ def test_a_tbf_drop_without_dpdk_is_counted_once() -> None:
 def test_the_summary_prints_the_balance_and_the_degraded_limit() -> None:
     c = cfg("--ros", "8", "--dcms", "4", "--spines", "2",
             "--link-rate", "200mbit", "--failover", "1/2.5")
-    p = fabric.make_fabric_plan(77, c)
-    degraded = fabric.fabric_limit(c, p, spines=1)
+    p = make_fabric_plan(77, c)
+    degraded = fabric_limit(c, p, spines=1)
     fo = {"link": "hlt-leaf:up1-spine1:dn1", "down_at_s": 1.0,
           "up_at_s": 2.5, "rerouted_after_s": 0.6, "back_after_s": None,
           "recovered_after_s": 0.9, "restored_after_s": None,
@@ -747,7 +759,7 @@ def test_the_summary_prints_the_balance_and_the_degraded_limit() -> None:
           "degraded_limit_goodput_bps": degraded["goodput_bps"]}
     doc = {"modes": [{"label": "daqring", "status": "ok",
                       "drops": _failover_drops(), "failover": fo}]}
-    text = fabric.format_fabric(doc)
+    text = format_fabric(doc)
     assert "daqring: frames sent 120 = delivered 108 + counted drops 12\n" \
         in text, text
     assert "lost on link spine1:dn1->hlt-leaf:up1: 10 frames " \
@@ -759,15 +771,15 @@ def test_the_summary_prints_the_balance_and_the_degraded_limit() -> None:
     doc["modes"][0]["drops"] = _failover_drops(
         links={"spine1:dn1": {"tx_dropped": 10}})
     assert "NOT BALANCED (unaccounted 0, overcounted 10)" in \
-        fabric.format_fabric(doc)
-    assert fabric.format_fabric({"modes": []}) == ""
+        format_fabric(doc)
+    assert format_fabric({"modes": []}) == ""
 
 
 def test_timeline_bins_bytes_and_retransmissions() -> None:
     spans = [(0.0, 0.1), (0.1, 0.3), (0.3, 0.6), (0.6, 0.9)]
-    tl = fabric.timeline(spans, [1000, 2000, 3000, 4000],
-                         [(0.05, 10), (0.3, 12), (0.55, 20), (0.8, 20)],
-                         0.9, width=0.25)
+    tl = timeline(spans, [1000, 2000, 3000, 4000],
+                  [(0.05, 10), (0.3, 12), (0.55, 20), (0.8, 20)],
+                  0.9, width=0.25)
     assert [b["t_s"] for b in tl] == [0.0, 0.25, 0.5, 0.75]
     # By completion time: 0.1 -> bin 0, 0.3 -> 1, 0.6 -> 2, 0.9 -> 3.
     assert [b["goodput_bps"] * 0.25 / 8 for b in tl] == [1000, 2000, 3000,
@@ -991,23 +1003,23 @@ def test_switches_hold_both_directions(mode: str, planes: int) -> None:
     a route out of the wrong port, or one missing, is named."""
     c = cfg("--ros", "6", "--dcms", "4", "--spines", "2",
             "--ros-leaves", "2", "--planes", str(planes))
-    p = fabric.make_fabric_plan(77, c)
+    p = make_fabric_plan(77, c)
     ring = mode == "daqring"
-    state = _state(fabric.fabric_map(
-        p, fabric.ring_params(c, mode) if ring else None,
+    state = _state(fabric_map(
+        p, ring_params(c, mode) if ring else None,
         db="unix:/x/db.sock"))
     assign, _ = fabric_plan(state, {}, set(), {}, 0)
     asg = {n: "%d/%s" % (a.plane, a.spine) for n, a in assign.items()}
     sl = slices(state, assign)
-    flows = {s.name: fabric.fabric_flows(s, *_dump(sl[s.name]))
+    flows = {s.name: fabric_flows(s, *_dump(sl[s.name]))
              for s in p.switches}
     # With two spines the DCMs' routes on the ROS leaves and the HLT
     # leaf fall back on the other spine (groups); the check sees the
     # primary.
     assert ("group_id=" in _dump(sl["ros-leaf0"])[1]) == ring
     assert ("group_id=" in _dump(sl["hlt-leaf"])[1]) == ring
-    assert fabric.check_routes(p, flows, asg) == []
-    want = fabric.expected_flows(p, asg)
+    assert check_routes(p, flows, asg) == []
+    want = expected_flows(p, asg)
     # Both ways: every DCM from the HLT leaf, every ROS host to it.
     hl = [f for leaf in p.hlt_leaves for f in want[leaf]]
     assert sorted(f[1] for f in hl if f[0] == "from") == (
@@ -1017,11 +1029,11 @@ def test_switches_hold_both_directions(mode: str, planes: int) -> None:
         assert sorted(f[1] for f in want[leaf] if f[0] == "ring") == (
             sorted(p.ring_on(d, leaf) for d in p.dcms) if ring else [])
     assert len([f for f in want["spine1"] if not f[1].startswith(
-        fabric.NET + ".0.")]) == 6
+        NET + ".0.")]) == 6
     if ring:
         # The planner spreads the DCMs over every plane and spine.
         assert sorted(asg.values()) == sorted(
-            "%d/%s" % (pl, fabric.plane_name(pl, "spine%d" % j))
+            "%d/%s" % (pl, plane_name(pl, "spine%d" % j))
             for pl in range(planes) for j in (0, 1)
             for _ in range(4 // (2 * planes)))
     # A DCM's way back out of the other spine's uplink: named.
@@ -1030,11 +1042,11 @@ def test_switches_hold_both_directions(mode: str, planes: int) -> None:
         bad["hlt-leaf"] = [["from", f[1], "up1" if f[2] == "up0" else "up0"]
                            if f[0] == "from" else f for f in flows[
                                "hlt-leaf"]]
-        msg = fabric.check_routes(p, bad, asg)
+        msg = check_routes(p, bad, asg)
         assert len(msg) == 1 and msg[0].startswith("hlt-leaf: missing")
     less = dict(flows)
     less["ros-leaf1"] = flows["ros-leaf1"][1:]
-    msg = fabric.check_routes(p, less, asg)
+    msg = check_routes(p, less, asg)
     assert len(msg) == 1 and "ros-leaf1: missing ['to" in msg[0]
 
 
@@ -1045,27 +1057,27 @@ def test_bound_rings_route_through_their_binding() -> None:
     bound to the wrong port."""
     c = cfg("--ros", "6", "--dcms", "4", "--hlt-hosts", "2",
             "--ring-sharing", "shared")
-    p = fabric.make_fabric_plan(77, c)
-    state = _state(fabric.fabric_map(p, fabric.ring_params(c, "daqring")))
+    p = make_fabric_plan(77, c)
+    state = _state(fabric_map(p, ring_params(c, "daqring")))
     assign, _ = fabric_plan(state, {}, set(), {}, 0)
     asg = {n: "%d/%s" % (a.plane, a.spine) for n, a in assign.items()}
     sl = slices(state, assign)
-    flows = {s.name: fabric.fabric_flows(s, *_dump(sl[s.name]))
+    flows = {s.name: fabric_flows(s, *_dump(sl[s.name]))
              for s in p.switches}
     ifaces = {d.ring: {"type": "daqring", "options": d.options()}
               for d in sl["hlt-leaf"].rings}
     ifaces["h0"] = {"type": "dpdk", "options": {"egress": "x"}}
-    msg = fabric.check_routes(p, flows, asg)
+    msg = check_routes(p, flows, asg)
     assert len(msg) == 1 and "missing ['ring " in msg[0], msg
-    drains = fabric.bound_drains(ifaces)
+    drains = bound_drains(ifaces)
     assert len(drains) == 4
     ok = dict(flows, **{"hlt-leaf": sorted(flows["hlt-leaf"] + drains)})
-    assert fabric.check_routes(p, ok, asg) == []
+    assert check_routes(p, ok, asg) == []
     ring = drains[0][1]
     ifaces[ring]["options"] = dict(ifaces[ring]["options"], egress="up0")
     bad = dict(flows, **{"hlt-leaf": sorted(flows["hlt-leaf"]
-                                            + fabric.bound_drains(ifaces))})
-    msg = fabric.check_routes(p, bad, asg)
+                                            + bound_drains(ifaces))})
+    msg = check_routes(p, bad, asg)
     assert len(msg) == 1 and "unexpected ['ring %s up0']" % ring in msg[0]
 
 
@@ -1077,8 +1089,8 @@ def test_normal_packets_counts_only_normal() -> None:
             "actions=output:3\n"
             " cookie=0x0, duration=2s, table=0, n_packets=2, n_bytes=1, "
             "priority=1,arp actions=NORMAL\n")
-    assert fabric.normal_packets(dump) == 9
-    assert fabric.normal_packets("") == 0
+    assert normal_packets(dump) == 9
+    assert normal_packets("") == 0
 
 
 def _counters(p: Any, fwd: Any, back: int, lose: int = 0,
@@ -1132,8 +1144,8 @@ def test_every_lost_frame_is_counted_with_where_and_why() -> None:
     and nothing is unaccounted.  A loss no counter shows is."""
     c = cfg("--ros", "1", "--dcms", "1", "--spines", "2", "--failover",
             "1/3")
-    p = fabric.make_fabric_plan(77, c)
-    r = fabric.FabricRunner.__new__(fabric.FabricRunner)
+    p = make_fabric_plan(77, c)
+    r = FabricRunner.__new__(FabricRunner)
     r.fplan, r.cfg = p, c
     zero = {"ports": {}, "links": {}, "qdisc": {}, "normal": {}}
     d = r._drops(zero, _counters(p, (600, 400), 300, lose=25))
@@ -1163,10 +1175,10 @@ def test_recovery_is_judged_on_the_events() -> None:
     nbytes = [1000000] * len(spans)
     # From 2.0 s: back to 76 Mbit/s (95% of 80) once a full second of
     # events follows, i.e. from just before 3.0 s.
-    got = fabric.recovery(spans, nbytes, 2.0, 0.95 * 80e6)
+    got = recovery(spans, nbytes, 2.0, 0.95 * 80e6)
     assert got is not None and 0.9 <= got <= 1.0
     # Before the gap: at once.
-    assert fabric.recovery(spans, nbytes, 0.0, 0.95 * 80e6) == 0
+    assert recovery(spans, nbytes, 0.0, 0.95 * 80e6) == 0
     # A target the events never reach, and no events.
-    assert fabric.recovery(spans, nbytes, 0.0, 200e6) is None
-    assert fabric.recovery([], [], 0.0, 1.0) is None
+    assert recovery(spans, nbytes, 0.0, 200e6) is None
+    assert recovery([], [], 0.0, 1.0) is None

@@ -12,7 +12,7 @@ import pytest
 
 from ovs_daqring.bench import lossless, parts, summary
 from ovs_daqring.cmd import daq_bench as bench_cli
-from ovs_daqring.incast import runner, switch, topology
+from ovs_daqring.incast import modes, switch, topology
 from ovs_daqring.hosts import ConfigError
 from incast_helpers import cfg
 
@@ -64,7 +64,7 @@ def test_max_burst_bytes_reaches_the_map(tmp_path: Any,
     for argv, want in ((["--max-burst-bytes", "auto"], 16 * 1542), ([],
                                                                     None)):
         c = cfg("--modes", "daqring", *argv)
-        p = runner.mode_runs(c)[0][1]
+        p = modes.mode_runs(c)[0][1]
         switch.program_daqrings(
             FakeSwitch(), plan, p["ring_size"],  # type: ignore
             p["max_burst"], 0, p["max_rate_bps"], 24, p["flow_buckets"],
@@ -171,7 +171,7 @@ def test_tx_retry_budget_option() -> None:
     port), a number of microseconds, or auto: the time the link takes to
     send two output batches of full frames, at most 10000 us."""
     assert cfg().tx_retry_budget_us == 0
-    assert "tx_retry_budget_us" not in runner.mode_runs(
+    assert "tx_retry_budget_us" not in modes.mode_runs(
         cfg("--modes", "daqring"))[0][1]
     # 64 frames of 1514 + 24 bytes at 100 Mbit/s: 7874.56 us.
     c = cfg("--tx-retry-budget-us", "auto", "--link-rate", "100mbit")
@@ -185,7 +185,7 @@ def test_tx_retry_budget_option() -> None:
                ).tx_retry_budget_us == 10000
     assert cfg("--tx-retry-budget-us", "250").tx_retry_budget_us == 250
     # The daqring mode carries it; stock and credits keep stock OVS's.
-    runs = {m: p for m, p, _ in runner.mode_runs(
+    runs = {m: p for m, p, _ in modes.mode_runs(
         cfg("--tx-retry-budget-us", "250"))}
     assert runs["daqring"]["tx_retry_budget_us"] == 250
     assert "tx_retry_budget_us" not in runs["stock"]

@@ -18,7 +18,8 @@ import pytest
 from ovs_daqring.bench import parts, peers, summary
 from ovs_daqring.cmd import daq_bench as bench_cli
 from ovs_daqring.hosts import ConfigError
-from ovs_daqring.incast import runner, sizing, stats, switch, topology
+from ovs_daqring.incast import (describe, modes, sizing, stats, switch,
+                                topology)
 from incast_helpers import cfg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -119,16 +120,16 @@ def test_plan_with_shared_hosts() -> None:
 def test_mode_runs_deep_fifo_first_and_hog_twice() -> None:
     c = cfg("--modes", "stock,daqring,deep-fifo", "--deep-limit",
             "auto,auto/4")
-    runs = runner.mode_runs(c)
+    runs = modes.mode_runs(c)
     assert [r[2] for r in runs] == ["deep-fifo limit=auto",
                                     "deep-fifo limit=auto/4", "stock",
                                     "daqring"]
     assert runs[0][1] == {"deep_limit": "auto"}
-    assert [r[2] for r in runner.mode_runs(cfg("--modes", "deep-fifo"))] \
+    assert [r[2] for r in modes.mode_runs(cfg("--modes", "deep-fifo"))] \
         == ["deep-fifo"]
     c = cfg("--dcms", "4", "--dcms-per-host", "4", "--hog", "10",
             "--modes", "daqring,deep-fifo")
-    runs = runner.mode_runs(c)
+    runs = modes.mode_runs(c)
     assert [(r[2], r[1]["hog"]) for r in runs] == [
         ("deep-fifo", False), ("deep-fifo +hog", True),
         ("daqring", False), ("daqring +hog", True)]
@@ -147,7 +148,7 @@ def test_shared_link_daqring_map(tmp_path: Any, monkeypatch: Any) -> None:
     c = cfg("--dcms", "4", "--dcms-per-host", "4", "--hog", "10",
             "--modes", "daqring")
     plan = topology.make_plan(4242, 4, 4, 1, 32, 4)
-    p = runner.mode_runs(c)[0][1]
+    p = modes.mode_runs(c)[0][1]
     calls: List[List[str]] = []
 
     class FakeSwitch:
@@ -203,7 +204,7 @@ def test_describe_names_the_peer_and_the_sharing() -> None:
     c = cfg("--dcms", "4", "--dcms-per-host", "4", "--hog", "10",
             "--modes", "daqring,deep-fifo", "--ring-size", "1000")
     plan = topology.make_plan(4194303, 30, 4, 1, 32, 4)
-    text = runner.describe(c, plan)
+    text = describe.describe(c, plan)
     assert "shared links: 4 DCMs per DCM host, 1 host(s)" in text
     assert "ring sharing static:" in text
     assert "hog: DCM 0's fragments 10 x 32768 B" in text
@@ -211,7 +212,7 @@ def test_describe_names_the_peer_and_the_sharing() -> None:
     assert "(first DCM host's egress: %d B)" % (
         (c.hog_ring_size + 3000) * 1538) in text
     assert "switch: OVS build" in text
-    assert "switch: none (deep-fifo runs only" in runner.describe(
+    assert "switch: none (deep-fifo runs only" in describe.describe(
         cfg("--modes", "deep-fifo"), plan)
 
 

@@ -1,318 +1,43 @@
-"""Runs the modes on one topology and writes the report."""
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License.  You may obtain
+# a copy of the License at http://www.apache.org/licenses/LICENSE-2.0
+"""Runs daq-incast's modes on one topology: each mode programmed on the
+switch (or the deep-FIFO bridge), its events collected by the DCM agents,
+its counters and figures measured, and the results document of the run
+(the set-up and tear-down are lifecycle.py's; main() is
+cmd/daq_incast.py's)."""
 
-import atexit
-import datetime
 import json
 import os
-import re
 import selectors
-import shutil
-import signal
 import subprocess
-import sys
-import tempfile
 import time
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import VERSION
+from ..hosts import probe_host
+from ..process import RunError, run, stop_process
 from .config import Config
+from .counters import Snapshot, bridge_drops, switch_drops, tcp_figures
+from .lifecycle import ModeFailed, RunnerBase
 from .limits import DEEP_FIFO, SWEEP_PARAMS
-from .options import build_parser
-from .units import format_rate
-from .validation import validate
-from .stats import (SCHEMA, busy_time, counter_delta, cpu_per_byte,
-                    parse_proc_steal,
-                    dcm_figures, format_shared, format_table,
-                    ideal_collection_time, ideal_goodput, link_split,
-                    link_words, others_latency, parse_proc_stat,
-                    payload_efficiency, summarize_mode, summarize_times,
-                    validate_results)
-from ..daqctl.model import ring_drain_s
-from .. import hugepages
-from ..hosts import ConfigError, probe_host
-from ..process import (Cleanup, Interrupted, RunError, die_with_parent,
-                       install_signal_handlers, run, stale_namespaces,
-                       stop_process)
-from .switch import (STATS_INTERVAL, ModeUnavailable, Switch,
-                     program_daqrings, remove_daqrings, set_tx_retry_budget)
-from .topology import DEEP_BRIDGE, ROS_PORT, Plan, Topology, make_plan
-
-AGENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                      "agents.py")
-Snapshot = Dict[str, Dict[str, Dict[str, int]]]
+from .modes import deep_label, mode_runs
+from .stats import (SCHEMA, busy_time, cpu_per_byte, dcm_figures,
+                    link_split, link_words, others_latency,
+                    parse_proc_stat, parse_proc_steal, summarize_mode,
+                    summarize_times)
+from .switch import (STATS_INTERVAL, ModeUnavailable, program_daqrings,
+                     remove_daqrings, set_tx_retry_budget)
+from .topology import ROS_PORT, Plan
 
 
-class ModeFailed(Exception):
-    """A mode started but could not finish (an agent failed)."""
+class Runner(RunnerBase):
+    """The modes, one run after the other, on the topology that
+    RunnerBase set up: each programmed, its events collected, its
+    counters read before and after; the results document."""
 
-
-class Progress:
-    """One line on stderr, rewritten with a carriage return."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.width = 0
-
-    def show(self, text: str) -> None:
-        if self.enabled:
-            sys.stderr.write("\r" + text.ljust(self.width))
-            sys.stderr.flush()
-            self.width = len(text)
-
-    def done(self, text: str) -> None:
-        if self.enabled:
-            self.show(text)
-            sys.stderr.write("\n")
-            self.width = 0
-        else:
-            sys.stderr.write(text + "\n")
-
-
-def fairness_words(cfg: Config) -> str:
-    """The daqrings' flow fairness, for the plan line."""
-    rate = cfg.daqring_rate_bps             # infinite: unshaped
-    byte_shaping = bool(cfg.max_rate_bps)
-    n = cfg.flow_buckets_for(cfg.ring_size, rate, byte_shaping)
-    what = "flow-buckets %d" % n if n else "flow-buckets 0, a FIFO"
-    if cfg.flow_buckets is not None:
-        return what
-    if rate == float("inf"):
-        return what + " (auto: unshaped)"
-    return what + " (auto: a full ring drains in %.0f ms)" % (
-        1e3 * ring_drain_s(cfg.ring_size, rate,
-                           cfg.ring_frame_bits(byte_shaping)))
-
-
-def mode_runs(cfg: Config) -> List[Tuple[str, Dict[str, Any], str]]:
-    """(mode, parameters, label) of every run, in order."""
-    def params(mode: str, **over: int) -> Dict[str, Any]:
-        if mode == "credits":
-            return {"credits": over.get("credits", cfg.credits)}
-        if mode == "daqring":
-            p: Dict[str, Any] = {
-                "ring_size": over.get("ring-size", cfg.ring_size),
-                "max_burst": over.get("max-burst", cfg.max_burst),
-                "poll_interval_us": over.get("poll-interval",
-                                             cfg.poll_interval_us),
-                # A swept poll-interval means packet shaping.
-                "max_rate_bps": (0 if "poll-interval" in over
-                                 else cfg.max_rate_bps),
-                "frame_overhead": cfg.link_overhead}
-            if p["max_rate_bps"]:
-                p["rate_bps"] = p["max_rate_bps"]
-                p["max_burst_bytes"] = cfg.max_burst_bytes
-            elif p["poll_interval_us"]:
-                p["rate_bps"] = (p["max_burst"] * 1518 * 8
-                                 / (p["poll_interval_us"] * 1e-6))
-            else:
-                p["rate_bps"] = 0
-            p["flow_buckets"] = cfg.flow_buckets_for(
-                p["ring_size"], p["rate_bps"], bool(p["max_rate_bps"]))
-            if cfg.tx_retry_budget_us:
-                p["tx_retry_budget_us"] = cfg.tx_retry_budget_us
-            return p
-        return {}
-
-    runs = []
-    swept = SWEEP_PARAMS[cfg.sweep_param][0] if cfg.sweep_param else None
-    for mode in cfg.modes:
-        if mode == DEEP_FIFO:
-            for spec in cfg.deep_limits:
-                runs.append((mode, {"deep_limit": spec},
-                             deep_label(spec, cfg.deep_limits)))
-            continue
-        if mode != swept:
-            runs.append((mode, params(mode), mode))
-            continue
-        assert cfg.sweep_param is not None
-        for v in cfg.sweep_values:
-            runs.append((mode, params(mode, **{cfg.sweep_param: v}),
-                         "%s %s=%d" % (mode, cfg.sweep_param, v)))
-    # The deep-FIFO peer's runs first: its bridge takes the veths that
-    # the DPDK switch's af_packet ports would otherwise read, and the
-    # switch starts (once) after them.
-    runs.sort(key=lambda r: r[0] != DEEP_FIFO)
-    if cfg.dcms_per_host > 1:
-        for _, p, _ in runs:
-            if "ring_size" in p:
-                share_ring(cfg, p)
-    if not cfg.hog:
-        return runs
-    # Every run twice: without the hog, then with it.
-    return [(m, dict(p, hog=hog), label + (" +hog" if hog else ""))
-            for m, p, label in runs for hog in (False, True)]
-
-
-def deep_label(spec: str, specs: Sequence[str]) -> str:
-    """The label of the deep-FIFO run with queue limit SPEC."""
-    if specs == ["auto"]:
-        return DEEP_FIFO
-    return "%s limit=%s" % (DEEP_FIFO, spec)
-
-
-def share_ring(cfg: Config, p: Dict[str, Any]) -> None:
-    """The daqring parameters P of one of the DCMs that share a link,
-    with the fabric's sharing policy (incast/fabric.py, ring_params():
-    'static', each of the K rings gets the link's ring rate / K and
-    max-burst / K; 'shared', each the whole rate, the K rings bound to
-    the link's port sharing it as egress-max-rate)."""
-    from .fabric.runner import ring_params
-    shared = ring_params(cfg, "daqring")
-    for k in ("max_burst", "max_rate_bps", "rate_bps", "flow_buckets",
-              "egress_max_rate_bps", "egress_max_burst_bytes", "sharing"):
-        p[k] = shared[k]
-
-
-class Runner:
-    def __init__(self, cfg: Config, plan: Plan, cleanup: Cleanup) -> None:
-        self.cfg = cfg
-        self.plan = plan
-        self.cleanup = cleanup
-        self.procs: List["subprocess.Popen[bytes]"] = []
-        self.agent_ns: Dict[int, str] = {}
-        self.modes: List[Dict[str, Any]] = []
-        self.started = datetime.datetime.now(datetime.timezone.utc)
-        self.t0 = time.monotonic()
-        self.progress = Progress(cfg.progress)
-        self.last_traffic = 0.0
-        self.workdir = ""
-        self.topo: Optional[Topology] = None
-        # Each host namespace's TCP congestion control, as read back.
-        self.hosts_cc: Dict[str, str] = {}
-        self.switch: Optional[Switch] = None
-        # A deep-fifo run's bridge is up (its counters, not the switch's).
-        self.bridge = False
-        ideal_bps = ideal_goodput(cfg.link_rate_bps, cfg.fragment_size,
-                                  cfg.mss, cfg.link_overhead)
-        self.ideal = {
-            "efficiency": payload_efficiency(cfg.fragment_size, cfg.mss,
-                                             cfg.link_overhead),
-            "goodput_bps": ideal_bps,
-            "collection_time_s": ideal_collection_time(
-                cfg.link_rate_bps, cfg.ros, cfg.fragment_size, cfg.mss,
-                cfg.link_overhead),
-            "event_bytes": cfg.ros * cfg.fragment_size,
-        }
-
-    # ------------------------------------------------------------ setup
-    def setup(self) -> None:
-        cfg = self.cfg
-        self.workdir = tempfile.mkdtemp(prefix="daq-incast.%s." %
-                                        self.plan.tag)
-        self.cleanup.push("remove " + self.workdir,
-                          lambda: shutil.rmtree(self.workdir, True))
-        if cfg.log_dir:
-            self.cleanup.push("save logs", self._save_logs)
-        self.progress.show("creating %d namespaces" % len(self.plan.hosts))
-        self.topo = Topology(self.plan, self.cleanup)
-        self.topo.create(cfg.link_rate_bps, cfg.link_burst, cfg.link_limit,
-                         cfg.link_overhead, cfg.rps_cpus, cfg.rps_kinds,
-                         cfg.congestion_control)
-        self.hosts_cc = self.topo.congestion_control()
-        if DEEP_FIFO not in cfg.modes:
-            self.start_switch()
-        self.cleanup.push("stop agents", self._stop_agents)
-        self._start_ros()
-
-    def start_switch(self) -> None:
-        """The DPDK switch with every host's port, before the first run of
-        a mode other than deep-fifo (whose runs come first)."""
-        assert self.topo is not None and not self.bridge
-        self.progress.show("starting ovs-vswitchd (DPDK)")
-        self.switch = Switch(self.cfg, self.plan, self.workdir, self.cleanup)
-        self.switch.start()
-        self.progress.show("adding %d DPDK af_packet ports"
-                           % len(self.plan.hosts))
-        try:
-            self.switch.add_ports(self.plan.hosts)
-        except ModeUnavailable as e:
-            raise RunError("ports failed: %s\n%s"
-                           % (e, self.switch.log_tail()))
-        self.switch.pin_macs(self.plan.hosts)
-
-    def _save_logs(self) -> None:
-        assert self.cfg.log_dir
-        if self.switch:
-            self.switch.save_logs(self.cfg.log_dir)
-        for name in os.listdir(self.workdir):
-            if name.startswith("agent-"):
-                shutil.copy(os.path.join(self.workdir, name),
-                            self.cfg.log_dir)
-
-    def _stop_agents(self) -> None:
-        for p in self.procs:
-            if p.stdin and not p.stdin.closed:
-                try:
-                    p.stdin.close()
-                except OSError:
-                    pass
-        for p in self.procs:
-            stop_process(p, grace=3)
-
-    def _agent(self, ns: str, args: List[str], log: str
-               ) -> "subprocess.Popen[bytes]":
-        with open(os.path.join(self.workdir, "agent-%s.log" % log),
-                  "ab") as err:
-            p = subprocess.Popen(
-                ["ip", "netns", "exec", ns, sys.executable, AGENTS] + args,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                start_new_session=True, preexec_fn=die_with_parent)
-        self.procs.append(p)
-        self.agent_ns[p.pid] = ns
-        return p
-
-    def _read_lines(self, procs: Sequence["subprocess.Popen[bytes]"],
-                    until: str, timeout: float) -> None:
-        """Wait until every process printed a line starting with `until`;
-        raise ModeFailed on ERROR or exit."""
-        pending: Dict[int, "subprocess.Popen[bytes]"] = {}
-        for p in procs:
-            assert p.stdout is not None
-            pending[p.stdout.fileno()] = p
-        bufs = {fd: b"" for fd in pending}
-        deadline = time.monotonic() + timeout
-        with selectors.DefaultSelector() as sel:
-            for fd in pending:
-                sel.register(fd, selectors.EVENT_READ)
-            while pending:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise ModeFailed("agents not %s after %g s"
-                                     % (until, timeout))
-                for key, _ in sel.select(left):
-                    fd = key.fd
-                    chunk = os.read(fd, 65536)
-                    if not chunk:
-                        raise ModeFailed("agent in %s exited (see its log)"
-                                         % self.agent_ns[pending[fd].pid])
-                    bufs[fd] += chunk
-                    for line in bufs[fd].split(b"\n")[:-1]:
-                        text = line.decode()
-                        if text.startswith("ERROR"):
-                            raise ModeFailed(text[6:])
-                        if text.startswith(until):
-                            sel.unregister(fd)
-                            del pending[fd]
-                            break
-                    bufs[fd] = bufs[fd].rsplit(b"\n", 1)[-1]
-
-    def _start_ros(self) -> None:
-        cfg = self.cfg
-        size = cfg.fragment_size * max(1, cfg.hog)
-        biggest = {"fixed": size, "uniform": size * 3 // 2 + 1,
-                   "exponential": size * 4}[cfg.fragment_dist]
-        cpus = ",".join(map(str, cfg.agent_cpus))
-        procs = [self._agent(h.ns, ["ros", ",".join(h.ips), str(ROS_PORT),
-                                    str(biggest), cpus,
-                                    "1" if cfg.tcp_nodelay else "0"], h.ns)
-                 for h in self.plan.ros_hosts]
-        self.progress.show("starting %d ROS agents" % len(procs))
-        try:
-            self._read_lines(procs, "READY", 60)
-        except ModeFailed as e:
-            raise RunError("ROS agents: %s" % e)
-
-    # ------------------------------------------------------------ TCP
     def host_namespaces(self) -> List[str]:
         """Every emulated host's network namespace."""
         return [h.ns for h in self.plan.hosts]
@@ -329,7 +54,6 @@ class Runner:
         for ns in self.host_namespaces():
             run(["ip", "-n", ns, "tcp_metrics", "flush", "all"])
 
-    # ------------------------------------------------------------ counters
     def _snapshot(self) -> Snapshot:
         assert self.topo
         if self.bridge:
@@ -348,116 +72,13 @@ class Runner:
                 "tcp": self.topo.tcp_counters(),
                 "links": self.topo.link_counters()}
 
-    def _bridge_drops(self, before: Snapshot, after: Snapshot
-                      ) -> Dict[str, Any]:
-        """The deep-FIFO peer's drops, counted like the switch's:
-        switch_total is what the bridge's ports (the switch-side veths)
-        and the bridge itself dropped, qdisc what the egress FIFOs
-        dropped; per port and qdisc as for the switch."""
-        qdiscs = {v: counter_delta(before["qdisc"].get(v, {}), st)
-                  for v, st in after["qdisc"].items()}
-        links = {v: counter_delta(before["links"].get(v, {}), st)
-                 for v, st in after["links"].items()}
-        hosts = {h.port_name for h in self.plan.hosts} | {DEEP_BRIDGE}
-        ports: Dict[str, Dict[str, int]] = {}
-        total = 0
-        for name, d in links.items():
-            if name not in hosts:
-                continue
-            n = d.get("rx_dropped", 0) + d.get("tx_dropped", 0)
-            total += n
-            keep = {k: v for k, v in d.items() if v and "drop" in k}
-            if name in {h.port_name for h in self.plan.dcm_hosts}:
-                keep["tx_packets"] = d.get("tx_packets", 0)
-            if keep:
-                ports[name] = keep
-        return {"switch_total": total, "daqring": 0,
-                "qdisc": sum(q.get("drops", 0) for q in qdiscs.values()),
-                "af_packet_rx": 0, "ros_tx_per_dcm_rx": 0.0,
-                "where": "Linux bridge %s and its ports' qdiscs"
-                % DEEP_BRIDGE,
-                "ports": ports, "qdiscs": qdiscs, "hosts": links}
-
     def _drops(self, before: Snapshot, after: Snapshot) -> Dict[str, Any]:
+        """The mode's drops (counters.py): the deep-FIFO peer's while its
+        bridge is up, else the switch's."""
         if self.bridge:
-            return self._bridge_drops(before, after)
-        rings = {self.plan.ring_name(d) for d in self.plan.dcms}
-        hosts = {h.port_name for h in self.plan.hosts}
-        dcm_ports = {d.port_name for d in self.plan.dcm_hosts}
-        ports: Dict[str, Dict[str, int]] = {}
-        total = ring_drops = 0
-        for name, st in after["ports"].items():
-            if name not in rings and name not in hosts:
-                continue
-            delta = counter_delta(before["ports"].get(name, {}), st)
-            if name in rings:
-                ring_drops += delta.get("tx_dropped", 0)
-            else:
-                total += sum(delta.get(k, 0) for k in
-                             ("rx_dropped", "tx_dropped", "rx_missed_errors"))
-            keep = {k: v for k, v in delta.items()
-                    if v and ("drop" in k or "error" in k or "fail" in k)}
-            if name in rings or name in dcm_ports:
-                for k in ("tx_packets", "rx_packets", "tx_dropped"):
-                    keep[k] = delta.get(k, 0)
-            if name in dcm_ports:
-                # --tx-retry-budget-us: how often and how long the port
-                # made the PMD wait instead of dropping.
-                for k in ("ovs_tx_retries", "ovs_tx_retry_us"):
-                    if k in st:
-                        keep[k] = delta.get(k, 0)
-            if keep:
-                ports[name] = keep
-        qdiscs = {v: counter_delta(before["qdisc"].get(v, {}), st)
-                  for v, st in after["qdisc"].items()}
-        links = {v: counter_delta(before["links"].get(v, {}), st)
-                 for v, st in after["links"].items()}
-        # Frames the host sent that its switch port never read: the
-        # kernel dropped them because the af_packet socket's RX ring was
-        # full (no counter shows it).  Counted as switch drops.
-        socket = {}
-        for h in self.plan.hosts:
-            sent = links.get(h.port_name, {}).get("rx_packets")
-            read = counter_delta(before["ports"].get(h.port_name, {}),
-                                 after["ports"].get(h.port_name, {})
-                                 ).get("rx_packets")
-            if sent is not None and read is not None and sent > read:
-                socket[h.port_name] = sent - read
-        total += sum(socket.values())
+            return bridge_drops(self.plan, before, after)
+        return switch_drops(self.plan, before, after)
 
-        # Frames the ROS ports sent per frame the DCM ports received: the
-        # DCMs' requests and ACKs go to one ROS each, so 1 unless the
-        # bridge floods them.
-        def delta(names: Set[str], key: str) -> int:
-            return sum(counter_delta(before["ports"].get(n, {}),
-                                     after["ports"].get(n, {})).get(key, 0)
-                       for n in names)
-        dcm_rx = delta(dcm_ports, "rx_packets")
-        ros_tx = delta(hosts - dcm_ports, "tx_packets")
-        for name, n in socket.items():
-            ports.setdefault(name, {})["af_packet_rx_ring_drops"] = n
-        return {"switch_total": total, "daqring": ring_drops,
-                "qdisc": sum(q["drops"] for q in qdiscs.values()),
-                "af_packet_rx": sum(socket.values()),
-                "ros_tx_per_dcm_rx": ros_tx / dcm_rx if dcm_rx else 0.0,
-                "ports": ports, "qdiscs": qdiscs, "hosts": links}
-
-    def _tcp(self, before: Snapshot, after: Snapshot) -> Dict[str, Any]:
-        per = {ns: counter_delta(before["tcp"].get(ns, {}), st)
-               for ns, st in after["tcp"].items()}
-        by_ns = {ns: {"retrans_segs": d.get("Tcp.RetransSegs", 0),
-                      "rto_timeouts": d.get("TcpExt.TCPTimeouts", 0)}
-                 for ns, d in per.items()}
-        return {
-            "retrans_segs": sum(v["retrans_segs"] for v in by_ns.values()),
-            "rto_timeouts": sum(v["rto_timeouts"] for v in by_ns.values()),
-            "loss_probes": sum(d.get("TcpExt.TCPLossProbes", 0)
-                               for d in per.values()),
-            "by_namespace": {ns: v for ns, v in by_ns.items()
-                             if any(v.values())},
-        }
-
-    # ------------------------------------------------------------ modes
     def _collect(self, label: str, credits: int,
                  with_hog: bool = False) -> Dict[str, Any]:
         """Runs every DCM's events (WITH_HOG: DCM 0 is --hog's hog)."""
@@ -512,20 +133,6 @@ class Runner:
     def collecting(self, label: str, started: bool) -> None:
         """Called when the DCMs were told to go (STARTED) and when the
         collection ended, however (a subclass acts during the events)."""
-
-    def _hog(self) -> "subprocess.Popen[bytes]":
-        """The --pmd-preempt thread on the PMD's core (root namespace)."""
-        busy, period = self.cfg.preempt_us
-        with open(os.path.join(self.workdir, "agent-hog.log"), "ab") as err:
-            p = subprocess.Popen(
-                [sys.executable, AGENTS, "hog", str(self.cfg.pmd_cpus[0]),
-                 str(busy), str(period)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                start_new_session=True, preexec_fn=die_with_parent)
-        self.procs.append(p)
-        self.agent_ns[p.pid] = "(root namespace)"
-        self._read_lines([p], "READY", 10)
-        return p
 
     def _events(self, label: str, procs: List["subprocess.Popen[bytes]"]
                 ) -> Dict[str, Any]:
@@ -689,7 +296,7 @@ class Runner:
         result["cpu"]["steal_s"] = {
             k: v / os.sysconf("SC_CLK_TCK")
             for k, v in sorted(got.get("steal", {}).items()) if k != "cpu"}
-        result["tcp"] = self._tcp(before, after)
+        result["tcp"] = tcp_figures(before, after)
         result["drops"] = self._drops(before, after)
         run_ns, wait_ns = got["sched"]
         result["pmd_cpu_share"] = (run_ns / (run_ns + wait_ns)
@@ -897,266 +504,3 @@ def topology_dict(cfg: Config, plan: Plan,
         "hosts": [{"kind": h.kind, "ns": h.ns, "port": h.port_name,
                    "ofport": h.ofport, "ips": h.ips} for h in plan.hosts],
     }
-
-
-def describe(cfg: Config, plan: Plan) -> str:
-    eff = payload_efficiency(cfg.fragment_size, cfg.mss, cfg.link_overhead)
-    lines = [
-        "daq-incast %s: %d ROS x %d B -> %d DCM(s); %d namespaces, %d "
-        "ethdev ports%s" % (VERSION, cfg.ros, cfg.fragment_size, cfg.dcms,
-                            len(plan.hosts), cfg.ethdev_ports,
-                            " (%d ROS per namespace)" % cfg.ros_per_host
-                            if cfg.ros_per_host > 1 else ""),
-        "access link: tbf %s, burst %d B, limit %d B, +%d B/frame; port "
-        "buffer %d frames; ideal goodput %s (%.1f%% payload), "
-        "ideal event %.1f ms"
-        % (format_rate(cfg.link_rate_bps), cfg.link_burst, cfg.link_limit,
-           cfg.link_overhead, cfg.port_frames,
-           format_rate(cfg.link_rate_bps * eff),
-           100 * eff, 1e3 * ideal_collection_time(
-               cfg.link_rate_bps, cfg.ros, cfg.fragment_size, cfg.mss,
-               cfg.link_overhead)),
-        "modes: %s; %d events per DCM and mode after %d warm-up, %d in "
-        "flight (processing units); credits %d%s; requests per connection "
-        "%s; TCP: congestion control %s (--congestion-control), "
-        "otherwise Linux defaults%s; the DCM yields its CPU %s"
-        % (", ".join(cfg.modes), cfg.events, cfg.warmup_events, cfg.pus,
-           cfg.credits,
-           " (auto)" if cfg.credits_auto else "",
-           cfg.pipeline or "unlimited", cfg.congestion_control,
-           " + TCP_NODELAY" if cfg.tcp_nodelay else "",
-           "every %d requests" % cfg.request_yield if cfg.request_yield
-           else "never while it requests"),
-    ]
-    if "daqring" in cfg.modes:
-        if cfg.max_rate_bps:
-            lines.append(
-                "daqring: ring-size %d, max-rate %s (bytes, +%d B/frame "
-                "like the link), max-burst %d%s, %s"
-                % (cfg.ring_size, format_rate(cfg.max_rate_bps),
-                   cfg.link_overhead, cfg.max_burst,
-                   ", max-burst-bytes %d" % cfg.max_burst_bytes
-                   if cfg.max_burst_bytes else "", fairness_words(cfg)))
-        else:
-            lines.append(
-                "daqring: ring-size %d, max-burst %d, poll-interval %d us = "
-                "%s (max-burst x 1518 x 8 / poll-interval), %s"
-                % (cfg.ring_size, cfg.max_burst, cfg.poll_interval_us,
-                   format_rate(cfg.daqring_rate_bps), fairness_words(cfg)))
-        if cfg.tx_retry_budget_us:
-            lines.append(
-                "daqring mode: DCM ports wait up to %d us for room when full "
-                "(tx-retry-budget-us) instead of dropping"
-                % cfg.tx_retry_budget_us)
-    if cfg.topology == "switch" and cfg.dcms_per_host > 1:
-        from .fabric.runner import ring_params
-        lines.append(
-            "shared links: %d DCMs per DCM host, %d host(s), one access "
-            "link each; events to all DCMs at once; ring sharing %s"
-            % (cfg.dcms_per_host, cfg.hlt_hosts,
-               ring_params(cfg, "daqring")["sharing"]))
-    if cfg.hog:
-        lines.append(
-            "hog: DCM 0's fragments %d x %d B (its ring-size %d); every "
-            "mode runs without the hog, then with it (+hog)"
-            % (cfg.hog, cfg.fragment_size, cfg.hog_ring_size))
-    if DEEP_FIFO in cfg.modes and hasattr(plan, "dcm_hosts"):
-        first = [d.index for d in plan.dcms_of(plan.dcm_hosts[0])]
-        lines.append(
-            "deep-fifo: Linux bridge %s, no DPDK switch; every egress a "
-            "deep FIFO (DCM links: tbf at the link's rate; ROS ports: "
-            "bfifo), limit %s (first DCM host's egress: %s)"
-            % (DEEP_BRIDGE, ", ".join(cfg.deep_limits), ", ".join(
-                "%d B" % cfg.deep_limit(x, first) for x in cfg.deep_limits)))
-    lines.append("hosts' receive: %s" % (
-        "RPS to CPU %s, off the PMD's, for %s (--host-rps %s)"
-        % (",".join(map(str, cfg.rps_cpus)), " and ".join(
-            k.upper() for k in cfg.rps_kinds), cfg.host_rps)
-        if cfg.rps_cpus else
-        "where the sender runs, the PMD's core included (--host-rps off)"))
-    if cfg.preempt_us[0]:
-        lines.append("PMD preempted: %g ms of every %g ms by a real-time "
-                     "thread on core %d (--pmd-preempt)"
-                     % (cfg.preempt_us[0] / 1e3, cfg.preempt_us[1] / 1e3,
-                        cfg.pmd_cpus[0]))
-    lines.append("switch: %s" % (
-        cfg.binaries.origin if cfg.topology == "fabric"
-        or any(m != DEEP_FIFO for m in cfg.modes)
-        else "none (deep-fifo runs only: the Linux bridge)"))
-    lines += ["note: " + n for n in cfg.notes]
-    return "\n".join(lines)
-
-
-def cleanup_stale() -> int:
-    """Remove the namespaces and run directories of daq-incast runs that
-    were killed before they could clean up (their daemons and agents died
-    with them: see die_with_parent)."""
-    if os.geteuid() != 0:
-        sys.stderr.write("daq-incast: error: must run as root\n")
-        return 2
-    names = [line.split()[0] for line in
-             run(["ip", "netns", "list"]).splitlines() if line.strip()]
-    # (--topology fabric: dqf<pid>-<switch or host>.)
-    stale = stale_namespaces(names) + stale_namespaces(
-        names, re.compile(r"^dqf(\d+)-[a-z0-9-]+$"))
-    for name in stale:
-        run(["ip", "netns", "del", name], check=False)
-        print("removed namespace %s" % name)
-    # Work directories (with the hugepages reserved and the hugetlbfs
-    # mounted there) and DPDK runtime directories (file prefix dqi<pid>,
-    # see Switch) of dead runs.
-    done, errors = hugepages.remove_stale_runs(
-        r"^daq-incast\.dq[if](\d+)\.", r"^dq[if](\d+)$")
-    for what in done:
-        print(what)
-    for e in errors:
-        sys.stderr.write("daq-incast: error: %s\n" % e)
-    if not stale and not done and not errors:
-        print("nothing stale")
-    return 1 if errors else 0
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
-    ns = build_parser().parse_args(list(argv))
-    if ns.version:
-        print("daq-incast (ovs-daqring) %s" % VERSION)
-        return 0
-    if ns.cleanup_stale:
-        return cleanup_stale()
-    host = probe_host()
-    fplan = None
-    try:
-        cfg = validate(ns, host, check_env=not ns.dry_run)
-        if cfg.plot_dir:
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError:
-                raise ConfigError("--plot-dir needs matplotlib "
-                                  "(apt-get install python3-matplotlib)")
-        plan = make_plan(os.getpid(), cfg.ros, cfg.dcms, cfg.ros_per_host,
-                         cfg.port_frames, cfg.dcms_per_host
-                         if cfg.topology == "switch" else 1)
-        if cfg.topology == "fabric":
-            from .fabric import runner as fabric
-            fplan = fabric.make_fabric_plan(os.getpid(), cfg)
-    except (ConfigError, ValueError) as e:
-        sys.stderr.write("daq-incast: error: %s\n" % e)
-        return 2
-    if fplan is not None:
-        print(fabric.describe_fabric(cfg, fplan))
-        print("\n".join(describe(cfg, plan).splitlines()[2:]))
-    else:
-        print(describe(cfg, plan))
-    early_notes = list(cfg.notes)
-    if cfg.dry_run:
-        return 0
-    sys.stdout.flush()
-
-    cleanup = Cleanup()
-    atexit.register(cleanup.run)
-    install_signal_handlers(cfg.timeout_s)
-    runner = (fabric.FabricRunner(cfg, fplan, cleanup) if fplan is not None
-              else Runner(cfg, plan, cleanup))
-    rc = 0
-    doc: Optional[Dict[str, Any]] = None
-    # --hold: the results are reported before the fabric is held, and the
-    # signal that ends the hold is its normal end.
-    held = False
-    try:
-        doc = runner.run_all()
-        if cfg.hold:
-            rc = report(doc, cfg, runner.ideal["goodput_bps"],
-                        cfg.notes[len(early_notes):], rc)
-            held = True
-            runner.hold()       # type: ignore[attr-defined]
-    except Interrupted as e:
-        if held:
-            sys.stderr.write("\ndaq-incast: stopping the fabric (--hold), "
-                             "cleaning up\n")
-        elif e.signum == signal.SIGALRM:
-            sys.stderr.write("\ndaq-incast: --timeout %g s reached, "
-                             "cleaning up\n" % cfg.timeout_s)
-            rc = 1
-        else:
-            sys.stderr.write("\ndaq-incast: interrupted, cleaning up\n")
-            rc = 128 + e.signum
-    except RunError as e:
-        sys.stderr.write("\ndaq-incast: %s\n" % e)
-        rc = 1
-    finally:
-        signal.alarm(0)
-        if cleanup.run():
-            rc = rc or 1
-    if doc is None and runner.modes:
-        cfg.notes.append("incomplete: the run stopped after %d mode run(s)"
-                         % len(runner.modes))
-        doc = runner.document()
-    if doc is None or held:
-        return rc
-    return report(doc, cfg, runner.ideal["goodput_bps"],
-                  cfg.notes[len(early_notes):], rc)
-
-
-def cc_line(doc: Dict[str, Any]) -> str:
-    """The TCP congestion control the hosts ran, for the summary."""
-    cc = doc.get("topology", {}).get("congestion_control")
-    if not cc:
-        return ""
-    hosts = cc.get("hosts", {})
-    got = sorted(set(hosts.values()))
-    if got == [cc.get("configured")]:
-        return ("TCP congestion control: %s in all %d host namespaces"
-                % (got[0], len(hosts)))
-    return ("TCP congestion control: %s configured; hosts: %s"
-            % (cc.get("configured"), ", ".join(
-                "%s %s" % kv for kv in sorted(hosts.items())) or "none"))
-
-
-def failed_runs(doc: Dict[str, Any]) -> List[str]:
-    """'label: error' of every mode run of DOC that did not finish."""
-    return ["%s: %s" % (m.get("label"), m.get("error") or m.get("status"))
-            for m in doc.get("modes", []) if m.get("status") != "ok"]
-
-
-def report(doc: Dict[str, Any], cfg: Config, ideal_bps: float,
-           notes: Sequence[str], rc: int = 0) -> int:
-    """Prints the table and the notes, writes the JSON and the plots of
-    DOC; the exit status: RC, or 1 if a mode run failed (a failed run is
-    never a result) or the results do not match the schema."""
-    print()
-    print(format_table(doc["modes"], ideal_bps))
-    shared = format_shared(doc["modes"])
-    if shared:
-        print(shared)
-    if cc_line(doc):
-        print(cc_line(doc))
-    if doc.get("topology", {}).get("kind") == "fabric":
-        from .fabric.runner import format_fabric
-        text = format_fabric(doc)
-        if text:
-            print(text)
-    for note in notes:
-        print("note: " + note)
-    errors = validate_results(doc)
-    if errors:
-        sys.stderr.write("daq-incast: internal: results do not match the "
-                         "schema: %s\n" % "; ".join(errors))
-        rc = 1
-    if cfg.json_path:
-        with open(cfg.json_path, "w") as f:
-            json.dump(doc, f, indent=1)
-        print("results: %s" % cfg.json_path)
-    if cfg.plot_dir:
-        from .plot import write_plots
-        for path in write_plots(doc, cfg.plot_dir):
-            print("plot: %s" % path)
-    failed = failed_runs(doc)
-    if failed:
-        sys.stderr.write("daq-incast: error: %d of %d mode run(s) failed "
-                         "(their results are not counted): %s\n"
-                         % (len(failed), len(doc["modes"]),
-                            "; ".join(failed)))
-        rc = rc or 1
-    return rc
