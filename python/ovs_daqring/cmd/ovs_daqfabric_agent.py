@@ -48,10 +48,11 @@ except ImportError as _e:               # pragma: no cover
 from .. import VERSION
 from ..daqctl.openflow import find_ofctl, set_ssl
 from ..fabric import default_fabric_db
-from ..fabric.agent import FULL_CHECK_EVERY, Agent
+from ..fabric.agent import Agent
 from ..fabric.hostagent import HostAgent
 from ..fabric.model import PLANE_MAX
 from ..fabric.node import INTERVAL_MIN, PROG, vlog
+from ..fabric.switchhold import FULL_CHECK_EVERY
 from ..options import SSL_FILES_NEEDED, add_ssl_options, ssl_missing
 
 

@@ -1,0 +1,421 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""How a switch's agent holds its switch to the slice it wants: the
+reconcile core of 'ovs-daqctl apply' brings the switch to it (one local
+OVSDB transaction for the daqrings, one OpenFlow bundle for the flows,
+cookie-scoped, and the routes' fast_failover groups); a check every
+--interval applies again what differs (a full one compares every flow,
+group and port, the quick ones between the daqrings and the flow count);
+what the switch holds is kept in the state file (fabric/statefile.py).
+It also reads back what the Node row reports of the switch: its fabric
+ports' link states, its BFD sessions and its rings' counters.  What the
+switch must hold, from the fabric database, is fabric/agent.py's."""
+
+import argparse
+import json
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..daqctl.model import DaqctlError, SwitchSpec
+from ..daqctl.openflow import FlowWatch
+from ..daqctl.reconcile import Reconciler
+from .flows import dcm_of_json, route_ports, route_table
+from .node import PROG, NodeBase, vlog
+from .statefile import load_cache, save_cache
+
+# --full-check-every's default: of the switch's checks every --interval,
+# one in this many dumps and compares every flow, group and port; those
+# between compare its daqrings (its OVSDB, which the agent monitors) and
+# its bridge's flow count (Reconciler.holds()).  A restart of
+# ovs-vswitchd or flows added or deleted by someone else are put right at
+# the next interval, a flow modified in place or a port's config or a
+# group changed by hand within this many (an apply of a new slice dumps
+# the flows but takes the daqrings' no-flood and the groups as the last
+# full check left them, unless the switch went away since).  (At 2048
+# DCMs, 32 agents on one core spent it on their dumps.)
+FULL_CHECK_EVERY = 10
+
+
+class _Log:
+    """The reconciler's messages, to the log ("no changes" only at dbg:
+    the switch is checked every interval)."""
+
+    def write(self, text: str) -> None:
+        for line in text.splitlines():
+            if line.endswith(": no changes"):
+                vlog.dbg(line)
+            elif line:
+                vlog.info(line)
+
+    def flush(self) -> None:
+        pass
+
+
+class SwitchHold(NodeBase):
+    """A switch agent's hold on its switch (the module says how): the
+    slice it wants (self.want, in the state file's format), applied and
+    checked by apply(), kept by keep(); Agent.read_fabric() gives it
+    a new one."""
+
+    def __init__(self, args: argparse.Namespace, node: str) -> None:
+        super().__init__(args, node)
+        self.cache_path: str = args.state_file
+        self.rec: Optional[Reconciler] = None
+        # The flow monitor on the switch's bridge (with self.rec).
+        self.watch: Optional[FlowWatch] = None
+        # Its FlowWatch.started at the last full check that succeeded: a
+        # monitor started again since means the switch went away (a
+        # restart of ovs-vswitchd: its ports' no-flood and its groups are
+        # gone too).
+        self.watch_since: Optional[int] = None
+        # What the switch must hold: the cache's format (target, ports,
+        # generation, slice).  From the disk at start: switching never
+        # waits for the fabric database.
+        self.want = load_cache(self.cache_path, self.node)
+        self.saved = json.dumps(self.want, sort_keys=True)
+        # The want (the object) that self.saved is.
+        self.saved_want: Optional[Dict[str, Any]] = None
+        if self.want is not None:
+            vlog.info("%s: last applied slice of generation %d: %d rings, "
+                      "%d routes" % (self.cache_path,
+                                     self.want["generation"],
+                                     len(self.want["slice"]["rings"]),
+                                     len(self.want["slice"]["routes"])))
+        # The slice (JSON text) the switch was last brought to, and its
+        # generation: what the Node row reports.
+        self.applied: Optional[str] = None
+        self.applied_at: Optional[float] = None
+        self.n_applies = 0
+        # The switch's checks (apply()): full ones, and those between
+        # (Reconciler.holds()) since the last full one; the bridge's flow
+        # count after the last full one (None: the next is full).
+        # "counted": the quick ones that counted the bridge's flows
+        # (the flow monitor had news, or was not up).
+        self.n_checks = {"full": 0, "quick": 0, "counted": 0}
+        self.quick_since_full = 0
+        self.flow_count: Optional[int] = None
+        # What the last full check brought the switch to (self.want but
+        # its generation, as JSON: its slice's, and the rest's).
+        self.full_want: Optional[Tuple[str, str]] = None
+        # What apply() derives from self.want, kept until it changes: the
+        # want, its slice as JSON, its rings as DCMs, its routes, the
+        # ports those go through, the want but its generation as JSON
+        # (as full_want).
+        self.prepared: Optional[Tuple[Any, ...]] = None
+        # local_view()'s last ring counters: (the switch IDL's
+        # change_seqno, the slice, the counters).
+        self.counted: Optional[Tuple[Any, ...]] = None
+        # links_now()'s: (the switch IDL's change_seqno, the want, the
+        # link states).
+        self.linked: Optional[Tuple[Any, ...]] = None
+        # The BFD sessions of the link ports, as local_view() last read
+        # them: port -> Interface:bfd_status.
+        self.bfd: Dict[str, Dict[str, str]] = {}
+        # The want held() has to keep on the disk, once reported
+        # (keep()).
+        self.to_keep: Optional[Dict[str, Any]] = None
+
+    def slice_text(self, want: Dict[str, Any]) -> str:
+        """want's slice as JSON text."""
+        return json.dumps(want["slice"], sort_keys=True)
+
+    # -------------------------------------------------------------- apply
+    def reconciler(self) -> Reconciler:
+        t = self.want["target"]
+        spec = SwitchSpec(name=self.node, db=t["db"], of=t["of"],
+                          bridge=t["bridge"], where="fabric slice")
+        if self.rec is not None and (self.rec.spec.db, self.rec.spec.of,
+                                     self.rec.spec.bridge) != (
+                spec.db, spec.of, spec.bridge):
+            self.close_switch()
+        if self.rec is None:
+            # Nothing known of this switch yet: the next check is full.
+            self.flow_count = self.full_want = None
+            self.watch_since = None
+            self.rec = Reconciler(spec, self.args, _Log(),
+                                  {"Interface": ["bfd", "bfd_status"]})
+            self.rec.manage_groups = True
+            self.watch = FlowWatch(self.rec.of)
+        return self.rec
+
+    def close_switch(self) -> None:
+        """Forgets the connection to the switch (connected again at the
+        next check)."""
+        if self.watch is not None:
+            self.watch.stop()
+            self.watch = None
+        if self.rec is not None:
+            self.rec.close()
+            self.rec = None
+
+    def set_bfd(self, rec: Reconciler) -> None:
+        """Makes Interface:bfd of the switch's link ports the fabric's
+        (the agent owns it: {} when the fabric has BFD off), in a
+        transaction of its own when it differs."""
+        want = self.want.get("bfd", {})
+        names = self.want.get("bfd_ports", [])
+
+        def todo() -> List[Any]:
+            ports = rec.db.ports(rec.db.bridge(rec.spec.bridge))
+            out = []
+            for n in names:
+                p = ports.get(n)
+                ifaces = list(p.interfaces) if p is not None else []
+                if len(ifaces) == 1 and dict(ifaces[0].bfd) != want:
+                    out.append(ifaces[0])
+            return out
+
+        if not todo():
+            return
+
+        def build(txn: Any) -> None:
+            for iface in todo():
+                iface.verify("bfd")
+                iface.bfd = want
+        rec.db.transact(build, "%s: BFD %s on %s" % (
+            PROG, "on" if want else "off", ", ".join(names)))
+        vlog.info("switch %s: BFD %s on %s" % (
+            self.node, " ".join("%s=%s" % kv for kv in sorted(want.items()))
+            if want else "off", ", ".join(names)))
+
+    def apply(self) -> None:
+        """Brings the switch to self.want (usually a check that finds
+        nothing to do)."""
+        want = self.want
+        if self.prepared is None or self.prepared[0] is not want:
+            # Once per slice, not per check (a ROS leaf's routes are a
+            # DCM each); the rings of the last slice if the new one has
+            # them (read_fabric() keeps them: a DCM moved changes the
+            # routes only).
+            old = self.prepared
+            text = self.slice_text(want)
+            self.prepared = (
+                want, text,
+                old[2] if (old is not None and old[0]["slice"]["rings"]
+                           is want["slice"]["rings"])
+                else [dcm_of_json(d) for d in want["slice"]["rings"]],
+                route_table(want["slice"]["routes"]),
+                {p for r in want["slice"]["routes"] for p in route_ports(r)},
+                # The slice (as its text) and the rest but the generation.
+                (text, json.dumps({k: v for k, v in want.items()
+                                   if k not in ("generation", "slice")},
+                                  sort_keys=True)))
+        _, text, rings, routes, route_ports_, whole = self.prepared
+        try:
+            rec = self.reconciler()
+            rec.result["messages"] = []
+            rec.routes = routes
+            self.set_bfd(rec)
+            br = rec.db.bridge(rec.spec.bridge)
+            missing = sorted(route_ports_ - set(rec.db.ports(br)))
+            # Whether the flows may have changed since the last check
+            # (the flow monitor's news, taken before the check: a change
+            # during it is news at the next one).
+            assert self.watch is not None
+            self.watch.start()
+            flows_news = self.watch.take()
+            # Whether the switch may have gone away since the last full
+            # check (then this one is full, and asks the switch about
+            # everything).
+            restarted = self.watch.started != self.watch_since
+            new_slice = text != self.applied or whole != self.full_want
+            if (not missing and self.error is None and not new_slice
+                    and not restarted and self.flow_count is not None
+                    and self.quick_since_full < self.args.full_check_every - 1
+                    and rec.holds(rings, self.flow_count, flows_news)):
+                self.quick_since_full += 1
+                self.n_checks["quick"] += 1
+                if flows_news:
+                    self.n_checks["counted"] += 1
+                self.held(want, text)
+                return
+            if not (new_slice and not restarted and self.error is None
+                    and self.flow_count is not None
+                    and self.watch.proc is not None):
+                # A periodic full check, or one after news of the flows
+                # or of a failure: the daqrings' no-flood and our groups
+                # are asked from the switch.  A new slice on a switch
+                # checked since (the monitor up throughout) takes them
+                # as the last apply left them, and the flows too unless
+                # the monitor saw them change: a change of routes only
+                # (a DCM moved, rings on every plane) then costs a
+                # bundle, not a dump of a thousand flows first.
+                rec.forget()
+            elif flows_news:
+                # Flows changed since the check after the last apply
+                # (which took that apply's own news): someone else's
+                # change, which the flows as that apply left them would
+                # not show.  Dumped.
+                rec.forget_flows()
+            self.flow_count = self.full_want = None
+            rec.apply(lambda _cur: rings, "%s: fabric generation %d"
+                      % (PROG, want["generation"]), False, False)
+            self.n_checks["full"] += 1
+            self.quick_since_full = 0
+            self.full_want = whole
+            # The count the flows the apply left give (one ovs-ofctl less
+            # before the report), else the switch's; a flow someone else
+            # changed meanwhile makes the next check's count differ.
+            count = rec.expected_flow_count()
+            self.flow_count = (count if count is not None
+                               else rec.of.flow_count())
+            self.watch_since = self.watch.started
+        except DaqctlError as e:
+            self._failed(str(e), want["generation"])
+            # Connect again next time (ovs-vswitchd's management socket
+            # may be back, the database restarted).
+            self.close_switch()
+            return
+        if missing:
+            self._failed("ports missing on bridge %s (routes through them "
+                         "not installed, or without them as backups): %s"
+                         % (want["target"]["bridge"], ", ".join(missing)),
+                         want["generation"])
+            return
+        self.held(want, text)
+
+    def held(self, want: Dict[str, Any], text: str) -> None:
+        """The switch holds slice 'want' ('text': its slice as JSON)."""
+        if text != self.applied or want["generation"] != self.applied_gen:
+            vlog.info("switch %s holds the slice of generation %d: %d "
+                      "rings, %d routes" % (self.node, want["generation"],
+                                            len(want["slice"]["rings"]),
+                                            len(want["slice"]["routes"])))
+            self.n_applies += 1
+            # Said at once, not an interval later ('fabric apply --wait'
+            # and the other nodes wait for it).
+            self.next_report = 0.0
+            self.applied_at = time.time()
+        if self.error is not None:
+            vlog.info("switch %s: recovered" % self.node)
+        self.error = None
+        self.failed_gen = None
+        self.applied = text
+        self.applied_gen = want["generation"]
+        # Kept on the disk after the round's report (run()): the other
+        # nodes and 'fabric apply --wait' wait for the report, not for
+        # the file.
+        self.to_keep = want
+
+    def keep(self) -> None:
+        """Keeps the slice the switch holds (held()) on the disk, for a
+        start while the fabric database is unreachable."""
+        want, self.to_keep = self.to_keep, None
+        if want is None or want is self.saved_want:
+            # Kept already (every check of the switch comes here).
+            return
+        old = self.saved_want
+        if (old is not None and old["slice"] is want["slice"]
+                and dict(old, generation=0) == dict(want, generation=0)):
+            # A new generation that leaves this switch's slice as it was
+            # (most switches, when one DCM changes): the file keeps the
+            # slice the switch holds, which is what it is for (its
+            # generation is reported once the fabric is reachable again).
+            self.saved_want = want
+            return
+        saved = json.dumps(want, sort_keys=True)
+        if saved != self.saved:
+            try:
+                save_cache(self.cache_path, saved)
+                self.saved = saved
+            except OSError as e:
+                vlog.warn("%s: cannot keep the applied slice: %s"
+                          % (self.cache_path, e))
+                return
+        self.saved_want = want
+
+    def _failed(self, why: str, generation: int) -> None:
+        """The switch could not be brought to the slice of 'generation'
+        (it refused it and was rolled back, or it could not be reached):
+        the switch holds what it held, and the agent tries again every
+        interval.  A failure of a generation is reported at once, not an
+        interval later: 'fabric apply --wait' ends on it."""
+        if why != self.error:
+            vlog.warn("switch %s: generation %d: %s"
+                      % (self.node, generation, why))
+        if generation != self.failed_gen:
+            self.next_report = 0.0
+        self.error = why
+        self.failed_gen = generation
+
+    # ------------------------------------------------ the switch's view
+    def local_view(self, counters: bool = True
+                   ) -> Tuple[Dict[str, str], Dict[str, Dict[str, int]]]:
+        """The fabric ports' link states and (if 'counters') the rings'
+        counters, as the local database has them (nothing if it is not
+        reachable).  A port with BFD on is up only while its BFD session
+        forwards (what its fast_failover buckets watch); self.bfd gets
+        the sessions.  (Each counter read converts the Interface's whole
+        statistics column: the rounds between reports, which look at the
+        links only, skip them.)"""
+        links: Dict[str, str] = {}
+        rings: Dict[str, Dict[str, int]] = {}
+        self.bfd = {}
+        if self.rec is None or self.want is None:
+            return links, rings
+        db = self.rec.db
+        try:
+            db.idl.run()
+            br = db.bridge(self.rec.spec.bridge)
+        except DaqctlError:
+            return links, rings
+        ports = db.ports(br)
+        for name in self.want["ports"]:
+            p = ports.get(name)
+            ifaces = list(p.interfaces) if p is not None else []
+            if p is None or len(ifaces) != 1:
+                links[name] = "down"
+                continue
+            iface = ifaces[0]
+            if iface.link_state:
+                state = iface.link_state[0]
+                links[name] = state if state in ("up", "down") else "down"
+            if iface.bfd.get("enable") == "true":
+                st = dict(iface.bfd_status)
+                self.bfd[name] = st
+                if st.get("forwarding") != "true":
+                    links[name] = "down"
+        if not counters:
+            return links, rings
+        seqno, sl = db.idl.change_seqno, self.want["slice"]["rings"]
+        if (self.counted is not None and self.counted[0] == seqno
+                and self.counted[1] is sl):
+            # Nothing changed in the switch's database since the last
+            # read (an idle ring's statistics do not change).
+            return links, self.counted[2]
+        for d in self.want["slice"]["rings"]:
+            p = ports.get(d["ring"])
+            if p is None or len(p.interfaces) != 1:
+                continue
+            st = list(p.interfaces)[0].statistics
+            rings[d["ring"]] = {"occupancy": int(st.get("occupancy", 0)),
+                                "high_watermark":
+                                int(st.get("high_watermark", 0)),
+                                "drops": int(st.get("ring_full_drops", 0))}
+        self.counted = (seqno, sl, rings)
+        return links, rings
+
+    def links_now(self) -> Dict[str, str]:
+        """local_view()'s link states, read again only after the
+        switch's database changed (every commit to the fabric database
+        wakes the agent: most rounds have nothing else to do)."""
+        if self.rec is None:
+            return self.local_view(False)[0]
+        seqno, want = self.rec.db.idl.change_seqno, self.want
+        if (self.linked is None or self.linked[0] != seqno
+                or self.linked[1] is not want):
+            self.linked = (seqno, want, self.local_view(False)[0])
+        return dict(self.linked[2])
