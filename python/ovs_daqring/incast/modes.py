@@ -85,10 +85,10 @@ def deep_label(spec: str, specs: Sequence[str]) -> str:
 
 def share_ring(cfg: Config, p: Dict[str, Any]) -> None:
     """The daqring parameters P of one of the DCMs that share a link,
-    with the fabric's sharing policy (ring_params() below:
-    'static', each of the K rings gets the link's ring rate / K and
-    max-burst / K; 'shared', each the whole rate, the K rings bound to
-    the link's port sharing it as egress-max-rate)."""
+    with the fabric's sharing policy (ring_params() below: 'static',
+    each of the K rings gets the link's ring rate / K and max-burst / K;
+    'shared', each the whole rate, the K rings bound to the link's port
+    sharing it as egress-max-rate)."""
     shared = ring_params(cfg, "daqring")
     for k in ("max_burst", "max_rate_bps", "rate_bps", "flow_buckets",
               "egress_max_rate_bps", "egress_max_burst_bytes", "sharing"):

@@ -79,11 +79,12 @@ def recovery(spans: Sequence[Tuple[float, float]], nbytes: Sequence[int],
 
 class Failover(threading.Thread):
     """--failover in one mode: the link goes down at DOWN and up at UP
-    (seconds from the DCMs' go: DOWN_UP, --failover's) of PLAN's switches
-    SWITCHES; meanwhile the retransmissions of every host (read through
-    a process of each, of AGENT_NS) and, on the first ROS leaf, the
-    routes out of its uplink to the failed spine are sampled (when the
-    fabric moved the DCMs away, and back)."""
+    (DOWN_UP: seconds from the DCMs' go); meanwhile the retransmissions
+    of every host and, on the first ROS leaf, the routes out of its
+    uplink to the failed spine are sampled (when the fabric moved the
+    DCMs away, and back).  PLAN: the fabric's; AGENT_NS: the agents'
+    namespaces by pid (one process per host namespace is read);
+    SWITCHES: each switch's ovs-vswitchd by name."""
 
     def __init__(self, down_up: Tuple[float, float], plan: FabricPlan,
                  agent_ns: Dict[int, str],

@@ -37,7 +37,7 @@ def fabric_map(plan: FabricPlan, params: Optional[Dict[str, Any]],
     links = [{"a": "%s:%s" % (lf, lp), "b": "%s:%s" % (sp, spp)}
              for lf, lp, sp, spp in plan.links]
     # Each host's MAC in every plane (the same on all its interfaces:
-    # _setup_hosts()): the last hop sets it (--host-arp off needs it).
+    # netns.host_scripts()): the last hop sets it (--host-arp off needs it).
     hosts = [{"name": plan.ros_name(h), "role": "ros",
               "ip": ros_host_prefix(h.index),
               "ports": {p: "%s:%s" % (plan.ros_leaf(h.ns, p), h.veth)
