@@ -31,8 +31,6 @@ from .ringplan import (Plan, RingState, describe_update, plan_rings,
                        ring_options)
 from .flowsync import FlowSync
 from .rollback import Rollback
-# Read from here by bench/fabric.py (reconcile.route_groups).
-from .flowsync import route_groups  # noqa: F401
 
 
 class Reconciler(FlowSync, Rollback):
