@@ -539,7 +539,7 @@ def test_wait_verdict_counts_failures_of_the_generation_only() -> None:
     superseded G), never of an earlier one (stale: its agent may not
     have tried G yet).  A node that applied G did, whatever it failed
     before or after."""
-    from ovs_daqring.fabric.cli import wait_verdict
+    from ovs_daqring.fabric.commands import wait_verdict
 
     def node(name: str, gen: int, failed: Optional[int] = None,
              up: bool = True) -> Dict[str, Any]:

@@ -14,7 +14,7 @@
 
 """ovs-daqctl's entry point (utilities/ovs-daqctl, ovs-daqctl(8)): its one
 argument parser, with the commands on a switch (daqctl/commands.py) and
-the fabric's (fabric/cli.py), and main(), which runs the command and
+the fabric's (fabric/commands.py), and main(), which runs the command and
 reports how it ended: the exit status, and with -f json one JSON object,
 also for bad arguments, errors and signals."""
 
@@ -265,11 +265,11 @@ def add_switch_commands(cmd: Callable[[str, Any, str],
 
 def add_fabric(sub: Any, add_command: Callable[
         [str, Any, str], argparse.ArgumentParser]) -> None:
-    """ovs-daqctl fabric apply|status|plan (fabric/cli.py,
+    """ovs-daqctl fabric apply|status|plan (fabric/commands.py,
     Documentation/topics/fabric.rst), on the ovs-daqctl subparsers."""
     try:
-        from ..fabric.cli import (cmd_fabric_apply, cmd_fabric_plan,
-                                  cmd_fabric_status)
+        from ..fabric.commands import (cmd_fabric_apply, cmd_fabric_plan,
+                                       cmd_fabric_status)
     except ModuleNotFoundError as e:
         if not (e.name or "").startswith("ovs"):
             raise

@@ -56,6 +56,14 @@ def now_ms() -> int:
 NARROWED_TABLES = ("DCM", "Assignment")
 
 
+def rows_text(applied: Dict[str, Dict[str, int]]) -> str:
+    """What an apply wrote, in words: "DCM 1 inserted, Fabric 1
+    updated"."""
+    out = ["%s %d %s" % (t, n, what) for t, c in sorted(applied.items())
+           for what, n in sorted(c.items()) if n]
+    return ", ".join(out) or "no rows written"
+
+
 class FabricDb:
     """A connection to the fabric database."""
 

@@ -130,7 +130,7 @@ def markdown(res: Dict[str, Any]) -> str:
                          % (s["link"], s["moved"],
                             ", ".join(s["reprogrammed"]) or "none"))
             elif s.get("rows"):
-                from ...fabric.cli import rows_text
+                from ...fabric.db import rows_text
                 extra = "; written: " + rows_text(s["rows"])
             lines.append("Commit %.3f s; planner %s s; over %d nodes: max "
                          "%s s, p50 %s s%s." % (s["commit_s"],

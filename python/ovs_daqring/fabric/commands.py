@@ -29,7 +29,7 @@ from ..daqctl.model import (DaqctlError, EXIT_BAD_INPUT, EXIT_FAILED,
                             EXIT_OK)
 from ..options import SSL_FILES_NEEDED, ssl_missing
 from . import default_fabric_db
-from .db import FabricDb, now_ms
+from .db import FabricDb, now_ms, rows_text
 from .fabmap import read_fabric_map, state_digest
 from .planner import plan
 from .plannerd import Planner
@@ -78,14 +78,6 @@ def cmd_fabric_apply(args: argparse.Namespace) -> int:
     finally:
         db.close()
     return EXIT_OK
-
-
-def rows_text(applied: Dict[str, Dict[str, int]]) -> str:
-    """What an apply wrote, in words: "DCM 1 inserted, Fabric 1
-    updated"."""
-    out = ["%s %d %s" % (t, n, what) for t, c in sorted(applied.items())
-           for what, n in sorted(c.items()) if n]
-    return ", ".join(out) or "no rows written"
 
 
 def _dry_run(args: argparse.Namespace, db: FabricDb, state: Any) -> int:
