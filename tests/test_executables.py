@@ -20,7 +20,7 @@ TOOLS = ["ovs-daqctl", "daq-incast", "daq-bench", "ovs-daqfabric-agent"]
 def fake_package(tmp_path: Path) -> Path:
     """An ovs_daqring whose tools only print that they are the fake."""
     pkg = tmp_path / "site" / "ovs_daqring"
-    for sub, mod in (("cmd", "ovs_daqctl"), ("incast", "runner"),
+    for sub, mod in (("cmd", "ovs_daqctl"), ("cmd", "daq_incast"),
                      ("cmd", "daq_bench"), ("cmd", "ovs_daqfabric_agent")):
         (pkg / sub).mkdir(parents=True, exist_ok=True)
         (pkg / sub / "__init__.py").write_text("")
