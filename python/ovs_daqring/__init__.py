@@ -5,16 +5,22 @@
 # a copy of the License at http://www.apache.org/licenses/LICENSE-2.0
 """ovs-daqring's Python tools (Documentation/internals/python.rst).
 
-Subpackages, one per tool:
-  daqctl   -- ovs-daqctl: daqring ports and DCM steering flows
+Subpackages, one per subject, from the bottom floor up (a module imports
+from its own floor and below, never up):
+  daqctl   -- a switch's daqrings and DCM steering flows (ovs-daqctl)
+  fabric   -- the leaf-spine fabric through its clustered database
+              (ovs-daqctl fabric, ovs-daqfabric-agent)
   incast   -- daq-incast: the ATLAS-style incast emulator
   bench    -- daq-bench: the benchmark suite
+  cmd      -- the executables' entry points: one module per executable,
+              its argument parser and main(); utilities/ calls them
 
-Modules they share:
-  sandbox   -- a private ovsdb-server + ovs-vswitchd (DPDK or dummy)
+Modules they all share (the bottom floor):
+  process   -- running commands, stopping processes, signals, clean-up
   hugepages -- DPDK memory: reserving hugepages, a hugetlbfs mount
   hosts     -- the machine: CPUs, other ovs-vswitchd processes, reports
-  process   -- running commands, stopping processes, signals, clean-up
+  sandbox   -- a private ovsdb-server + ovs-vswitchd (DPDK or dummy)
+  options   -- the SSL options of the tools that talk to a remote
 """
 
 import os

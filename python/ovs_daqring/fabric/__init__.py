@@ -15,7 +15,28 @@
 
 """The fabric: a parallel leaf-spine of ovs-daqring switches (thesis
 ch. 6) programmed from one DCM map through a clustered fabric database
-(daqfabric.ovsschema).  See Documentation/topics/fabric.rst."""
+(daqfabric.ovsschema).  See Documentation/topics/fabric.rst.  This
+module: the schema's name and path, the database's default remote.
+
+Modules, one subject each (the parsers and main()s of ovs-daqctl
+fabric and ovs-daqfabric-agent are in cmd/):
+  model      -- switches, links, hosts, DCMs, the planner's assignments
+  fabmap     -- the fabric section of a DCM map: reading and checking it
+  idl        -- FabricIdl: OVS's IDL with change counts, stale members
+  rows       -- the database's rows as the model and back
+  db         -- FabricDb: the desired state written and read back
+  planner    -- the plan: each DCM's plane and spine (pure)
+  plannerd   -- the planner's role: the lock, the epoch, the rounds
+  slice      -- a switch's slice: its daqrings and routes (pure)
+  flows      -- a slice in the switch's terms: JSON, the route table
+  node       -- what the agents of a switch and a host share
+  switchhold -- how a switch's agent holds its switch to its slice
+  statefile  -- a switch agent's --state-file
+  agent      -- the agent of a switch: its slice and rounds
+  hostnet    -- a host's policy routing per plane: wanted, held, diff
+  hostagent  -- the agent of a ROS or HLT host
+  commands   -- ovs-daqctl fabric apply, status, plan
+"""
 
 import os
 
