@@ -37,8 +37,8 @@ class Bench:
         self.repeats = args.repeats or (2 if args.quick else 5)
         self.window = args.window or (1.0 if args.quick else 2.0)
         self.out = os.path.abspath(args.out)
-        # A private directory (mkdtemp, made by driver.run()): the switches'
-        # sockets, logs and the hugetlbfs mount of the run.
+        # A private directory (mkdtemp, made by driver.run_bench()): the
+        # switches' sockets, logs and the hugetlbfs mount of the run.
         self.workdir = ""
         self.live: List[Switch] = []
         self.t0 = time.monotonic()

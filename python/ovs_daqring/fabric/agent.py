@@ -322,9 +322,11 @@ class Agent(SwitchHold):
         although their rings need no plan: adding a DCM's ring while the
         planner plans (a commit, and ovs-vswitchd's reconfiguration of a
         DPDK datapath) took the planner's CPU and made a one-DCM change
-        slower (bench-results.md).  Bounded: without a planner, or with
-        one that does not plan, the agent applies the generation as it
-        is (its rings, the links' BFD) after that."""
+        slower (Documentation/topics/bench-results.md as of cb0ff10,
+        "Issue 26: what the agents compute on a change of routes").
+        Bounded: without a planner, or with one that does not plan, the
+        agent applies the generation as it is (its rings, the links'
+        BFD) after that."""
         fab = self.fabric.root()
         if (fab is None or not fab.planner
                 or int(fab.planned_generation) >= int(fab.generation)):

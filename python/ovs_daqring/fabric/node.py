@@ -34,7 +34,7 @@ vlog = ovs.vlog.Vlog(PROG)
 INTERVAL_MIN = 0.1          # s: Node:report_interval is at least 100 ms
 # A Node row that did not change is written once in this many intervals
 # (its heartbeat; a node is up while its last write is younger than
-# cli.UP_INTERVALS heartbeats).
+# commands.UP_INTERVALS heartbeats).
 HEARTBEAT = 3
 
 

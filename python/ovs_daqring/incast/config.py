@@ -75,7 +75,7 @@ class Config:
     host_rps: str = HOST_RPS_DEFAULT    # off, on (all hosts), ros
     # net.ipv4.tcp_congestion_control of every host namespace.
     congestion_control: str = CONGESTION_CONTROL_DEFAULT
-    # --topology fabric (incast/fabric.py): the leaf-spine's shape, its
+    # --topology fabric (incast/fabric/): the leaf-spine's shape, its
     # fabric database, how the rings of one HLT host share its link, and
     # whether the HLT leaf runs DPDK (off: stock and credits only).
     topology: str = "switch"

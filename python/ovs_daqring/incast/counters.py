@@ -7,7 +7,7 @@
 events: the drops at every point (the switch's ports, the daqrings, the
 qdiscs, the af_packet sockets; or the deep-FIFO peer's bridge) and the
 hosts' TCP figures.  The helpers count alike on one switch and in the
-fabric (fabric/counters.py)."""
+fabric (incast/fabric/counters.py)."""
 
 from typing import Any, Dict, Iterable, Set
 

@@ -104,7 +104,7 @@ MAX_HOG = 100
 FULL_FRAME = 1514
 TOPOLOGIES = ("switch", "fabric")
 # The fabric as this machine can emulate it (python/ovs_daqring/incast/
-# fabric.py): the HLT leaf's DPDK ports (one per HLT host and spine)
+# fabric/): the HLT leaf's DPDK ports (one per HLT host and spine)
 # count against MAX_ETHDEV_PORTS; other switches have system ports.
 MAX_FABRIC_SPINES = 2
 MAX_FABRIC_PLANES = 2

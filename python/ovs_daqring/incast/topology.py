@@ -457,10 +457,10 @@ class Topology:
         received from the host (rx_packets).  The DPDK af_packet port
         reads them from a socket ring; what does not fit that ring the
         kernel drops without any interface or ethdev counter (DPDK 22.11
-        reports no imissed for af_packet), so runner.py compares this
-        count with the port's rx_packets in ovs-vswitchd.  EVERY (the
-        deep-FIFO peer): drops and packets sent of every veth, and of the
-        bridge while it exists."""
+        reports no imissed for af_packet), so counters.py's unread()
+        compares this count with the port's rx_packets in ovs-vswitchd.
+        EVERY (the deep-FIFO peer): drops and packets sent of every veth,
+        and of the bridge while it exists."""
         out: Dict[str, Dict[str, int]] = {}
         veths = {h.veth for h in self.plan.hosts}
         dcm_veths = {d.veth for d in self.plan.dcm_hosts}
