@@ -16,8 +16,11 @@
 #   BENCH_BASE=0      skip the unpatched base build and comparison
 #   BENCH_DIR=DIR     results directory (default bench-results)
 #   BENCH_ARGS=...    more daq-bench options, e.g. '--parts hop,scale',
-#                     '--pmd-cpu-mask 0x4', '--doc Documentation/topics/
-#                     bench-results.md' (see utilities/daq-bench --help)
+#                     '--pmd-cpu-mask 0x4', '--doc /tmp/bench-summary.md'
+#                     (a copy of the summary: it replaces that file, so
+#                     not Documentation/topics/bench-results.md, whose
+#                     figures are kept by hand; see utilities/daq-bench
+#                     --help)
 
 BENCH_DIR ?= bench-results
 BENCH_O3 ?= 1

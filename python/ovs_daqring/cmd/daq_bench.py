@@ -299,8 +299,8 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
                    metavar="DIR", help="results directory (default: "
                    "bench-results/ of the source tree)")
     g.add_argument("--doc", metavar="PATH",
-                   help="also write the summary here (e.g. Documentation/"
-                   "topics/bench-results.md)")
+                   help="also write the summary to this file, replacing "
+                   "it (e.g. /tmp/bench-summary.md)")
     g.add_argument("--render", metavar="JSON",
                    help="measure nothing: rewrite the summary (next to "
                    "JSON, and --doc) from an earlier bench.json")
