@@ -16,7 +16,7 @@
 # EL9 with mock (Documentation/intro/install/rpm.rst).
 # Each is rewritten only when its content changes, so a second "make rpm"
 # with nothing changed does not rebuild.  "make check-rpm" builds if needed
-# and runs tests/test_rpm.py on the result.
+# and runs tests/packaging/test_rpm.py on the result.
 #
 # On Debian hosts rpmbuild cannot see the installed Debian packages as RPM
 # dependencies, so BuildRequires are not checked (rpmbuild --nodeps); "make
@@ -139,7 +139,7 @@ $(RPM_SPEC): $(RPM_DEBS) FORCE
 DAQ_PYTHON39 ?= /root/.pyenv/versions/3.9.18/bin/python3.9
 check-rpm: rpm
 	DAQ_RPM_DIR=$(RPM_TOPDIR) DAQ_PYTHON39=$(DAQ_PYTHON39) \
-	    $(PYTHON3) -m pytest -v -rs tests/test_rpm.py
+	    $(PYTHON3) -m pytest -v -rs tests/packaging/test_rpm.py
 
 # Just the sources and the spec (rpmbuild -bs or a build elsewhere).
 rpm-sources: $(RPM_SOURCES) $(RPM_SPEC)

@@ -8,13 +8,24 @@ the same code daq-incast and daq-bench use for their own runs
 (ovs_daqring.hugepages).  daq-incast and daq-bench reserve what they
 need themselves, so their end-to-end tests check that too.
 
+The tests are laid out by what they test: tests/<package>/test_<module>.py
+for a module of python/ovs_daqring/<package>/, tests/cmd/test_<program>.py
+for an executable as a whole, tests/common/ for the modules the tools
+share, tests/packaging/ for the RPMs, pins and manual pages.  Two markers
+(pytest.ini) say what a file needs besides its own temporary directories,
+processes and ephemeral ports:
+
+  machine     it uses what the machine has once (hugepages, DPDK and its
+              PMD's core, network namespaces, the RPM database, or checks
+              what is left of those);
+  every_base  it drives the base's own ovs-vswitchd, ovsdb-server or
+              ovs-ofctl: "make check-base-BASE" runs these only
+              (tests/local.mk), the others test only our Python.
+
 With pytest-xdist (build-aux/run-checks runs "-n 2 --dist loadgroup"),
-the tests that use what the machine has once (hugepages, DPDK and its
-PMD's core, network namespaces, the RPM database, or that check what is
-left of those) stay one at a time, in order, on one worker: every file
-but MACHINE_FREE's.  Those files need only their own temporary
-directories, processes and ephemeral ports, and run beside them on the
-other worker.  Only the controller reserves the hugepages."""
+the tests marked "machine" stay one at a time, in order, on one worker;
+the others run beside them on the other worker.  Only the controller
+reserves the hugepages."""
 
 import os
 import shutil
@@ -29,18 +40,6 @@ from ovs_daqring.process import Cleanup
 
 # What the switches started by the tests ask DPDK for (dpdk-socket-mem).
 SWITCH_HUGEPAGES_MB = 512
-
-# Test files that touch nothing of the machine's but their own temporary
-# directories, processes (ovsdb-servers, agents without a switch) and
-# ephemeral ports.
-MACHINE_FREE = {
-    "test_daq_bench_fabric.py", "test_daqctl_fuzz.py",
-    "test_executables.py", "test_fabric_cluster.py",
-    "test_fabric_condmon.py", "test_fabric_groups.py",
-    "test_fabric_hostnet.py", "test_fabric_idle.py",
-    "test_fabric_planner.py", "test_man.py",
-    "test_pins.py",
-}
 
 _cleanup = Cleanup()
 
@@ -68,5 +67,5 @@ def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
-        if item.path.name not in MACHINE_FREE:
+        if item.get_closest_marker("machine"):
             item.add_marker(pytest.mark.xdist_group("machine"))

@@ -5,7 +5,8 @@
 #      daqring ports, incast), as root, -j1;
 #   2. the OVS regression tests of the areas our patches touch;
 #   3. OVS's DPDK system testsuite;
-#   4. pytest for utilities/ (tests/test_*.py) and flake8 over our Python.
+#   4. pytest (tests/*/test_*.py, tests/conftest.py) and flake8 over our
+#      Python.
 # "make check-ovs" runs OVS's whole testsuite (an hour or more here).
 #
 # TESTSUITEFLAGS go to our suite (e.g. TESTSUITEFLAGS='-k daqring -v');
@@ -51,34 +52,29 @@ PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
 	utilities/daq-bench build-aux/ovs-test-select build-aux/python-sitelib \
 	build-aux/pytest-times \
 	python/ovs_daqring \
-	$(wildcard tests/*.py rhel/*.py)
+	$(wildcard tests/*.py tests/*/*.py rhel/*.py)
 
 # What runs on which base.  Every part that tests code the base changes
 # runs on every base: our system tests (the provider and the patches, per
-# base), OVS's regression areas (our patches and their 3.5 variants), OVS's
-# DPDK suite, and the pytest files that drive this base's ovs-vswitchd or
-# ovsdb-server.  The pytest files below test only our Python and scripts,
-# which are the same whatever the base, and flake8 likewise: they run on
-# the default base only ("make check-base-BASE" passes PYTEST_ANY_BASE).
-# So do daq-incast's: its runs through a switch of the base (a fabric
-# without DPDK, every mode but daqring) test the emulator; the base's
-# switches carry the incast, through one switch and through a fabric, in
-# the system suite's incast tests on every base.  And ovs-daqctl's: what
-# of it meets the base (its reconcile core with the base's Python IDL,
-# ovsdb-server and ovs-vswitchd, DPDK daqrings and OpenFlow bundles)
-# the fabric agent's tests drive on every base, and the daqrings
-# themselves the system suite.
-PYTEST_ANY_BASE = tests/test_daqctl_fuzz.py tests/test_executables.py \
-	tests/test_daq_bench_fabric.py tests/test_fabric_groups.py \
-	tests/test_fabric_planner.py tests/test_hugepages.py tests/test_man.py \
-	tests/test_pins.py tests/test_rpm.py tests/test_daq_peers.py \
-	tests/test_daq_lossless.py tests/test_daq_incast.py \
-	tests/test_daq_incast_fabric.py tests/test_ovs_daqctl.py
-PYTEST_SKIP ?=
+# base), OVS's DPDK suite, and the pytest files that drive this base's
+# ovs-vswitchd, ovsdb-server or ovs-ofctl, marked "every_base"
+# (pytest.ini, tests/conftest.py): "make check-base-BASE" passes
+# PYTEST_MARK=every_base.  The other pytest files test only our Python and
+# scripts, which are the same whatever the base, and flake8 likewise: they
+# run on the default base only.  So do daq-incast's: its runs through a
+# switch of the base (a fabric without DPDK, every mode but daqring) test
+# the emulator; the base's switches carry the incast, through one switch
+# and through a fabric, in the system suite's incast tests on every base.
+# And ovs-daqctl's: what of it meets the base (its reconcile core with the
+# base's Python IDL, ovsdb-server and ovs-vswitchd, DPDK daqrings and
+# OpenFlow bundles) the fabric agent's tests drive on every base, and the
+# daqrings themselves the system suite.  OVS's regression areas run on
+# every base with "make check"; CI runs each on one base (.ci/run).
+PYTEST_MARK ?=
 
 check: all
 	@JOBS=$(JOBS) PYTHON3=$(PYTHON3) \
-	 PYTEST_SKIP="$(PYTEST_SKIP)" \
+	 PYTEST_MARK="$(PYTEST_MARK)" \
 	 TESTSUITEFLAGS="$(TESTSUITEFLAGS)" \
 	 OVS_TESTSUITEFLAGS="$(OVS_TESTSUITEFLAGS)" \
 	 OVS_REGRESSION_AREAS="$(OVS_REGRESSION_AREAS)" \

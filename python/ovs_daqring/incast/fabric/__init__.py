@@ -38,4 +38,4 @@ Modules:
   runner   -- FabricRunner: runner.Runner's modes on the fabric
 
 The pure parts are tested without root in
-tests/test_daq_incast_fabric.py."""
+tests/incast/test_fabric.py."""

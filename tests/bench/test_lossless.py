@@ -16,7 +16,9 @@ from ovs_daqring.incast import modes, switch, topology
 from ovs_daqring.hosts import ConfigError
 from incast_helpers import cfg
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+pytestmark = pytest.mark.machine
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DAQCTL = os.path.join(os.path.dirname(HERE), "utilities", "ovs-daqctl")
 
 

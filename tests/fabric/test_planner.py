@@ -16,7 +16,7 @@
 planner (thesis Algorithms 6.1 and 6.2) and the slices it gives each
 switch.  Pure: no daemons.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_fabric_planner.py
+Run: /usr/bin/python3 -m pytest -q tests/fabric/test_planner.py
 """
 
 import textwrap
@@ -40,7 +40,7 @@ from ovs_daqring.fabric.slice import (FROM, PRIO_FROM_DCM, PRIO_ROUTE,
                                       Slice, backup_spines, monitored,
                                       slices)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"
 
 

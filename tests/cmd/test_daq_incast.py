@@ -26,7 +26,9 @@ from ovs_daqring.incast import (agents, binaries, config, describe, lifecycle,
 from ovs_daqring.hosts import ConfigError, HostInfo
 from ovs_daqring.process import Cleanup, stale_namespaces
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+pytestmark = pytest.mark.machine
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UTILITIES = os.path.join(os.path.dirname(HERE), "utilities")
 SCRIPT = os.path.join(UTILITIES, "daq-incast")
 

@@ -25,7 +25,7 @@ message, without a traceback.
 
 The parser is imported in one place, daqctl_parser() below.  Examples per
 property are bounded (a few seconds in all); HYPOTHESIS_EXAMPLES=N runs
-more.  Run: /usr/bin/python3 -m pytest -q tests/test_daqctl_fuzz.py
+more.  Run: /usr/bin/python3 -m pytest -q tests/daqctl/test_dcmmap.py
 """
 
 import csv
@@ -47,7 +47,7 @@ yaml = pytest.importorskip("yaml", reason="needs PyYAML (python3-yaml)")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 DAQCTL = ROOT / "utilities" / "ovs-daqctl"
 EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "100"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

@@ -13,7 +13,7 @@ import pytest
 from ovs_daqring.cmd import daq_bench as bench_cli
 from ovs_daqring.incast import options as incast_options
 
-TOP = Path(__file__).resolve().parent.parent
+TOP = Path(__file__).resolve().parent.parent.parent
 REF = TOP / "Documentation" / "ref"
 PAGES = {"ovs-daqctl": 8, "daq-incast": 1, "daq-bench": 1,
          "ovs-daqring-setup": 8, "ovs-daqring": 7,

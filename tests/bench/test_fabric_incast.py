@@ -18,7 +18,7 @@ fabric_incast.py).  Only valid runs give figures, an invalid run is
 listed with its PMD share, a failed run makes its targets FAILED.  No
 root, no daemons.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_daq_bench_fabric.py
+Run: /usr/bin/python3 -m pytest -q tests/bench/test_fabric_incast.py
 """
 
 from typing import Any, Dict, List, Optional

@@ -22,7 +22,7 @@ network namespace of their own, started once for the module: skipped,
 with the reason, when not root, without the build in ovs/, or without
 free huge pages.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_ovs_daqctl.py  (about a
+Run: /usr/bin/python3 -m pytest -q tests/cmd/test_ovs_daqctl.py  (about a
 minute, most of it ovs-vswitchd adding 1000 daqrings).
 """
 
@@ -53,7 +53,9 @@ from ovs_daqring.process import die_with_parent, stop_process
 from ovs_daqring.sandbox import (Sandbox, dpdk_settings, ovs_json_value,
                                  tree_binaries)
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.machine
+
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 DAQCTL = ROOT / "utilities" / "ovs-daqctl"
 DAQCTL_PKG = ROOT / "python" / "ovs_daqring" / "daqctl"

@@ -33,7 +33,7 @@ from typing import Dict, List
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOP = os.path.dirname(HERE)
 RPM_DIR = os.environ.get("DAQ_RPM_DIR") or os.path.join(TOP, "rpmbuild")
 NAME = "ovs-daqring"
@@ -88,6 +88,7 @@ def find_rpms() -> Dict[str, str]:
 RPMS = find_rpms()
 
 pytestmark = [
+    pytest.mark.machine,
     pytest.mark.skipif(shutil.which("rpm") is None,
                        reason="rpm is not installed (Debian package rpm)"),
     pytest.mark.skipif(

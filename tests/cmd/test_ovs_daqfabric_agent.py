@@ -24,7 +24,7 @@ and agents in short directories under /tmp and stops every daemon it
 started.  Outcomes only; waits are bounded (60 s) and nothing asserts a
 duration.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_fabric_agent.py
+Run: /usr/bin/python3 -m pytest -q tests/cmd/test_ovs_daqfabric_agent.py
 """
 
 import json
@@ -49,7 +49,9 @@ from ovs_daqring.sandbox import Sandbox, dpdk_settings, tree_binaries
 
 from fabric_helpers import TWO_PLANES_FABRIC, Cluster, Pki, _tool, wait_for
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.machine, pytest.mark.every_base]
+
+ROOT = Path(__file__).resolve().parent.parent.parent
 AGENT = ROOT / "utilities" / "ovs-daqfabric-agent"
 DAQCTL = ROOT / "utilities" / "ovs-daqctl"
 EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"

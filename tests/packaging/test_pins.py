@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 FETCH_DEB = ROOT / "build-aux" / "fetch-deb"
 PIN_CHECK = ROOT / "build-aux" / "deb-pin-check"
 ZERO_SHA = "0" * 64

@@ -8,7 +8,7 @@ switch) asserting outcomes only: every event delivered, the switches
 programmed as each mode's map says, every loss counted, nothing left
 behind.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_daq_incast_fabric.py
+Run: /usr/bin/python3 -m pytest -q tests/incast/test_fabric.py
 """
 
 import ipaddress
@@ -44,7 +44,9 @@ from ovs_daqring.incast.fabric.runner import FabricRunner
 from ovs_daqring.incast.fabric.summary import format_fabric
 from ovs_daqring.incast.modes import ring_params
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+pytestmark = pytest.mark.machine
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(os.path.dirname(HERE), "utilities", "daq-incast")
 OVS = os.path.join(os.path.dirname(HERE), "ovs")
 PYTHON = "/usr/bin/python3"

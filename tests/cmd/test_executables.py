@@ -13,7 +13,7 @@ import pytest
 
 from ovs_daqring import VERSION
 
-TOP = Path(__file__).resolve().parent.parent
+TOP = Path(__file__).resolve().parent.parent.parent
 TOOLS = ["ovs-daqctl", "daq-incast", "daq-bench", "ovs-daqfabric-agent"]
 
 

@@ -21,7 +21,7 @@ is its other spelling.
 Against a fabric database of one member of its own (fabric_helpers:
 ovsdb-server on a unix socket), and one that is not there; no switch.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_daqctl_options.py
+Run: /usr/bin/python3 -m pytest -q tests/cmd/test_ovs_daqctl_options.py
 """
 
 import json
@@ -35,7 +35,7 @@ import pytest
 from fabric_helpers import Cluster
 from fabric_helpers import one_member_cluster  # noqa: F401
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 DAQCTL = ROOT / "utilities" / "ovs-daqctl"
 PYTHON = "/usr/bin/python3"
 

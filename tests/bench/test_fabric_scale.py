@@ -18,7 +18,7 @@ its convergence check, which must find a switch whose daqrings or flows
 are not the plan's -- from parsed dumps, and on a real (dummy) switch
 whose flows are changed behind the plan's back.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_fabric_bench.py
+Run: /usr/bin/python3 -m pytest -q tests/bench/test_fabric_scale.py
 """
 
 import json
@@ -41,7 +41,9 @@ from ovs_daqring.fabric.planner import plan
 from ovs_daqring.fabric.slice import PRIO_FROM_DCM, slices
 from ovs_daqring.sandbox import Sandbox, tree_binaries
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.machine, pytest.mark.every_base]
+
+ROOT = Path(__file__).resolve().parent.parent.parent
 OVS = ROOT / "ovs"
 SMALL = fs.Shape(planes=2, spines=2, ros_leaves=1, leaves=2, hosts=2,
                  ros=2, dcms=16, ring_size=256)

@@ -16,9 +16,10 @@
 core makes them (daqctl/openflow.py, daqctl/reconcile.py): parsing
 ovs-ofctl dump-groups, our group ids, the group mods of a set of
 routes, and what a sync asks of the switch again.  Pure: no daemons.
-The groups on real switches are tested in tests/test_fabric_agent.py.
+The groups on real switches are tested in
+tests/cmd/test_ovs_daqfabric_agent.py.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_fabric_groups.py
+Run: /usr/bin/python3 -m pytest -q tests/daqctl/test_flowsync.py
 """
 
 from types import SimpleNamespace

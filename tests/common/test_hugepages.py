@@ -14,8 +14,12 @@ import sys
 from typing import Any, Dict, List
 
 from ovs_daqring import hugepages
+import pytest
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.machine
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 
 
 class FakeKernel:

@@ -22,7 +22,7 @@ Every test starts its own cluster (unix sockets in a short directory
 under /tmp: sun_path holds 108 bytes) and stops every daemon it started.
 Waits are bounded; nothing asserts a duration.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_fabric_cluster.py
+Run: /usr/bin/python3 -m pytest -q tests/fabric/test_commands.py
 """
 
 import json
@@ -44,7 +44,9 @@ from ovs_daqring.fabric.plannerd import Planner
 
 from fabric_helpers import Cluster, wait_for
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.every_base
+
+ROOT = Path(__file__).resolve().parent.parent.parent
 DAQCTL = ROOT / "utilities" / "ovs-daqctl"
 EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"
 PYTHON = "/usr/bin/python3"

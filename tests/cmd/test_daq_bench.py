@@ -23,12 +23,14 @@ from ovs_daqring.bench import (builds, fairness, hop, incast, parse, parts,
                                summary, switch, waiting)
 from ovs_daqring.cmd import daq_bench as cli
 
+pytestmark = [pytest.mark.machine, pytest.mark.every_base]
+
 # daq-bench's names, whichever of its modules they live in.
 MODULES = (hosts, parse, stats, source, switch, runner, hop, scale, waiting,
            sleep, shaping, fairness, builds, incast, parts, summary, cli)
 db = SimpleNamespace(**{k: v for m in MODULES for k, v in vars(m).items()})
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOP = os.path.dirname(HERE)
 SCRIPT = os.path.join(TOP, "utilities", "daq-bench")
 

@@ -23,7 +23,7 @@ a slice needs is caught; and an agent never computes its slice from
 rows selected by a condition the server has not acknowledged yet.
 Against a real (1-member) clustered ovsdb-server.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_fabric_condmon.py
+Run: /usr/bin/python3 -m pytest -q tests/fabric/test_db.py
 """
 
 import dataclasses
@@ -47,6 +47,8 @@ from ovs_daqring.fabric.slice import Slice, monitored, slices
 
 from fabric_helpers import Cluster, wait_for
 from fabric_helpers import one_member_cluster  # noqa: F401
+
+pytestmark = pytest.mark.every_base
 
 SHAPE = Shape(planes=2, spines=2, ros_leaves=1, leaves=3, hosts=2, ros=2,
               dcms=24, ring_size=64)

@@ -22,7 +22,7 @@ ports go through only if both hosts steer them, on the DCM's plane.
 Needs root (network namespaces).  Outcomes only; waits are bounded and
 nothing asserts a duration.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_fabric_hostagent.py
+Run: /usr/bin/python3 -m pytest -q tests/fabric/test_hostagent.py
 """
 
 import json
@@ -42,7 +42,9 @@ from ovs_daqring.fabric.hostnet import RT_PROTO, plane_table
 from fabric_helpers import TWO_PLANES_FABRIC, Cluster, _tool, wait_for
 from fabric_helpers import one_member_cluster  # noqa: F401
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.machine, pytest.mark.every_base]
+
+ROOT = Path(__file__).resolve().parent.parent.parent
 AGENT = ROOT / "utilities" / "ovs-daqfabric-agent"
 DAQCTL = ROOT / "utilities" / "ovs-daqctl"
 PYTHON = "/usr/bin/python3"

@@ -18,7 +18,7 @@ of waking at once (a planner tick left in the past made a planner agent
 spin).  Asserts the poller's timeout the agent asks for, not a CPU
 share: never 0 ms twice in a row.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_fabric_idle.py
+Run: /usr/bin/python3 -m pytest -q tests/fabric/test_agent.py
 """
 
 from pathlib import Path
@@ -33,6 +33,9 @@ from ovs_daqring.fabric.fabmap import FabricMapReader, state_digest
 
 from fabric_helpers import Cluster, wait_for
 from fabric_helpers import one_member_cluster  # noqa: F401
+import pytest
+
+pytestmark = pytest.mark.every_base
 
 
 def test_idle_planner_agent_sleeps(cluster: Cluster, tmp_path: Path) -> None:

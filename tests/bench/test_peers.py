@@ -22,7 +22,9 @@ from ovs_daqring.incast import (describe, modes, sizing, stats, switch,
                                 topology)
 from incast_helpers import cfg
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+pytestmark = pytest.mark.machine
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(os.path.dirname(HERE), "utilities", "daq-incast")
 
 

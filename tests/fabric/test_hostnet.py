@@ -16,7 +16,7 @@
 --host) holds the kernel to, and of the 'ip' text it reads and writes:
 pure functions, no machine.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_fabric_hostnet.py
+Run: /usr/bin/python3 -m pytest -q tests/fabric/test_hostnet.py
 """
 
 import json
@@ -33,6 +33,8 @@ from ovs_daqring.fabric.hostnet import (
     parse_kernel, plane_table, read_kernel)
 from ovs_daqring.fabric.model import (Assignment, FabricDcm, FabricHost,
                                       FabricState)
+
+pytestmark = pytest.mark.every_base
 
 T0, T1 = plane_table(0), plane_table(1)
 DEVS = {0: "e0", 1: "e1"}

@@ -16,7 +16,9 @@ import pytest
 from ovs_daqring.process import RunError, pid_alive
 from ovs_daqring.sandbox import Sandbox, dpdk_settings, tree_binaries
 
-OVS = Path(__file__).resolve().parent.parent / "ovs"
+pytestmark = [pytest.mark.machine, pytest.mark.every_base]
+
+OVS = Path(__file__).resolve().parent.parent.parent / "ovs"
 BINS = tree_binaries(str(OVS))
 
 

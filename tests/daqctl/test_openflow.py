@@ -17,7 +17,7 @@ fabric agent whether its switch's flows may have changed, against a real
 ovs-vswitchd (dummy datapath, no DPDK, no root).  Outcomes only; waits
 are bounded.
 
-Run: /usr/bin/python3 -m pytest -q tests/test_flow_watch.py
+Run: /usr/bin/python3 -m pytest -q tests/daqctl/test_openflow.py
 """
 
 import os
@@ -33,7 +33,9 @@ from ovs_daqring.sandbox import Sandbox, tree_binaries
 
 from fabric_helpers import wait_for
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.machine, pytest.mark.every_base]
+
+ROOT = Path(__file__).resolve().parent.parent.parent
 WAIT_S = 30
 
 
