@@ -127,6 +127,8 @@ class SwitchHold(NodeBase):
         # The want held() has to keep on the disk, once reported
         # (keep()).
         self.to_keep: Optional[Dict[str, Any]] = None
+        # Why keep() could not write the state file, till it can again.
+        self.save_error: Optional[str] = None
 
     def slice_text(self, want: Dict[str, Any]) -> str:
         """want's slice as JSON text."""
@@ -332,9 +334,20 @@ class SwitchHold(NodeBase):
                 save_cache(self.cache_path, saved)
                 self.saved = saved
             except OSError as e:
-                vlog.warn("%s: cannot keep the applied slice: %s"
-                          % (self.cache_path, e))
+                # Tried again at every check of the switch, said once:
+                # the switch holds the slice all the same, only a
+                # restart while the fabric database is unreachable
+                # would start from an older one.
+                if str(e) != self.save_error:
+                    vlog.warn("%s: cannot keep the applied slice (the "
+                              "switch holds it; tried again at each "
+                              "check): %s" % (self.cache_path, e))
+                self.save_error = str(e)
                 return
+            if self.save_error is not None:
+                vlog.info("%s: the applied slice is kept again"
+                          % self.cache_path)
+                self.save_error = None
         self.saved_want = want
 
     def _failed(self, why: str, generation: int) -> None:
