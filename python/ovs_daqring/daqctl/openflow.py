@@ -25,7 +25,8 @@ import tempfile
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import (Dict, FrozenSet, Iterable, List, Optional, Sequence,
+                    Set, Tuple)
 
 from ..process import die_with_parent
 from .model import (COOKIE_MASK, COOKIE_PREFIX, DaqctlError, Dcm,
@@ -45,6 +46,9 @@ Group = Tuple[str, Tuple[Tuple[str, str], ...]]
 # (below OFPG_MAX, 0xffffff00).
 GROUP_PREFIX = 0xdac7 << 16
 GROUP_MASK = 0xffff << 16
+
+# ovs-ofctl's options for the port-mods of no-flood (OpenFlow.no_flood()).
+OF10 = ("-O", "OpenFlow10")
 
 # What ovs-ofctl dump-flows prints before the match that is not the match:
 # statistics and a flow's properties ("key=value"), and its flags.
@@ -217,9 +221,9 @@ class FlowWatch:
             self.dir = tempfile.mkdtemp(prefix="daqwatch.")
         try:
             self.proc = subprocess.Popen(
-                [self.of.ofctl] + self.of.ssl
-                + ["--unixctl=" + os.path.join(self.dir, "ctl"),
-                   "monitor", self.of.target, "watch:!initial"],
+                self.of.argv(["monitor", self.of.target, "watch:!initial"],
+                             ["--unixctl=" + os.path.join(self.dir, "ctl")],
+                             timeout=False),
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         except OSError:
@@ -302,7 +306,10 @@ class FlowWatch:
 
 class OpenFlow:
     """OpenFlow access through ovs-ofctl: a dump restricted to our cookies
-    and one bundle per change."""
+    and one bundle per change.  Every command line ends ovs-ofctl's
+    options with "--" before its command (argv()): its target and port
+    names (the fabric's agents take them from the fabric database's rows)
+    are never read as options."""
 
     def __init__(self, target: str, ofctl: str, timeout: float,
                  ssl: List[str]) -> None:
@@ -314,28 +321,40 @@ class OpenFlow:
         # connection was lost may or may not have been committed).
         self.written = False
 
-    def run(self, args: List[str], stdin: Optional[str] = None) -> str:
-        cmd = ([self.ofctl, "--timeout=%d" % max(1, int(self.timeout))]
-               + self.ssl + args)
+    def argv(self, command: List[str], options: Sequence[str] = (),
+             timeout: bool = True) -> List[str]:
+        """ovs-ofctl's command line: its options (--timeout unless not
+        'timeout', the SSL files, 'options'), "--", then 'command' (its
+        verb, the target and its arguments).  After "--" nothing is an
+        option: a target "-O" is a target ovs-ofctl cannot open, not
+        its option -O."""
+        return ([self.ofctl]
+                + (["--timeout=%d" % max(1, int(self.timeout))]
+                   if timeout else [])
+                + self.ssl + list(options) + ["--"] + command)
+
+    def run(self, command: List[str], stdin: Optional[str] = None,
+            options: Sequence[str] = ()) -> str:
+        """ovs-ofctl 'command' (argv()) with 'options': its output."""
         try:
-            p = subprocess.run(cmd, input=stdin, capture_output=True,
-                               text=True, timeout=self.timeout + 10)
+            p = subprocess.run(self.argv(command, options), input=stdin,
+                               capture_output=True, text=True,
+                               timeout=self.timeout + 10)
         except (OSError, subprocess.TimeoutExpired) as e:
             raise DaqctlError("%s: %s" % (self.ofctl, e))
         if p.returncode != 0:
-            verb = next((a for a in args if not a.startswith("-")
-                         and not a.startswith("OpenFlow")), "")
             raise DaqctlError("%s %s failed: %s"
-                              % (os.path.basename(self.ofctl), verb,
+                              % (os.path.basename(self.ofctl), command[0],
                                  p.stderr.strip() or p.returncode))
         return p.stdout
 
     def dump(self, names: bool = False, ours: bool = True) -> str:
         """dump-flows of our cookies (or, if not 'ours', of every flow)."""
-        return self.run(["--names" if names else "--no-names", "--no-stats",
-                         "dump-flows", self.target]
+        return self.run(["dump-flows", self.target]
                         + (["cookie=%#x/%#x" % (COOKIE_PREFIX, COOKIE_MASK)]
-                           if ours else []))
+                           if ours else []),
+                        options=["--names" if names else "--no-names",
+                                 "--no-stats"])
 
     def flows(self, names: bool = False,
               ours: bool = True) -> List[DumpedFlow]:
@@ -369,8 +388,8 @@ class OpenFlow:
     def groups(self) -> Dict[int, Group]:
         """Our groups on the switch, by id."""
         out: Dict[int, Group] = {}
-        for line in self.run(["--no-names", "dump-groups",
-                              self.target]).splitlines():
+        for line in self.run(["dump-groups", self.target],
+                             options=["--no-names"]).splitlines():
             g = parse_group(line)
             if g is not None and is_our_group(g[0]):
                 out[g[0]] = g[1]
@@ -385,17 +404,17 @@ class OpenFlow:
                 ln if ln.startswith("group ") else "flow " + ln
                 for ln in lines) + "\n")
         else:
-            self.run(["--bundle", "add-flows", self.target, "-"],
-                     "\n".join(lines) + "\n")
+            self.run(["add-flows", self.target, "-"],
+                     "\n".join(lines) + "\n", options=["--bundle"])
 
     # OpenFlow 1.1 and later have no OFPPC_NO_FLOOD: ovs-ofctl would
-    # silently drop "no-flood" from an OpenFlow 1.3 port-mod.
+    # silently drop "no-flood" from an OpenFlow 1.3 port-mod (OF10).
     def no_flood(self) -> Dict[str, bool]:
         """Each port's name and whether it is no-flood."""
         out: Dict[str, bool] = {}
         port = None
-        for line in self.run(["-O", "OpenFlow10", "show",
-                              self.target]).splitlines():
+        for line in self.run(["show", self.target],
+                             options=OF10).splitlines():
             m = re.match(r"^ (\S+?)\((.*)\): addr:", line)
             if m:
                 port = m.group(2)
@@ -406,8 +425,8 @@ class OpenFlow:
 
     def set_no_flood(self, port: str, on: bool) -> None:
         self.written = True
-        self.run(["-O", "OpenFlow10", "mod-port", self.target, port,
-                  "no-flood" if on else "flood"])
+        self.run(["mod-port", self.target, port,
+                  "no-flood" if on else "flood"], options=OF10)
 
     def set_no_flood_all(self, ports: List[str]) -> None:
         """Sets 'ports' no-flood, one port-mod (one ovs-ofctl) each, eight
@@ -420,9 +439,8 @@ class OpenFlow:
         while todo or running:
             while todo and len(running) < 8:
                 port = todo.pop(0)
-                cmd = ([self.ofctl, "--timeout=%d" % max(1, int(self.timeout)),
-                        "-O", "OpenFlow10"] + self.ssl
-                       + ["mod-port", self.target, port, "no-flood"])
+                cmd = self.argv(["mod-port", self.target, port, "no-flood"],
+                                OF10)
                 try:
                     running.append((port, subprocess.Popen(
                         cmd, stdout=subprocess.DEVNULL,
