@@ -3,9 +3,10 @@ a switch of their own (test_ovs_daqctl's).
 
 A fresh machine has no hugepages and no hugetlbfs mount.  As root, the
 hugepages those switches need are reserved (and a hugetlbfs mounted if none
-is) before the tests are collected, and given back when pytest ends, with
-the same code daq-incast and daq-bench use for their own runs
-(ovs_daqring.hugepages).  daq-incast and daq-bench reserve what they
+is) before the first test marked "machine" runs, and given back when the
+session ends, with the same code daq-incast and daq-bench use for their
+own runs (ovs_daqring.hugepages): a run of tests that need nothing of the
+machine takes nothing of it.  daq-incast and daq-bench reserve what they
 need themselves, so their end-to-end tests check that too.
 
 The tests are laid out by what they test: tests/<package>/test_<module>.py
@@ -24,14 +25,14 @@ processes and ephemeral ports:
 
 With pytest-xdist (build-aux/run-checks runs "-n 2 --dist loadgroup"),
 the tests marked "machine" stay one at a time, in order, on one worker;
-the others run beside them on the other worker.  Only the controller
-reserves the hugepages."""
+the others run beside them on the other worker.  Only the worker that runs
+the "machine" tests reserves the hugepages."""
 
 import os
 import shutil
 import sys
 import tempfile
-from typing import Any, List
+from typing import Any, Iterator, List
 
 import pytest
 
@@ -41,23 +42,32 @@ from ovs_daqring.process import Cleanup
 # What the switches started by the tests ask DPDK for (dpdk-socket-mem).
 SWITCH_HUGEPAGES_MB = 512
 
-_cleanup = Cleanup()
+
+@pytest.fixture(scope="session")
+def machine_hugepages() -> Iterator[None]:
+    """The hugepages of the tests' switches, for the session: reserved
+    once, at the first test that needs the machine, given back at its
+    end."""
+    cleanup = Cleanup()
+    try:
+        if os.geteuid() == 0:
+            mount_dir = tempfile.mkdtemp(prefix="daq-pytest-hugepages.")
+            cleanup.push("remove " + mount_dir,
+                         lambda: shutil.rmtree(mount_dir, ignore_errors=True))
+            why = hugepages.reserve(SWITCH_HUGEPAGES_MB, mount_dir, cleanup)
+            if why is not None:
+                sys.stderr.write("conftest: no hugepages for the tests' "
+                                 "switches: %s\n" % why)
+        yield
+    finally:
+        cleanup.run()
 
 
-def pytest_configure(config: Any) -> None:
-    if os.geteuid() != 0 or hasattr(config, "workerinput"):
-        return
-    mount_dir = tempfile.mkdtemp(prefix="daq-pytest-hugepages.")
-    _cleanup.push("remove " + mount_dir,
-                  lambda: shutil.rmtree(mount_dir, ignore_errors=True))
-    why = hugepages.reserve(SWITCH_HUGEPAGES_MB, mount_dir, _cleanup)
-    if why is not None:
-        sys.stderr.write("conftest: no hugepages for the tests' switches: "
-                         "%s\n" % why)
-
-
-def pytest_unconfigure(config: Any) -> None:
-    _cleanup.run()
+@pytest.fixture(autouse=True)
+def _machine(request: Any) -> None:
+    """Gives a test marked "machine" what the machine has for it."""
+    if request.node.get_closest_marker("machine"):
+        request.getfixturevalue("machine_hugepages")
 
 
 # Before pytest-xdist's worker reads the marks (it names each test after
