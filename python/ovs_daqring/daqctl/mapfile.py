@@ -15,8 +15,10 @@
 """What every map reader of the project shares (the DCM map's and the
 fabric map's): a YAML loader whose mappings know their lines, and the
 checks of a map's scalar values (integers in a range, IPv4 host
-addresses, port names, four-tuples).  Each check raises ValueError with a
-message that names WHAT; the readers add the file and line."""
+addresses, port names, remotes, four-tuples), which the fabric's
+agents also run on the fabric database's rows (fabric/rows.py).  Each
+check raises ValueError with a message that names WHAT; the readers add
+the file and line."""
 
 import ipaddress
 import re
@@ -107,6 +109,22 @@ def port_name(v: Any, what: str) -> str:
     if v.upper() in RESERVED_PORT_NAMES:
         raise ValueError("%s %r is a reserved OpenFlow port name"
                          % (what, v))
+    return v
+
+
+# One active remote of OVS's stream library (the forms
+# ovs.stream.Stream.is_valid_name() takes; reading a map needs no OVS
+# library): no space, control character or comma after the method.
+_REMOTE_RE = re.compile(r"^(unix|tcp|ssl):[^\s,\x00-\x1f\x7f]+\Z")
+
+
+def remote(v: Any, what: str) -> str:
+    """An OVSDB or OpenFlow remote: unix:FILE, tcp:HOST[:PORT] or
+    ssl:HOST[:PORT], one of them (never a word a command line would read
+    as an option, nor as more than one argument or remote)."""
+    if not isinstance(v, str) or not _REMOTE_RE.match(v):
+        raise ValueError("%s %r is not a remote (unix:FILE, tcp:HOST[:PORT] "
+                         "or ssl:HOST[:PORT])" % (what, v))
     return v
 
 

@@ -102,7 +102,10 @@ RING_OPTIONS = ("ring-size", "max-burst", "poll-interval", "max-rate",
 STEERING_MODES = ("two-rule", "bound")
 STEERING_DEFAULT = "two-rule"
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+# A name (of a DCM, a ring, a port, a switch): \Z, not $, which would
+# let a newline at the end through (into a flow's text, a line of its
+# own).
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\Z")
 RESERVED_PORT_NAMES = {"ALL", "ANY", "CONTROLLER", "FLOOD", "IN_PORT",
                        "LOCAL", "NONE", "NORMAL", "TABLE", "UNSET"}
 

@@ -128,8 +128,15 @@ class Agent(SwitchHold):
         fab = self.fabric_root()
         if fab is None:
             return
-        sw = next((s for s in db.rows("Switch") if s.name == self.node),
-                  None)
+        # Its Switch row as checked (rows are input, fabric/rows.py): a
+        # bad one is not in the state, and its switch keeps the slice it
+        # holds (its bridge, its OpenFlow target are not known).
+        sw = db.state().switch(self.node)
+        own = db.row_error("Switch", self.node)
+        self.note_rows(db.row_errors(), own, int(fab.planned_generation))
+        if own is not None:
+            self._note(None)
+            return
         if sw is None:
             # A typo in --node must not empty a switch: leave it as it is.
             self._note("no switch %s in the fabric (generation %d): the "
@@ -158,16 +165,14 @@ class Agent(SwitchHold):
                            sl_json, json.dumps(sl_json, sort_keys=True))
         _, ports, bfd, bfd_ports, sl_json, _ = self.sliced
         a = self.args
-        sw_db = sw.db[0] if sw.db else None
-        sw_of = sw.of[0] if sw.of else None
         want = {
             "version": CACHE_VERSION, "node": self.node,
             # The generation whose plan the slice is (the planner's
             # assignments are part of it): what --wait waits for.
             "generation": int(fab.planned_generation),
-            "target": {"db": a.ovsdb or sw_db or default_db(),
+            "target": {"db": a.ovsdb or sw.db or default_db(),
                        "bridge": a.bridge or sw.bridge or "br0",
-                       "of": a.of or sw_of},
+                       "of": a.of or sw.of},
             "ports": ports,
             # Interface:bfd of the link ports ({}: BFD off).
             "bfd": bfd,

@@ -235,6 +235,7 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
         nodes = node_view(db, now_ms())
         asg = db.assignments()
         st = db.state()
+        bad = db.row_errors()
     finally:
         db.close()
     info: Dict[str, Any] = {
@@ -245,6 +246,8 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
         "planned_generation": int(fab.planned_generation) if fab else 0,
         "hold_down": int(fab.hold_down) if fab else None,
         "nodes": nodes,
+        # The rows the agents leave out (rows are input, fabric/rows.py).
+        "bad_rows": bad,
         "dcms": [{"name": d.name, "host": d.host, "ring": d.dcm.ring,
                   "match": d.dcm.match_text(),
                   "plane": asg[d.name].plane if d.name in asg else None,
@@ -286,6 +289,8 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
         if n.get("error"):
             out.write("".join("           %s\n" % line for line in
                               ("error: " + n["error"]).splitlines()))
+    for e in bad:
+        out.write("  bad row, left out: %s\n" % e)
     unassigned = [d["name"] for d in info["dcms"] if d["plane"] is None]
     out.write("  %d DCMs, %d assigned%s\n"
               % (len(info["dcms"]), len(info["dcms"]) - len(unassigned),

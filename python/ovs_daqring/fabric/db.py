@@ -26,7 +26,8 @@ the new one when the leader fails."""
 
 import time
 import uuid
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Set,
+                    Tuple)
 
 import ovs.db.data
 import ovs.db.idl
@@ -34,12 +35,12 @@ import ovs.db.idl
 from ..daqctl.model import DaqctlError
 from ..daqctl.idlutil import commit_block, run_until
 from . import schema_path
-from .idl import DESIRED_TABLES, FabricIdl
+from .idl import DESIRED_TABLES, FabricIdl, vlog
 from .model import Assignment, FabricDcm, FabricState
 from .planner import Endpoint
 from .rows import (assignment_of_row, canon_datum, canon_value, dcm_columns,
-                   dcm_of_row, host_of_row, link_of_row, optional,
-                   switch_of_row)
+                   dcm_of_row, fabric_bfd, host_of_row, link_of_row,
+                   optional, switch_of_row)
 from .slice import monitored
 
 # After a TRY_AGAIN, how long a transaction waits for the news that
@@ -85,6 +86,9 @@ class FabricDb:
         self._converted: Dict[str, Tuple[Any, Dict[Any, Any], Any]] = {}
         self._dcm_list: Optional[Tuple[Any, List[FabricDcm]]] = None
         self._small: Dict[str, Tuple[Any, Any, List[Any]]] = {}
+        # The rows converted() and _table() left out, and why: table ->
+        # uuid -> (the row's name as it is, the error).
+        self._bad: Dict[str, Dict[Any, Tuple[Any, str]]] = {}
         # apply()'s view of each table's rows: table -> (columns, uuid ->
         # (the row's change count, its key, its canonical values)).
         self._canon: Dict[str, Tuple[Tuple[str, ...],
@@ -292,9 +296,15 @@ class FabricDb:
     def _read_state(self) -> FabricState:
         st = FabricState()
         r = self.root()
+        bfd: Dict[Any, Dict[str, str]] = {}
         if r is not None:
             st.hold_down = int(r.hold_down)
-            st.bfd = dict(r.bfd)
+            # A bad bfd is left out: no BFD, as a map without one.
+            self._convert("Fabric", [(r.uuid, r)],
+                          lambda r: fabric_bfd(dict(r.bfd)), bfd, True)
+            st.bfd = bfd.get(r.uuid, {})
+        else:
+            self._bad.pop("Fabric", None)
         st.switches = self._table("Switch", switch_of_row)
         st.links = self._table("Link", link_of_row)
         st.hosts = self._table("Host", host_of_row)
@@ -324,19 +334,25 @@ class FabricDb:
         got = self._converted.get(table)
         if got is not None and got[0] is rows and not dirty:
             return got[1], got[2]
-        if got is None or got[0] is not rows:
+        whole = got is None or got[0] is not rows
+        if whole:
             conv: Dict[Any, Any] = {}
             dirty = set(rows)
         else:
             conv = got[1]
+        bad = self._bad.setdefault(table, {})
+        changed = []
         for u in dirty:
             row = rows.get(u)
             if row is None:
                 conv.pop(u, None)
+                bad.pop(u, None)
             else:
-                conv[u] = convert(row)
-        if len(conv) != len(rows):
-            conv = {u: convert(row) for u, row in rows.items()}
+                changed.append((u, row))
+        self._convert(table, changed, convert, conv, whole)
+        if len(conv) + len(self._bad[table]) != len(rows):
+            conv = {}
+            self._convert(table, rows.items(), convert, conv, True)
         token = object()
         self._converted[table] = (rows, conv, token)
         return conv, token
@@ -349,10 +365,45 @@ class FabricDb:
         key = (self.changes(table), len(rows))
         got = self._small.get(table)
         if got is None or got[0] is not rows or got[1] != key:
-            got = (rows, key, sorted((convert(r) for r in rows.values()),
-                                     key=lambda x: x.name))
+            conv: Dict[Any, Any] = {}
+            self._convert(table, rows.items(), convert, conv, True)
+            got = (rows, key, sorted(conv.values(), key=lambda x: x.name))
             self._small[table] = got
         return list(got[2])
+
+    def _convert(self, table: str, rows: Iterable[Tuple[Any, Any]],
+                 convert: Callable[[Any], Any], conv: Dict[Any, Any],
+                 whole: bool) -> None:
+        """conv[uuid] = convert(row) of 'rows' (uuid, row) of 'table';
+        a row that is bad (convert() raises ValueError: rows are input,
+        fabric/rows.py) is left out of 'conv' and kept, with its error,
+        for row_errors(), which is logged once (again if it goes and
+        comes back).  'whole': 'rows' are all of the table's."""
+        old = self._bad.get(table, {})
+        bad = {} if whole else old
+        for u, row in rows:
+            was = old.get(u)
+            bad.pop(u, None)
+            try:
+                conv[u] = convert(row)
+            except ValueError as e:
+                conv.pop(u, None)
+                bad[u] = (getattr(row, "name", None), str(e))
+                if was is None or was[1] != str(e):
+                    vlog.warn("fabric database: a bad row left out: %s" % e)
+        self._bad[table] = bad
+
+    def row_errors(self) -> List[str]:
+        """Why each row that state() (and assignments()) last left out
+        is bad, sorted: "DCM d1: ip '10.0.0.1,output:7' is not an IP
+        address"."""
+        return sorted(e for bad in self._bad.values()
+                      for _, e in bad.values())
+
+    def row_error(self, table: str, name: str) -> Optional[str]:
+        """Why row 'name' of 'table' was left out, None if it was not."""
+        return next((e for n, e in self._bad.get(table, {}).values()
+                     if n == name), None)
 
     def assignments(self) -> Dict[str, Assignment]:
         """The planner's assignments by DCM (a new dict each call; the

@@ -30,7 +30,8 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 import yaml
 
 from ..daqctl.dcmmap import build_dcm, validate_dcms, with_defaults
-from ..daqctl.mapfile import LineDict, LineLoader, int_value, ipv4, port_name
+from ..daqctl.mapfile import (LineDict, LineLoader, int_value, ipv4,
+                              port_name, remote)
 from ..daqctl.model import (DCM_KEYS, DEFAULT_KEYS, MapError, NAME_RE,
                             Problem)
 from .model import (BFD_KEYS, FabricDcm, FabricHost, FabricLink,
@@ -164,11 +165,11 @@ class FabricMapReader:
         if v is None:
             self.bad(m.line, "a %s needs a 'name'" % what)
             return None
-        if not isinstance(v, str) or not NAME_RE.match(v):
-            self.bad(m.key_lines["name"], "%s name %r: letters, digits, "
-                     "'_', '.', '-' (at most 64)" % (what, v))
+        try:
+            return node_name(v, what)
+        except ValueError as e:
+            self.bad(m.key_lines["name"], str(e))
             return None
-        return v
 
     def _int(self, m: LineDict, key: str, label: str, lo: int, hi: int,
              default: Optional[int]) -> Optional[int]:
@@ -185,16 +186,11 @@ class FabricMapReader:
     def _endpoint(self, v: Any, line: int, label: str
                   ) -> Optional[Tuple[str, str]]:
         """'SWITCH:PORT'."""
-        if not isinstance(v, str) or v.count(":") != 1:
-            self.bad(line, "%s: %r is not SWITCH:PORT" % (label, v))
-            return None
-        sw, port = v.split(":")
         try:
-            port_name(port, "port")
+            return endpoint(v)
         except ValueError as e:
             self.bad(line, "%s: %s" % (label, e))
             return None
-        return sw, port
 
     # --------------------------------------------------------- sections
     def _bfd(self, fab: LineDict) -> Dict[str, str]:
@@ -246,12 +242,11 @@ class FabricMapReader:
                          "false" % label)
             strs: Dict[str, Optional[str]] = {}
             for k in ("db", "bridge", "of"):
-                v = m.get(k)
-                if v is not None and (not isinstance(v, str) or not v):
-                    self.bad(m.key_lines[k], "%s: '%s' must be a "
-                             "non-empty string" % (label, k))
-                    v = None
-                strs[k] = v
+                try:
+                    strs[k] = switch_target(m.get(k), k)
+                except ValueError as e:
+                    self.bad(m.key_lines[k], "%s: %s" % (label, e))
+                    strs[k] = None
             if name in seen:
                 self.bad(m.key_lines["name"], "duplicate switch %s (first "
                          "at %s)" % (name, seen[name]))
@@ -331,7 +326,7 @@ class FabricMapReader:
             ip = None
             if "ip" in m:
                 try:
-                    ip = _host_address(m["ip"], role)
+                    ip = host_address(m["ip"], role)
                 except ValueError as e:
                     self.bad(m.key_lines["ip"], "%s: %s" % (label, e))
             pod = self._int(m, "pod", label, 0, POD_MAX, 0)
@@ -420,7 +415,7 @@ class FabricMapReader:
                          "ports' planes" % (label, plane))
                 continue
             try:
-                mac = _unicast_mac(mac)
+                mac = unicast_mac(mac)
             except ValueError as e:
                 self.bad(kline, "%s, plane %d: %s" % (label, plane, e))
                 continue
@@ -584,7 +579,34 @@ class FabricMapReader:
             self.bad(fab.line, "the fabric has no ROS host")
 
 
-def _unicast_mac(v: Any) -> str:
+def node_name(v: Any, what: str) -> str:
+    """A switch's or a host's name (their agents' Node rows are by
+    name)."""
+    if not isinstance(v, str) or not NAME_RE.match(v):
+        raise ValueError("%s name %r: letters, digits, '_', '.', '-' (at "
+                         "most 64)" % (what, v))
+    return v
+
+
+def endpoint(v: Any) -> Tuple[str, str]:
+    """'SWITCH:PORT' (a link's end, a host's attachment): the switch and
+    its port, a port name."""
+    if not isinstance(v, str) or v.count(":") != 1:
+        raise ValueError("%r is not SWITCH:PORT" % (v,))
+    sw, port = v.split(":")
+    return sw, port_name(port, "port")
+
+
+def switch_target(v: Any, key: str) -> Optional[str]:
+    """A switch's 'db' or 'of' (a remote) or 'bridge' (a port name):
+    what its agent puts on ovs-ofctl's command line and connects to.
+    None if not given."""
+    if v is None:
+        return None
+    return port_name(v, key) if key == "bridge" else remote(v, key)
+
+
+def unicast_mac(v: Any) -> str:
     """A host interface's MAC, lower case: six hexadecimal octets
     separated by ':', unicast, not all zero."""
     if isinstance(v, int) and not isinstance(v, bool):
@@ -607,7 +629,7 @@ def _unicast_mac(v: Any) -> str:
     return mac
 
 
-def _host_address(v: Any, role: Any) -> str:
+def host_address(v: Any, role: Any) -> str:
     """A host's 'ip': an address, or for a ROS host holding several
     (aggregated ROS) the prefix that holds them, e.g. 10.0.2.0/24."""
     if not isinstance(v, str) or "/" not in v:

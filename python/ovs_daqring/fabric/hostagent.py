@@ -117,8 +117,16 @@ class HostAgent(NodeBase):
         fab = self.fabric_root()
         if fab is None:
             return
-        net = host_routes(db.state(), db.assignments(), self.node,
-                          self.devs)
+        state = db.state()
+        # Its Host row as checked (rows are input, fabric/rows.py): a bad
+        # one is not in the state, and the host keeps the routes it
+        # holds.
+        own = db.row_error("Host", self.node)
+        self.note_rows(db.row_errors(), own, int(fab.planned_generation))
+        if own is not None:
+            self._note(None)
+            return
+        net = host_routes(state, db.assignments(), self.node, self.devs)
         if net is None:
             # A typo in --host must not empty a host: leave it as it is.
             self._note("no host %s in the fabric (generation %d): the host "

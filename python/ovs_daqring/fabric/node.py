@@ -22,7 +22,7 @@ import argparse
 import os
 import socket
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import ovs.vlog
 
@@ -36,6 +36,8 @@ INTERVAL_MIN = 0.1          # s: Node:report_interval is at least 100 ms
 # (its heartbeat; a node is up while its last write is younger than
 # commands.UP_INTERVALS heartbeats).
 HEARTBEAT = 3
+# How many of the rows it left out an agent names in its Node row.
+ROWS_NAMED = 5
 
 
 class NodeBase:
@@ -57,6 +59,12 @@ class NodeBase:
         self.error: Optional[str] = None
         self.failed_gen: Optional[int] = None
         self.fabric_note: Optional[str] = None
+        # The rows of the fabric database its view left out (bad rows,
+        # FabricDb.row_errors()), and why, for its Node row's error; the
+        # generation it did not apply because its own row is bad (its
+        # failed_generation then).
+        self.rows_note: Optional[str] = None
+        self.rows_failed: Optional[int] = None
         # Of the nodes' reports, its own only: every node reports every
         # interval, and N agents that each received every report would
         # spend their CPU on N^2 rows (the planner gets them all).
@@ -103,6 +111,37 @@ class NodeBase:
             self._note("the fabric database is empty (no map applied yet)")
         return fab
 
+    def note_rows(self, errors: List[str], own: Optional[str],
+                  generation: int) -> None:
+        """What the Node row says of the bad rows the agent's view of the
+        fabric database left out ('errors': FabricDb.row_errors(), each
+        logged there) and of its own row, if that is one of them ('own':
+        why): then the agent keeps what its node holds, which that row
+        describes, and reports 'generation' failed until the row is
+        good again."""
+        parts = []
+        if own is not None:
+            parts.append("its own row is bad: %s holds what it held "
+                         "(generation %d not applied): %s"
+                         % (self.node, generation, own))
+        others = [e for e in errors if e != own]
+        if others:
+            parts.append("rows left out: %s%s" % (
+                "; ".join(others[:ROWS_NAMED]),
+                " and %d more" % (len(others) - ROWS_NAMED)
+                if len(others) > ROWS_NAMED else ""))
+        note = "; ".join(parts) or None
+        failed = generation if own is not None else None
+        if own is not None and self.rows_failed is None:
+            vlog.warn("%s: its own row is bad: it keeps what it holds "
+                      "until the row is good again" % self.node)
+        elif own is None and self.rows_failed is not None:
+            vlog.info("%s: its own row is good again" % self.node)
+        if (note, failed) != (self.rows_note, self.rows_failed):
+            # Said at once ('fabric apply --wait' ends on a failure).
+            self.next_report = 0.0
+        self.rows_note, self.rows_failed = note, failed
+
     def status_head(self) -> Dict[str, Any]:
         """The first items of unixctl 'status'."""
         return {
@@ -111,8 +150,10 @@ class NodeBase:
                        if self.fabric_up() else "not connected: %s"
                        % self.fabric.unreachable()),
             "applied_generation": self.applied_gen,
-            "failed_generation": ("-" if self.failed_gen is None
-                                  else self.failed_gen)}
+            "failed_generation": next(
+                (g for g in (self.failed_gen, self.rows_failed)
+                 if g is not None), "-"),
+            "rows": self.rows_note or "-"}
 
     def monitored(self) -> str:
         """What its IDL holds of the big tables (FabricDb.narrow())."""
@@ -141,7 +182,12 @@ class NodeBase:
 
     def node_columns(self, generation: int, error: Optional[str],
                      failed_gen: Optional[int]) -> Dict[str, Any]:
-        """The Node columns every agent writes."""
+        """The Node columns every agent writes: 'error' and, after it,
+        the bad rows (note_rows()); 'failed_gen', else the generation
+        its own bad row kept it from."""
+        error = "; ".join(e for e in (error, self.rows_note) if e)
+        if failed_gen is None:
+            failed_gen = self.rows_failed
         return {
             "agent": "%s %d@%s" % (PROG, os.getpid(), socket.gethostname()),
             "generation": generation,
