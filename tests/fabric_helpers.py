@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set
 
 import pytest
 
@@ -58,6 +58,60 @@ fabric:
     - {name: hlt1, role: hlt, ip: 10.1.0.1,
        ports: {0: "hlt-leaf1:h1", 1: "hlt-leaf2:h1"}}
 """
+
+
+# A stand-in report's report_interval (ms): a day (report_up()).
+STAND_IN_INTERVAL = 86400 * 1000
+
+
+def map_ports(*texts: str) -> Dict[str, Set[str]]:
+    """Each switch's fabric ports (its links' ends and its hosts' ports)
+    in the fabric maps 'texts' (YAML; one without DCMs, such as
+    TWO_PLANES_FABRIC, is read with none)."""
+    from ovs_daqring.fabric.fabmap import FabricMapReader
+    from ovs_daqring.fabric.planner import switch_ports
+    out: Dict[str, Set[str]] = {}
+    for text in texts:
+        if "\ndcms:" not in text:
+            text += "dcms: []\n"
+        for sw, ports in switch_ports(
+                FabricMapReader("map").parse(text)).items():
+            out.setdefault(sw, set()).update(ports)
+    return out
+
+
+def report_up(remote: str, ports: Dict[str, Iterable[str]]) -> None:
+    """Stand-in reports of the switches that run no agent in a test: per
+    switch of 'ports' (switch -> fabric ports), a Node row that says
+    those ports are up, as its agent would.  The planner uses a port
+    only while a fresh report says it is up, and times a report from
+    when it received it, by its own clock: these are fresh for three
+    days (STAND_IN_INTERVAL).  Their 'updated' is 0, so 'fabric status'
+    and 'fabric apply --wait', which compare it with their own clock,
+    take these nodes for down and do not wait for them, as nodes without
+    an agent.  A row that is there keeps the states of its other
+    ports."""
+    from ovs_daqring.fabric.db import FabricDb, Txn
+    db = FabricDb(remote, 30)
+    try:
+        def build(txn: Any) -> None:
+            rows = {r.name: r for r in db.rows("Node")}
+            for sw, names in sorted(ports.items()):
+                r = rows.get(sw)
+                links = {} if r is None else dict(r.links)
+                if r is None:
+                    r = txn.insert(db.idl.tables["Node"])
+                    r.name = sw
+                r.updated = 0
+                r.report_interval = STAND_IN_INTERVAL
+                links.update({p: "up" for p in names})
+                r.links = links
+            return None
+        status, _ = db.commit(build, "test: stand-in reports of %s"
+                              % ", ".join(sorted(ports)))
+        assert status in (Txn.SUCCESS, Txn.UNCHANGED), status
+    finally:
+        db.close()
 
 
 def _tool(name: str) -> str:

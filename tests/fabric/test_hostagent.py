@@ -39,7 +39,8 @@ import pytest
 from ovs_daqring.fabric.db import FabricDb, Txn
 from ovs_daqring.fabric.hostnet import RT_PROTO, plane_table
 
-from fabric_helpers import TWO_PLANES_FABRIC, Cluster, _tool, wait_for
+from fabric_helpers import (TWO_PLANES_FABRIC, Cluster, _tool, map_ports,
+                            report_up, wait_for)
 from fabric_helpers import one_member_cluster  # noqa: F401
 
 pytestmark = [pytest.mark.machine, pytest.mark.every_base]
@@ -192,11 +193,14 @@ class Host:
 @pytest.fixture
 def hosts(cluster: Cluster) -> Iterator[Dict[str, Any]]:
     """The ROS and HLT hosts' namespaces and a planner (started, not
-    their agents)."""
+    their agents); the switches, which run no agent here, reported up in
+    stand-in reports (the planner uses a port only while a fresh report
+    says it is up)."""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces)")
     if shutil.which("ip") is None:
         pytest.skip("needs iproute2")
+    report_up(cluster.remotes(), map_ports(TWO_PLANES_FABRIC))
     d = tempfile.mkdtemp(prefix="dqh.", dir="/tmp")
     made: Dict[str, Any] = {}
     planner = None
@@ -271,16 +275,15 @@ def connect(ros: Host, hlt: Host, port: int) -> Dict[str, Dict[str, int]]:
 
 
 def set_link_down(cluster: Cluster, switch: str, port: str) -> None:
-    """A link of 'switch' reported down in a Node row of its own, as its
+    """A link of 'switch' reported down in its stand-in report, as its
     agent would (not up itself: 'apply --wait' does not wait for it)."""
     db = FabricDb(cluster.remotes(), 30)
     try:
         def build(txn: Txn) -> None:
-            row = txn.insert(db.idl.tables["Node"])
-            row.name = switch
-            row.updated = 1
-            row.report_interval = 1000
-            row.links = {port: "down"}
+            row = next(r for r in db.rows("Node") if r.name == switch)
+            links = dict(row.links)
+            links[port] = "down"
+            row.links = links
             return None
         status, _ = db.commit(build, "test: %s:%s down" % (switch, port))
         assert status == Txn.SUCCESS, status

@@ -45,9 +45,11 @@ EXAMPLE = ROOT / "utilities" / "fabric-map.example.yaml"
 
 
 def fabric_yaml(planes: int = 2, spines: int = 2, hlt: int = 2,
-                dcms_per_host: int = 4, hold_down: int = 10) -> str:
+                dcms_per_host: int = 4, hold_down: int = 10,
+                ros: int = 2) -> str:
     """A parallel leaf-spine: per plane, a ROS leaf, an HLT leaf and
-    'spines' spines; two ROS hosts and 'hlt' HLT hosts on every plane."""
+    'spines' spines; 'ros' ROS hosts and 'hlt' HLT hosts on every
+    plane."""
     sw, links, hosts, dcms = [], [], [], []
     for p in range(planes):
         sw.append("    - {name: rl%d, role: leaf, plane: %d}" % (p, p))
@@ -58,7 +60,7 @@ def fabric_yaml(planes: int = 2, spines: int = 2, hlt: int = 2,
             for leaf in ("rl%d" % p, "hl%d" % p):
                 links.append('    - {a: "%s:u%d", b: "sp%d-%d:%s"}'
                              % (leaf, s, p, s, leaf))
-    for r in range(2):
+    for r in range(ros):
         ports = ", ".join('%d: "rl%d:h%d"' % (p, p, r)
                           for p in range(planes))
         hosts.append("    - {name: ros%d, role: ros, ports: {%s}}"
@@ -437,6 +439,64 @@ def test_no_usable_path_keeps_the_assignment() -> None:
     assert any("no usable path" in n for n in notes)
     fresh, notes = plan(st, {}, {("hl0", "h0")}, {}, 5000)
     assert fresh == {} and len(notes) == 2
+
+
+def test_paths_are_scored_by_the_ros_hosts_they_reach() -> None:
+    """A ROS host's port down in a plane costs that plane's paths that
+    host only: a DCM takes the paths that reach the most ROS hosts, and
+    stays on a path that reaches as many as any other.  Three ROS hosts,
+    two planes: ros0 is cut off in plane 0, ros1 and ros2 in plane 1;
+    the DCMs of plane 1 (1 of 3) move to plane 0 (2 of 3), remembering
+    their home, and come back once it reaches every ROS host again."""
+    st = parse(fabric_yaml(planes=2, spines=1, hlt=1, dcms_per_host=4,
+                           ros=3, hold_down=10))
+    t0 = 1000000
+    a1 = assign(st, {}, now=t0)
+    on1 = sorted(n for n, a in a1.items() if a.plane == 1)
+    assert on1 and len(on1) < len(a1)
+    down = {("rl0", "h0"), ("rl1", "h1"), ("rl1", "h2")}
+    a2, notes = plan(st, a1, down, {}, t0 + 1000)
+    assert not any("no usable path" in n for n in notes), notes
+    for n, a in a2.items():
+        assert a.plane == 0, n
+        if n in on1:
+            assert a.home == (1, "sp1-0"), n
+            assert a.reason == "reaches 1 of 3 ROS hosts", a.reason
+        else:
+            assert a == a1[n], n
+    # Every port back: home after the hold-down.
+    back = {("rl0", "h0"): t0 + 2000, ("rl1", "h1"): t0 + 2000,
+            ("rl1", "h2"): t0 + 2000}
+    down = set()
+    assert assign(st, a2, down, back, now=t0 + 11000) == a2
+    assert next_return(st, a2, down, back) == t0 + 12000
+    a3 = assign(st, a2, down, back, now=t0 + 12000)
+    assert {n: a.path for n, a in a3.items()} == {
+        n: a.path for n, a in a1.items()}
+
+
+def test_one_ros_port_down_per_plane_leaves_every_plane_usable() -> None:
+    """P planes, a different ROS host's port down in each: every path
+    still reaches all ROS hosts but one.  DCMs stay where they are (no
+    path is better), a new DCM is assigned, and a DCM whose own path
+    then fails (its host's port) moves to the best path left instead of
+    staying on a path that reaches nothing."""
+    st = parse(fabric_yaml(planes=2, spines=1, hlt=1, dcms_per_host=4))
+    a1 = assign(st, {})
+    down = {("rl0", "h0"), ("rl1", "h1")}
+    new, notes = plan(st, a1, down, {}, 5000)
+    assert new == a1 and notes == []
+    st5 = parse(fabric_yaml(planes=2, spines=1, hlt=1, dcms_per_host=5))
+    a5 = assign(st5, a1, down)
+    assert sorted(a5) == sorted(d.name for d in st5.dcms)
+    # hlt0's plane-1 port fails too: its plane-1 DCMs reach nothing
+    # there, and plane 0 reaches ros1.
+    a6, notes = plan(st, a1, down | {("hl1", "h0")}, {}, 6000)
+    assert not any("no usable path" in n for n in notes), notes
+    for n, a in a6.items():
+        assert a.plane == 0, n
+        if a1[n].plane == 1:
+            assert a.home == (1, "sp1-0") and a.reason == "path down"
 
 
 def test_move_back_after_hold_down_without_flapping() -> None:

@@ -219,6 +219,11 @@ class Agent(SwitchHold):
         self.next_report = now + self.interval
         links, rings = self.local_view()
         self.reported_links = links
+        # Whether it has looked at its switch yet: an agent that starts
+        # does in its first round, and the row keeps the links it has
+        # till then rather than saying them unknown for a moment (the
+        # planner would move DCMs off them, and back a hold-down later).
+        looked = self.rec is not None or self.error is not None
         err = self.error or self.fabric_note
         if (err is None and self.planner is not None
                 and self.planner.db.down_for() > 3 * self.interval):
@@ -233,7 +238,7 @@ class Agent(SwitchHold):
             "ring_high_watermark": {r: v["high_watermark"]
                                     for r, v in rings.items()},
             "ring_drops": {r: v["drops"] for r, v in rings.items()}})
-        self.write_report(cols, links, now)
+        self.write_report(cols, links if looked else None, now)
 
     # ------------------------------------------------------------ planner
     def plan(self) -> None:
@@ -263,7 +268,10 @@ class Agent(SwitchHold):
             vlog.info("planner: planned generation %d (epoch %s)"
                       % (int(p.db.root().planned_generation), p.epoch))
         self.plan_what = what
-        self.plan_key = p.db.plan_key()
+        # With the nodes' reports as the round read them: one that
+        # changed, fell silent or was heard again during the round (its
+        # commit runs the IDL) makes the next round plan again.
+        self.plan_key = p.db.plan_key(p.seen)
         if what not in ("planned", "unchanged"):
             # Not planned (no lock yet, a failed round): again a tick
             # later.
@@ -374,6 +382,11 @@ class Agent(SwitchHold):
             self.planner.db.idl.wait(poller)
             if self.plan_again and self.planner.db.connected():
                 deadlines.append(self.next_plan)
+            # A node whose report becomes too old changes what the plan
+            # depends on (FabricDb.plan_key()) by the clock alone.
+            silence = self.planner.db.idl.next_silence()
+            if silence is not None and self.planner.epoch is not None:
+                deadlines.append(silence)
         # Rounded up: a deadline less than 1 ms away is not due yet, and
         # a 0 ms wait would make one more round that finds nothing to do.
         left = min(deadlines) - time.monotonic()

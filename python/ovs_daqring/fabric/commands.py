@@ -31,13 +31,10 @@ from ..options import SSL_FILES_NEEDED, ssl_missing
 from . import default_fabric_db
 from .db import FabricDb, now_ms, rows_text
 from .fabmap import read_fabric_map, state_digest
+from .idl import UP_INTERVALS
 from .planner import plan
 from .plannerd import Planner
 from .slice import slices
-
-# A node is up while its agent's last report is younger than this many
-# report intervals.
-UP_INTERVALS = 3
 
 
 def _remote(args: argparse.Namespace) -> str:
@@ -84,7 +81,7 @@ def _dry_run(args: argparse.Namespace, db: FabricDb, state: Any) -> int:
     """What each switch would get, with the assignments the planner
     would make from those in force."""
     current = db.assignments()
-    new, notes = plan(state, current, db.down_ports(), {}, now_ms())
+    new, notes = plan(state, current, db.down_ports(state), {}, now_ms())
     sl = slices(state, new)
     out: Dict[str, Any] = {}
     args.say("fabric: would write generation %d (%d switches, %d links, "
@@ -271,6 +268,7 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
     for n in nodes:
         links = n.get("links") or {}
         dn = sorted(p for p, s in links.items() if s == "down")
+        unknown = sorted(p for p, s in links.items() if s == "unknown")
         bfd = n.get("bfd") or {}
         out.write("  %-6s %-16s %-8s %-8s generation %s%s%s%s%s\n"
                   % (n["role"], n["switch"],
@@ -280,7 +278,9 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
                      "-" if n["generation"] is None else n["generation"],
                      ", failed generation %d" % n["failed_generation"]
                      if n.get("failed_generation") is not None else "",
-                     ", links down: " + ",".join(dn) if dn else "",
+                     (", links down: " + ",".join(dn) if dn else "")
+                     + (", links unknown: " + ",".join(unknown)
+                        if unknown else ""),
                      ", BFD: " + ",".join("%s %s" % (p, bfd[p])
                                           for p in sorted(bfd))
                      if bfd else "",

@@ -37,7 +37,7 @@ from ..daqctl.idlutil import commit_block, run_until
 from . import schema_path
 from .idl import DESIRED_TABLES, FabricIdl, vlog
 from .model import Assignment, FabricDcm, FabricState
-from .planner import Endpoint
+from .planner import Endpoint, unusable_ports
 from .rows import (assignment_of_row, canon_datum, canon_value, dcm_columns,
                    dcm_of_row, fabric_bfd, host_of_row, link_of_row,
                    optional, switch_of_row)
@@ -194,13 +194,19 @@ class FabricDb:
         assignment; not a new generation alone."""
         return self.idl.desired_changes + self.changes("Assignment")
 
-    def plan_key(self) -> Tuple[int, int, bool, int]:
+    def plan_key(self, seen: Any = None) -> Tuple[Any, ...]:
         """What a planner's plan depends on: every table but the nodes'
-        reports, whether it holds the lock, and on which connection (a
-        planner that reconnects takes over again)."""
+        reports, whether it holds the lock, on which connection (a
+        planner that reconnects takes over again), and of the nodes'
+        rows, the count of their changes beyond their reports and which
+        nodes' reports are fresh (one that falls silent, or is heard
+        again, changes no column a plan reads): 'seen', those a round
+        read (Planner.seen), else those now."""
+        if seen is None:
+            seen = (self.idl.node_changes, self.idl.fresh_nodes())
         return (self.changes(*DESIRED_TABLES, "Assignment"),
-                self.idl.node_changes, bool(self.idl.has_lock),
-                self.idl._session.get_seqno())
+                bool(self.idl.has_lock), self.idl._session.get_seqno(),
+                seen)
 
     # ------------------------------------------------ conditional monitoring
     def watch_slice(self, node: str,
@@ -418,14 +424,20 @@ class FabricDb:
         rows = self.idl.tables["Assignment"].rows
         return {a.dcm: rows[u] for u, a in conv.items() if u in rows}
 
-    def down_ports(self) -> Set[Endpoint]:
-        """Ports that the nodes report down."""
-        down = set()
-        for n in self.rows("Node"):
-            for port, st in n.links.items():
-                if st == "down":
-                    down.add((n.name, port))
-        return down
+    def fresh_reports(self) -> Dict[str, Dict[str, str]]:
+        """The link states of the nodes whose report is fresh by this
+        client's clock (FabricIdl.fresh_nodes()), by node."""
+        fresh = self.idl.fresh_nodes()
+        return {n.name: dict(n.links) for n in self.rows("Node")
+                if n.name in fresh}
+
+    def down_ports(self, state: Optional[FabricState] = None
+                   ) -> Set[Endpoint]:
+        """The ports of 'state' (the database's by default) that may not
+        carry a DCM's path: all but those a fresh report says are up
+        (planner.unusable_ports())."""
+        return unusable_ports(self.state() if state is None else state,
+                              self.fresh_reports())
 
     # -------------------------------------------------------------- write
     def commit(self, build: Callable[[Txn], Optional[Any]],

@@ -18,12 +18,15 @@ for the fabric's many clients): it counts the changes of each table, of
 the desired state and of the Node rows beyond their reports, so that an
 agent or a planner computes its slice or its plan again only when what
 it depends on changed; it leaves a cluster member older than one it saw
-(check_stale()); and it monitors the server's _Server.Database without
-the "index" column that changes at every commit.  FabricDb
-(fabric/db.py) connects through it."""
+(check_stale()); it times the nodes' reports by its own clock, from
+when it received each (fresh_nodes(): the planner never compares a
+writer's clock with its own); and it monitors the server's
+_Server.Database without the "index" column that changes at every
+commit.  FabricDb (fabric/db.py) connects through it."""
 
 import inspect
-from typing import Any, Dict, List, Optional, Set, Tuple
+import time
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import ovs.db.custom_index
 import ovs.db.idl
@@ -40,6 +43,9 @@ REPORT_COLUMNS = frozenset(("agent", "generation", "updated",
                             "report_interval", "ring_occupancy",
                             "ring_high_watermark", "ring_drops", "error",
                             "failed_generation"))
+# A node's report is fresh (the node is up) while it is younger than this
+# many of its report intervals (Node:report_interval, its heartbeat).
+UP_INTERVALS = 3
 # Fabric columns that say which generation is applied and planned, by
 # whom: a new generation changes them, and the desired state (state()),
 # and so a slice, does not depend on them.
@@ -95,6 +101,11 @@ class FabricIdl(ovs.db.idl.Idl):
         self.checked_seqno: Optional[int] = None
         # How often it left a member for being stale.
         self.stale_left = 0
+        # Per Node row (its name): its report as this IDL last received
+        # it: (its 'updated', when this IDL received it (time.monotonic()),
+        # until when it is fresh).  The planner judges reports by its own
+        # clock, never by the writers' (heard(), fresh_nodes()).
+        self.heard_at: Dict[str, Tuple[int, float, float]] = {}
 
     def run(self) -> Any:
         ret = super().run()
@@ -178,8 +189,50 @@ class FabricIdl(ovs.db.idl.Idl):
         self._server_monitor_request_id = msg.id
         self.send_request(msg)
 
+    def heard(self, event: str, row: Any) -> None:
+        """Node row 'row' arrived (notify()'s 'event'): a report, fresh
+        from now for UP_INTERVALS of its report intervals, by this IDL's
+        clock.  A row inserted again as it was (the IDL's rows after a
+        reconnection) is not a new report: it stays as old as it was."""
+        if event == ovs.db.idl.ROW_DELETE:
+            self.heard_at.pop(row.name, None)
+            return
+        updated = int(row.updated)
+        got = self.heard_at.get(row.name)
+        if (event == ovs.db.idl.ROW_CREATE and got is not None
+                and got[0] == updated):
+            return
+        now = time.monotonic()
+        self.heard_at[row.name] = (
+            updated, now, now + UP_INTERVALS * int(row.report_interval)
+            / 1000.0)
+
+    def _fresh(self, now: Optional[float]) -> Dict[str, float]:
+        """Of the Node rows the IDL holds, those whose last report is
+        fresh at 'now' (time.monotonic()), and until when.  (A row that a
+        reconnection did not bring back went without a deletion.)"""
+        now = time.monotonic() if now is None else now
+        out = {}
+        for r in self.tables["Node"].rows.values():
+            got = self.heard_at.get(r.name)
+            if got is not None and now <= got[2]:
+                out[r.name] = got[2]
+        return out
+
+    def fresh_nodes(self, now: Optional[float] = None) -> FrozenSet[str]:
+        """The nodes whose last report this IDL received within
+        UP_INTERVALS of their report intervals ('now': time.monotonic())."""
+        return frozenset(self._fresh(now))
+
+    def next_silence(self, now: Optional[float] = None) -> Optional[float]:
+        """When (time.monotonic()) the first report fresh now stops being
+        fresh unless its node reports again; None if none is fresh."""
+        return min(self._fresh(now).values(), default=None)
+
     def notify(self, event: str, row: Any, updates: Any = None) -> None:
         name = row._table.name
+        if name == "Node":
+            self.heard(event, row)
         self.table_changes[name] = self.table_changes.get(name, 0) + 1
         self.row_changes[row.uuid] = self.row_changes.get(row.uuid, 0) + 1
         if name in self.dirty:

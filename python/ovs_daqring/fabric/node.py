@@ -34,7 +34,7 @@ vlog = ovs.vlog.Vlog(PROG)
 INTERVAL_MIN = 0.1          # s: Node:report_interval is at least 100 ms
 # A Node row that did not change is written once in this many intervals
 # (its heartbeat; a node is up while its last write is younger than
-# commands.UP_INTERVALS heartbeats).
+# idl.UP_INTERVALS heartbeats).
 HEARTBEAT = 3
 # How many of the rows it left out an agent names in its Node row.
 ROWS_NAMED = 5
@@ -196,9 +196,10 @@ class NodeBase:
             "failed_generation": ([failed_gen]
                                   if failed_gen is not None else [])}
 
-    def write_report(self, cols: Dict[str, Any], links: Dict[str, str],
-                     now: float) -> None:
-        """Writes the Node row: 'cols' (Node columns), 'links'."""
+    def write_report(self, cols: Dict[str, Any],
+                     links: Optional[Dict[str, str]], now: float) -> None:
+        """Writes the Node row: 'cols' (Node columns), 'links' (None:
+        the row keeps the links it has)."""
         db = self.fabric
         row = next((r for r in db.rows("Node") if r.name == self.node),
                    None)
@@ -215,7 +216,7 @@ class NodeBase:
         # report and a test or an operator may write, are compared with
         # the row.
         news = [c for c, v in cols.items() if self.written.get(c) != v]
-        new_links = fresh or row.links != links
+        new_links = links is not None and (fresh or row.links != links)
         if not news and not new_links and now < self.next_heartbeat:
             # Nothing to say: every commit wakes every client of the
             # cluster (its _Server row changes), so a row that did not

@@ -19,18 +19,29 @@ state, is fabric/planner.py).  Planner candidates, the agents run with
 --planner and 'ovs-daqctl fabric plan', contend for the OVSDB lock
 PLANNER_LOCK through the leader; the one that holds it takes over (a new
 Fabric:planner_epoch) and runs planning rounds: the plan of the
-database's contents, written in a transaction fenced by its epoch."""
+database's contents, written in a transaction fenced by its epoch.  A
+port carries a DCM's path only while a fresh report says it is up
+(planner.unusable_ports(); fresh by this planner's clock,
+FabricIdl.fresh_nodes()), and what it knows of the ports, the hold-down
+included, starts at its take-over."""
 
-from typing import Any, Dict, List, Optional, Set
+import time
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from .db import FabricDb, Txn, now_ms
-from .planner import Endpoint, changed, next_return, plan
+from .planner import (Endpoint, changed, next_return, plan, unheard_ports,
+                      unusable_ports)
 from .rows import optional
 
 PLANNER_LOCK = "daqfabric_planner"
 # How many times a planner round plans again at once after a TRY_AGAIN
 # that left it the planner.
 PLAN_RETRIES = 3
+# How long (s) the plan of a new generation waits for the nodes that
+# report to report the ports it cables (their agents read it, then
+# report: at a fabric's first map, every port), before it is planned
+# with what is known.
+REPORT_WAIT_S = 30.0
 
 
 class Planner:
@@ -47,12 +58,22 @@ class Planner:
         self.db = FabricDb(remote, timeout, leader_only=leader_only,
                            lock=PLANNER_LOCK, wait=wait)
         self.epoch: Optional[int] = None
-        # When each port was last seen coming back up (ms); ports up
-        # when this planner started count from then: after a takeover,
-        # a DCM moves home a hold-down later at the earliest.
+        # When each port was last seen coming back up (ms), since the
+        # take-over; ports up then count from the take-over (took_over,
+        # ms): a DCM moves home a hold-down after it at the earliest,
+        # however long this planner waited for the lock.
         self.up_since: Dict[Endpoint, int] = {}
         self.down: Optional[Set[Endpoint]] = None
-        self.started = now_ms()
+        self.took_over = now_ms()
+        # The newest generation not planned yet, and when
+        # (time.monotonic()) this planner first saw it (_unheard()).
+        self.gen_seen: Optional[Tuple[int, float]] = None
+        # What the last round read of the nodes' reports: the IDL's
+        # count of their changes and the nodes whose reports were fresh
+        # (FabricDb.plan_key()); None if it did not get to them.  A
+        # report that arrives while the round commits (the IDL runs
+        # then) is news for the next round.
+        self.seen: Optional[Tuple[int, FrozenSet[str]]] = None
         # The connection (session seqno) it took over on: its lock and
         # so its epoch are that connection's.
         self.conn: Optional[int] = None
@@ -108,6 +129,11 @@ class Planner:
         if status == Txn.SUCCESS:
             self.epoch = got["epoch"]
             self.conn = conn
+            # What it knows of the ports starts now: it did not see them
+            # while another planner planned (or none did).
+            self.took_over = now_ms()
+            self.up_since = {}
+            self.down = None
             return "took over (epoch %d)" % self.epoch
         return "take-over failed (%s)" % status
 
@@ -126,6 +152,7 @@ class Planner:
         return what
 
     def _step(self, now: Optional[int]) -> str:
+        self.seen = None
         what = self.take_over()
         if self.epoch is None:
             return what
@@ -136,7 +163,10 @@ class Planner:
             return "no fabric yet"
         if int(fab.planner_epoch) != self.epoch:
             return self._deposed(int(fab.planner_epoch))
-        down = db.down_ports()
+        state = db.state()
+        reports = db.fresh_reports()
+        self.seen = (db.idl.node_changes, db.idl.fresh_nodes())
+        down = unusable_ports(state, reports)
         if self.down is None:
             self.down = set()
         for e in self.down - down:
@@ -145,10 +175,13 @@ class Planner:
         up_since = dict(self.up_since)
         for e in down:
             up_since.pop(e, None)
-        state = db.state()
-        current = db.assignments()
         gen = int(fab.generation)
-        since = _with_default(up_since, self.started)
+        if int(fab.planned_generation) < gen:
+            waiting = self._unheard(state, reports, gen)
+            if waiting is not None:
+                return waiting
+        current = db.assignments()
+        since = _with_default(up_since, self.took_over)
         new, notes = plan(state, current, down, since, now, self.epoch,
                           gen)
         # When to look again if nothing changes meanwhile (once this plan
@@ -209,6 +242,25 @@ class Planner:
         if cur != epoch:
             return self._deposed(cur)
         return "retry (%s)" % status
+
+    def _unheard(self, state: Any, reports: Dict[str, Dict[str, str]],
+                 gen: int) -> Optional[str]:
+        """Why the plan of generation 'gen' (not planned yet) waits: a
+        node whose report is fresh has not reported every port 'gen'
+        cables to its switch (its agent has not read it yet: it will,
+        PLAN_WAIT_S after it saw it at the latest, and report them
+        then), and this planner saw 'gen' less than REPORT_WAIT_S ago.
+        None: plan now (a node without a fresh report is not waited
+        for: its ports are unknown)."""
+        now = time.monotonic()
+        if self.gen_seen is None or self.gen_seen[0] != gen:
+            self.gen_seen = (gen, now)
+        unheard = unheard_ports(state, reports)
+        if not unheard or now - self.gen_seen[1] >= REPORT_WAIT_S:
+            return None
+        return ("waiting for the reports of generation %d's ports (%g s "
+                "at most): %s" % (gen, REPORT_WAIT_S,
+                                  ", ".join(sorted(unheard))))
 
     def _deposed(self, epoch: int) -> str:
         """Another planner took over (epoch 'epoch'): give up the lock

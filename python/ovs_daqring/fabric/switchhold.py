@@ -129,6 +129,11 @@ class SwitchHold(NodeBase):
         self.to_keep: Optional[Dict[str, Any]] = None
         # Why keep() could not write the state file, till it can again.
         self.save_error: Optional[str] = None
+        # The link states local_view() read at the last attempt to apply
+        # that failed (all unknown if it could not read the switch): what
+        # it reports until the next attempt, having no connection to the
+        # switch meanwhile.
+        self.failed_links: Optional[Dict[str, str]] = None
 
     def slice_text(self, want: Dict[str, Any]) -> str:
         """want's slice as JSON text."""
@@ -147,6 +152,7 @@ class SwitchHold(NodeBase):
             # Nothing known of this switch yet: the next check is full.
             self.flow_count = self.full_want = None
             self.watch_since = None
+            self.failed_links = None
             self.rec = Reconciler(spec, self.args, _Log(),
                                   {"Interface": ["bfd", "bfd_status"]})
             self.rec.manage_groups = True
@@ -277,6 +283,9 @@ class SwitchHold(NodeBase):
             self.watch_since = self.watch.started
         except DaqctlError as e:
             self._failed(str(e), want["generation"])
+            # A switch that refused the slice (rolled back) still says
+            # what its ports are; one it could not reach, nothing.
+            self.failed_links = self.local_view(False)[0]
             # Connect again next time (ovs-vswitchd's management socket
             # may be back, the database restarted).
             self.close_switch()
@@ -368,23 +377,40 @@ class SwitchHold(NodeBase):
     def local_view(self, counters: bool = True
                    ) -> Tuple[Dict[str, str], Dict[str, Dict[str, int]]]:
         """The fabric ports' link states and (if 'counters') the rings'
-        counters, as the local database has them (nothing if it is not
-        reachable).  A port with BFD on is up only while its BFD session
-        forwards (what its fast_failover buckets watch); self.bfd gets
-        the sessions.  (Each counter read converts the Interface's whole
-        statistics column: the rounds between reports, which look at the
-        links only, skip them.)"""
+        counters, as the local database has them.  Every port of the
+        slice is there: "up", "down" (missing, or its Interface says so),
+        or "unknown" when the agent cannot tell: its Interface has no
+        link state (a DPDK port that failed to attach), or the switch's
+        database cannot be read (no connection to it, its bridge gone,
+        the connection down: the IDL would give what it held before) --
+        never left out, which the planner took for up, nor wiped.
+        Between a failed attempt to apply (the connection is made again
+        at the next) and the next, what it read at that attempt.  No
+        ports without a slice.  A port with BFD on is up only while its
+        BFD session forwards (what its fast_failover buckets watch);
+        self.bfd gets the sessions.  (Each counter read converts the
+        Interface's whole statistics column: the rounds between reports,
+        which look at the links only, skip them.)"""
         links: Dict[str, str] = {}
         rings: Dict[str, Dict[str, int]] = {}
         self.bfd = {}
-        if self.rec is None or self.want is None:
+        if self.want is None:
             return links, rings
+        unknown = {name: "unknown" for name in self.want["ports"]}
+        if self.rec is None:
+            # Not connected (since its last failed attempt, or at all).
+            if self.failed_links is not None:
+                return {name: self.failed_links.get(name, "unknown")
+                        for name in self.want["ports"]}, rings
+            return unknown, rings
         db = self.rec.db
         try:
             db.idl.run()
             br = db.bridge(self.rec.spec.bridge)
         except DaqctlError:
-            return links, rings
+            return unknown, rings
+        if not db.idl._session.is_connected():
+            return unknown, rings
         ports = db.ports(br)
         for name in self.want["ports"]:
             p = ports.get(name)
@@ -393,9 +419,8 @@ class SwitchHold(NodeBase):
                 links[name] = "down"
                 continue
             iface = ifaces[0]
-            if iface.link_state:
-                state = iface.link_state[0]
-                links[name] = state if state in ("up", "down") else "down"
+            state = iface.link_state[0] if iface.link_state else None
+            links[name] = state if state in ("up", "down") else "unknown"
             if iface.bfd.get("enable") == "true":
                 st = dict(iface.bfd_status)
                 self.bfd[name] = st

@@ -1,0 +1,406 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Unit tests of what the planner's role acts on (fabric/plannerd.py and
+what it reads of the fabric database: FabricDb.down_ports(),
+FabricIdl's report times): a port carries a DCM's path only while a
+fresh report says it is up, the hold-down of a planner counts from its
+take-over, and a new generation's plan waits a bounded time for the
+reports of its ports.  Pure: fake rows and a fake database, no daemons.
+
+Run: /usr/bin/python3 -m pytest -q tests/fabric/test_plannerd.py
+"""
+
+import textwrap
+from types import SimpleNamespace
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+import ovs.db.idl
+
+from ovs_daqring.fabric import idl as fidl
+from ovs_daqring.fabric import plannerd
+from ovs_daqring.fabric.db import FabricDb, Txn
+from ovs_daqring.fabric.fabmap import FabricMapReader
+from ovs_daqring.fabric.model import Assignment, FabricState
+
+# One plane: a ROS leaf (ros0 on h0), an HLT leaf (hlt0 on h0, its DCMs
+# d0 and d1), two spines.
+MAP = """\
+fabric:
+  hold-down: 10
+  switches:
+    - {name: rl0, role: leaf, plane: 0}
+    - {name: hl0, role: leaf, plane: 0}
+    - {name: sp0, role: spine, plane: 0}
+    - {name: sp1, role: spine, plane: 0}
+  links:
+    - {a: "rl0:u0", b: "sp0:rl0"}
+    - {a: "rl0:u1", b: "sp1:rl0"}
+    - {a: "hl0:u0", b: "sp0:hl0"}
+    - {a: "hl0:u1", b: "sp1:hl0"}
+  hosts:
+    - {name: ros0, role: ros, ports: {0: "rl0:h0"}}
+    - {name: hlt0, role: hlt, ports: {0: "hl0:h0"}}
+dcms:
+  - {name: d0, host: hlt0, ip: 10.1.0.1}
+  - {name: d1, host: hlt0, ip: 10.1.0.2}
+"""
+PORTS = {"rl0": ["h0", "u0", "u1"], "hl0": ["h0", "u0", "u1"],
+         "sp0": ["hl0", "rl0"], "sp1": ["hl0", "rl0"]}
+ALL = {(sw, p) for sw, ports in PORTS.items() for p in ports}
+
+
+def state() -> FabricState:
+    return FabricMapReader("m.yaml").parse(textwrap.dedent(MAP))
+
+
+def all_up() -> Dict[str, Dict[str, str]]:
+    return {sw: {p: "up" for p in ports} for sw, ports in PORTS.items()}
+
+
+# ============================================= the reports and their age
+class Clock:
+    """time.monotonic() of the modules under test."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def fake_idl(monkeypatch: Any, clock: Clock) -> Any:
+    """A FabricIdl without a connection (the base IDL's __init__ is not
+    run): its own bookkeeping, fed by notify() as the IDL would."""
+    monkeypatch.setattr(ovs.db.idl.Idl, "__init__",
+                        lambda self, *a, **k: None)
+    monkeypatch.setattr(fidl, "time", clock, raising=False)
+    idl = fidl.FabricIdl("unix:none", None)
+    idl.tables = {"Node": SimpleNamespace(rows={})}
+    idl.has_lock = True
+    idl._session = SimpleNamespace(get_seqno=lambda: 1)
+    return idl
+
+
+def report(idl: Any, name: str, links: Dict[str, str], updated: int,
+           interval: int = 1000, resync: bool = False) -> None:
+    """Node row 'name' as the IDL receives it: inserted, or updated (its
+    report columns and links); 'resync': inserted again as it was (the
+    IDL's rows after a reconnection)."""
+    rows = idl.tables["Node"].rows
+    old = rows.get(name)
+    row = SimpleNamespace(uuid=name, name=name, links=dict(links),
+                          updated=updated, report_interval=interval,
+                          _table=SimpleNamespace(name="Node"))
+    rows[name] = row
+    if old is None or resync:
+        idl.notify(ovs.db.idl.ROW_CREATE, row)
+    else:
+        changed = {"updated": old.updated}
+        if old.links != row.links:
+            changed["links"] = old.links
+        idl.notify(ovs.db.idl.ROW_UPDATE, row,
+                   SimpleNamespace(_data=changed))
+
+
+def fake_db(idl: Any) -> FabricDb:
+    db = FabricDb.__new__(FabricDb)
+    db.idl = idl
+    st = state()
+    db.state = lambda: st               # type: ignore[assignment]
+    return db
+
+
+def test_a_port_is_usable_only_while_a_fresh_report_says_it_is_up(
+        monkeypatch: Any) -> None:
+    """FabricDb.down_ports(): every fabric port but those a fresh report
+    says are up -- a port reported down or unknown, one its switch's
+    report leaves out, every port of a switch without a report, and
+    every port of a report older than UP_INTERVALS of its report
+    intervals, by the planner's own clock: from when its IDL received
+    that report, whatever the writer's clock wrote in it."""
+    clock = Clock()
+    idl = fake_idl(monkeypatch, clock)
+    db = fake_db(idl)
+    # The writers' clocks are far apart (the 'updated' values): only
+    # when the reader saw each report counts.
+    report(idl, "rl0", {"h0": "up", "u0": "up", "u1": "unknown"}, 5)
+    report(idl, "hl0", {"h0": "up", "u0": "up"}, 10 ** 12)
+    report(idl, "sp0", {"rl0": "up", "hl0": "down"}, 0)
+    assert db.down_ports() == {("rl0", "u1"), ("hl0", "u1"),
+                               ("sp0", "hl0"), ("sp1", "hl0"),
+                               ("sp1", "rl0")}
+    # 3 report intervals (1 s) later, sp0 reports again (nothing
+    # changed but its time), the others do not.
+    clock.now = 2.9
+    report(idl, "sp0", {"rl0": "up", "hl0": "down"}, 1)
+    clock.now = 3.0
+    assert ("rl0", "h0") not in db.down_ports()
+    # A reconnection delivers rl0's row again as it was: not a new
+    # report.
+    clock.now = 3.05
+    report(idl, "rl0", {"h0": "up", "u0": "up", "u1": "unknown"}, 5,
+           resync=True)
+    clock.now = 3.1
+    assert db.down_ports() == ALL - {("sp0", "rl0")}
+    # rl0 is heard from again: its ports count from now.
+    report(idl, "rl0", {"h0": "up", "u0": "up", "u1": "up"}, 6)
+    assert db.down_ports() == ALL - {("sp0", "rl0"), ("rl0", "h0"),
+                                     ("rl0", "u0"), ("rl0", "u1")}
+    # The ports of another map (a dry run's): its own ports.
+    st = state()
+    st.links = [lk for lk in st.links if lk.a_port != "u1"]
+    assert db.down_ports(st) == ALL - {
+        ("sp0", "rl0"), ("rl0", "h0"), ("rl0", "u0"), ("rl0", "u1"),
+        ("hl0", "u1"), ("sp1", "rl0"), ("sp1", "hl0")}
+
+
+def test_planner_looks_again_when_a_report_falls_silent(
+        monkeypatch: Any) -> None:
+    """What a plan depends on (FabricDb.plan_key()) changes when a
+    report becomes too old and when a node that fell silent reports
+    again, though neither changes a column a plan reads; the agent
+    wakes when the first fresh report would become too old
+    (FabricIdl.next_silence())."""
+    clock = Clock()
+    idl = fake_idl(monkeypatch, clock)
+    db = fake_db(idl)
+    report(idl, "rl0", {"h0": "up"}, 1, interval=1000)
+    report(idl, "sp0", {"rl0": "up"}, 1, interval=2000)
+    key = db.plan_key()
+    assert idl.next_silence() == 3.0
+    clock.now = 2.0
+    report(idl, "rl0", {"h0": "up"}, 2)       # a heartbeat
+    assert db.plan_key() == key
+    assert idl.next_silence() == 5.0
+    clock.now = 5.5
+    silent = db.plan_key()
+    assert silent != key
+    assert idl.next_silence() == 6.0          # sp0's
+    clock.now = 5.6
+    report(idl, "rl0", {"h0": "up"}, 3)
+    assert db.plan_key() == key
+    clock.now = 6.1
+    assert db.plan_key() not in (key, silent)
+    report(idl, "sp0", {"rl0": "up"}, 4, interval=2000)
+    assert db.plan_key() == key
+
+
+# ============================================================ the planner
+class Row:
+    """A fake IDL row: its columns as attributes."""
+
+    def __init__(self, **cols: Any) -> None:
+        self.__dict__.update(cols)
+        self.deleted = False
+
+    def verify(self, column: str) -> None:
+        pass
+
+    def delete(self) -> None:
+        self.deleted = True
+
+
+def asg_row(a: Assignment) -> Row:
+    return Row(dcm=a.dcm, plane=a.plane, spine=a.spine, epoch=a.epoch,
+               generation=a.generation,
+               home_plane=[a.home[0]] if a.home else [],
+               home_spine=[a.home[1]] if a.home else [],
+               moved_at=a.moved_at, reason=a.reason)
+
+
+def asg_of(r: Row) -> Assignment:
+    return Assignment(r.dcm, r.plane, r.spine, r.epoch, r.generation,
+                      (r.home_plane[0], r.home_spine[0]) if r.home_plane
+                      else None, r.moved_at, r.reason)
+
+
+class FakeDb:
+    """What a Planner reads and writes of the fabric database: the
+    Fabric row, the assignments, the desired state (MAP) and the fresh
+    reports ('reports': switch -> its links)."""
+
+    def __init__(self, remote: str, timeout: float, leader_only: bool = True,
+                 lock: Optional[str] = None, wait: bool = True) -> None:
+        self.fab = Row(generation=1, planned_generation=1, planner_epoch=0,
+                       planner="")
+        self.st = state()
+        self.rows_: Dict[str, Row] = {}
+        self.reports = all_up()
+        self.plans = 0
+        self.idl = SimpleNamespace(
+            has_lock=False, _session=SimpleNamespace(get_seqno=lambda: 1),
+            tables={"Assignment": "Assignment"}, node_changes=0,
+            fresh_nodes=lambda: frozenset(self.reports),
+            set_lock=lambda lock: None, force_reconnect=lambda: None)
+
+    def run(self) -> None:
+        pass
+
+    def connected(self) -> bool:
+        return True
+
+    def unreachable(self) -> Optional[str]:
+        return None
+
+    def close(self) -> None:
+        pass
+
+    def root(self) -> Row:
+        return self.fab
+
+    def state(self) -> FabricState:
+        return self.st
+
+    def fresh_reports(self) -> Dict[str, Dict[str, str]]:
+        return {sw: dict(links) for sw, links in self.reports.items()}
+
+    def down_ports(self, st: Optional[FabricState] = None
+                   ) -> Set[Tuple[str, str]]:
+        return {(sw, p) for sw, p in ALL
+                if self.reports.get(sw, {}).get(p) != "up"}
+
+    def assignments(self) -> Dict[str, Assignment]:
+        return {n: asg_of(r) for n, r in self.rows_.items()}
+
+    def assignment_rows(self) -> Dict[str, Row]:
+        return dict(self.rows_)
+
+    def commit(self, build: Any, comment: str, retry: bool = True
+               ) -> Tuple[str, Any]:
+        new: List[Row] = []
+
+        def insert(table: str) -> Row:
+            r = Row()
+            new.append(r)
+            return r
+        early = build(SimpleNamespace(insert=insert))
+        if early is not None:
+            return "done", early
+        for r in new:
+            self.rows_[r.dcm] = r
+        self.rows_ = {n: r for n, r in self.rows_.items() if not r.deleted}
+        if "plan of generation" in comment:
+            self.plans += 1
+        return Txn.SUCCESS, None
+
+
+def planner(monkeypatch: Any, clock: List[int],
+            current: Dict[str, Assignment]) -> Any:
+    monkeypatch.setattr(plannerd, "FabricDb", FakeDb)
+    monkeypatch.setattr(plannerd, "now_ms", lambda: clock[0])
+    p = plannerd.Planner("unix:none", "p", 1)
+    p.db.rows_ = {n: asg_row(a) for n, a in current.items()}
+    return p
+
+
+def test_hold_down_counts_from_the_take_over(monkeypatch: Any) -> None:
+    """A standby planner that has run for days takes over: a DCM away
+    from home goes back a hold-down after the take-over at the
+    earliest, not at once (its home path's ports may have come back a
+    moment ago, and this planner did not see them)."""
+    t0 = 10 ** 12
+    clock = [t0]
+    p = planner(monkeypatch, clock, {
+        "d0": Assignment("d0", 0, "sp0", 1, 1),
+        "d1": Assignment("d1", 0, "sp0", 1, 1, (0, "sp1"), t0 - 5000,
+                         "path down")})
+    for _ in range(3):
+        assert p.step() == "waiting for the lock"
+    clock[0] = t0 + 3 * 86400 * 1000
+    p.db.idl.has_lock = True
+    took = clock[0]
+    assert p.step(took) == "unchanged"
+    assert p.epoch == 1
+    assert p.db.assignments()["d1"].spine == "sp0"
+    assert p.next_due == took + 10000
+    clock[0] = took + 9999
+    assert p.step(clock[0]) == "unchanged"
+    clock[0] = took + 10000
+    assert p.step(clock[0]) == "planned"
+    d1 = p.db.assignments()["d1"]
+    assert d1.spine == "sp1" and d1.home is None
+
+
+def test_a_new_generation_waits_for_the_reports_of_its_ports(
+        monkeypatch: Any) -> None:
+    """The plan of a new generation waits, REPORT_WAIT_S at most, while
+    a node that reports (fresh) has not reported one of its ports yet:
+    its agent has not read the generation that cabled it (at a fabric's
+    first map, every agent).  Planned at once when every node that
+    reports has reported all its ports, or after the wait with what is
+    known."""
+    clock = [10 ** 12]
+    mono = Clock()
+    monkeypatch.setattr(plannerd, "time", mono, raising=False)
+    p = planner(monkeypatch, clock, {})
+    db = p.db
+    db.idl.has_lock = True
+    db.fab.generation = 2
+    db.reports["hl0"] = {"h0": "up"}            # its links not yet
+    what = p.step(clock[0])
+    assert what.startswith("waiting for the reports"), what
+    assert "hl0" in what and db.plans == 0
+    assert db.fab.planned_generation == 1 and db.assignments() == {}
+    mono.now += 1.0
+    assert p.step(clock[0]).startswith("waiting") and db.plans == 0
+    db.reports["hl0"] = {"h0": "up", "u0": "up", "u1": "up"}
+    assert p.step(clock[0]) == "planned"
+    assert db.fab.planned_generation == 2
+    assert sorted(a.spine for a in db.assignments().values()) == [
+        "sp0", "sp1"]
+    # A node that does not catch up is waited for REPORT_WAIT_S at most;
+    # a node without a fresh report is not waited for.
+    db.fab.generation = 3
+    db.reports["hl0"] = {"h0": "up", "u0": "up"}
+    del db.reports["sp1"]
+    assert p.step(clock[0]).startswith("waiting")
+    mono.now += plannerd.REPORT_WAIT_S
+    assert p.step(clock[0]) == "planned"
+    assert db.fab.planned_generation == 3
+    assert {a.spine for a in db.assignments().values()} == {"sp0"}
+
+
+def test_a_report_that_arrives_during_a_round_is_news(
+        monkeypatch: Any) -> None:
+    """A node's report that changes while a round commits its plan (the
+    IDL runs then) makes the next round plan again: the round's key is
+    what it read (Planner.seen), not what the IDL holds after it."""
+    clock = [10 ** 12]
+    p = planner(monkeypatch, clock, {})
+    db = p.db
+    db.idl.has_lock = True
+    real_commit = db.commit
+
+    def commit(build: Any, comment: str, retry: bool = True
+               ) -> Tuple[str, Any]:
+        got = real_commit(build, comment, retry)
+        db.idl.node_changes += 1                # a link's state changed
+        return got
+    db.commit = commit                          # type: ignore
+    db.fab.generation = 2
+    assert p.step(clock[0]) == "planned"
+    # Read after the take-over's commit, before the plan's.
+    assert db.idl.node_changes == 2
+    assert p.seen == (1, frozenset(PORTS))
+    # FabricDb.plan_key() with what the round saw, and with what the IDL
+    # holds now, on a FabricIdl.
+    clock2 = Clock()
+    idl = fake_idl(monkeypatch, clock2)
+    fdb = fake_db(idl)
+    report(idl, "rl0", {"h0": "up"}, 1)
+    seen = (idl.node_changes, idl.fresh_nodes())
+    assert fdb.plan_key(seen) == fdb.plan_key()
+    report(idl, "rl0", {"h0": "down"}, 2)
+    assert fdb.plan_key(seen) != fdb.plan_key()
