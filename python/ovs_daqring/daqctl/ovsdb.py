@@ -50,6 +50,13 @@ COLUMNS = {
 STATUS_COLUMNS = frozenset(("statistics", "link_state", "bfd_status",
                             "next_cfg", "cur_cfg"))
 
+# After "cannot connect" when nothing listens at the remote: the default
+# (unix:$OVS_RUNDIR/db.sock, else OVS's run directory) is often not where
+# the switch is, and Debian's stock switch is not ours.
+CONNECT_HINT = (" (is the switch's ovsdb-server running? Name its database "
+                "with --db or OVS_RUNDIR; 'make sandbox' starts a switch of "
+                "the source tree)")
+
 
 @dataclass
 class Ring:
@@ -112,8 +119,11 @@ class Ovsdb:
         error, stream = ovs.stream.Stream.open_block(
             ovs.stream.Stream.open(self.remote), int(self.timeout * 1000))
         if error:
-            raise DaqctlError("%s: cannot connect: %s"
-                              % (self.remote, os.strerror(error)))
+            raise DaqctlError("%s: cannot connect: %s%s"
+                              % (self.remote, os.strerror(error),
+                                 CONNECT_HINT if error in (
+                                     errno.ENOENT, errno.ECONNREFUSED)
+                                 else ""))
         rpc = ovs.jsonrpc.Connection(stream)
         try:
             req = ovs.jsonrpc.Message.create_request(method, params)
