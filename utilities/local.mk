@@ -47,6 +47,20 @@ demo-fabric: all
 CLEAN_LOCAL += $(DEMO_DIR) $(DEMO_FABRIC_DIR) tests/check-logs .pytest_cache
 PHONY += demo demo-fabric
 
+# "make sandbox": the built switch with DPDK in a private directory, a
+# bridge br0 (datapath_type=netdev) with sink ports p1..p4, and a shell
+# whose PATH and OVS_RUNDIR lead to it; everything is stopped and given
+# back when the shell exits (utilities/ovs-daqring-sandbox --help; like
+# OVS's own "make sandbox").  SANDBOX_ARGS: more options, e.g.
+# "--ports 8" or "-- ovs-vsctl show" for a command instead of the shell.
+# A source-tree tool, not installed: it runs the switch of ovs/.
+SANDBOX_ARGS ?=
+
+sandbox: all
+	@$(PYTHON3) utilities/ovs-daqring-sandbox $(SANDBOX_ARGS)
+
+PHONY += sandbox
+
 # "make install" installs OVS (make -C ovs install) and, with
 # "make install-tools" (no configuration needed; the RPM spec uses it),
 # the Python tools: the executables, the ovs_daqring package into
