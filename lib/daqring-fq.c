@@ -26,11 +26,12 @@
 #include "dp-packet.h"
 #include "flow.h"
 #include "ovs-atomic.h"
+#include "packets.h"
 #include "util.h"
 
 /* Flow fairness ("flow-buckets"): the daqring serves the flows that have
- * packets queued round-robin, packet by packet, instead of first come,
- * first served.
+ * packets queued in turns, a quantum of bytes per flow per round (deficit
+ * round-robin), instead of first come, first served.
  *
  * With a strict FIFO, a flow that sends after others filled the ring waits
  * for the whole backlog: in an incast, where every ROS answers a DCM's
@@ -38,39 +39,83 @@
  * ROS, which carries the acknowledgement of the request, waits for the
  * whole event and the DCM's retransmission timer fires, and a ROS whose
  * segments all queued behind the others' waits longer than its own timer.
- * Served round-robin, the first segment of every ROS leaves within one
- * packet per other flow, and every ROS gets an acknowledgement every round.
+ * Served in turns, the first segment of every ROS leaves within one
+ * quantum per other flow, and every ROS gets an acknowledgement every
+ * round.
+ *
+ * Invariant: per-flow FIFO order.  The packets of a flow (packets with the
+ * same flow hash) leave in the order in which they arrived, whatever the
+ * other flows do.  The ring is a FIFO and each bucket's queue too, so it
+ * suffices that all the packets of a flow that are queued at any time are
+ * in one bucket: a flow changes buckets only when it has no packet queued.
+ * (Until issue 49, a flow that shared its first bucket with the flow that
+ * held it moved to its second one as soon as that emptied, and its new
+ * packets overtook those still queued in the first: duplicate ACKs and
+ * spurious fast retransmits in exactly the incast flow fairness serves.)
  *
  * Senders only enqueue into the daqring's ring, a multi-producer FIFO, as
  * without flow fairness; the polling thread, its single consumer, does the
- * scheduling, in memory of its own: it moves every packet that arrived
- * from the ring to the queue of its flow's bucket ("pulls"), and serves the
- * buckets that have packets queued in rounds, one packet per bucket per
- * visit (deficit round-robin with a quantum of one packet): the bucket just
- * served goes to the back of the round if it still has packets queued.  A
- * bucket that had nothing queued (a sparse flow, fq_codel's "new flow")
- * joins the back of the round being served, so its first packet leaves
- * after at most one packet of every backlogged flow, and every backlogged
- * flow gets one packet out per round, however many flows there are, up to
- * the number of buckets.  (An earlier design let the senders place packets
- * in a calendar of rank rings of 256 packets each; past 256 backlogged
- * flows, the others waited behind all of them, issue 25 item B2.)
+ * scheduling, in memory of its own.  At each dequeue it moves at most
+ * DAQRING_FQ_PULL_MAX packets (4 batches) from the ring to the queue of
+ * their flow's bucket ("pulls"), oldest first: reading a packet's hash
+ * costs a cache miss, and a ring that filled while the thread slept (a
+ * million packets) must not stall the thread's other receive queues for
+ * one poll.  As a dequeue takes at most one batch out, the ring still
+ * empties into the queues at 3 batches per poll or more; until then, a
+ * packet in the ring waits for those ahead of it in the ring to be pulled
+ * (first come, first served), not for the queues.
+ *
+ * The buckets that have packets queued form a round, served by deficit
+ * round-robin in bytes: a bucket joins the back of the round, when it gets
+ * a packet while it had nothing queued, with a credit ("deficit") of one
+ * quantum, DAQRING_FQ_QUANTUM bytes (a full frame of a 1500-byte MTU).  The
+ * bucket at the front sends its packets while their length (at least
+ * DAQRING_MIN_FRAME_LEN each) fits in its credit, taking it from the
+ * credit; when the next one does not fit, its turn ends: it gets one more
+ * quantum, carried over with what it did not use, and goes to the back.  A
+ * bucket leaves the round, and loses its credit, when its queue empties.
+ * So every backlogged flow gets the same bytes per round, within one
+ * frame, whatever the sizes of its frames (a flow of 64-byte frames sends
+ * 23 of them per turn, a flow of 1500-byte frames one), a sparse flow (a
+ * bucket that had nothing queued, fq_codel's "new flow") gets its first
+ * packet out after at most one quantum of every backlogged flow, however
+ * many flows there are, up to the number of buckets, and a frame longer
+ * than a quantum (a jumbo frame) leaves after as many turns as it takes
+ * quanta.  A turn may span dequeues: the bucket at the front keeps its
+ * place and its credit when the batch or the byte budget ends.  (An
+ * earlier design let the senders place packets in a calendar of rank rings
+ * of 256 packets each; past 256 backlogged flows, the others waited behind
+ * all of them, issue 25 item B2.  Until issue 49 the quantum was one
+ * packet, which gave a flow of jumbo frames 140 times the bytes of a flow
+ * of 64-byte acknowledgements.)
  *
  * Flows are told apart by their RSS hash (the 5-tuple hash that
  * dpif-netdev computes for its flow caches, or the NIC's; the sender
  * computes it for packets without one, while the packet is in its cache),
  * in 'n_buckets' buckets.  A flow has two candidate buckets, from the low
- * and the high half of its 32-bit hash: the one that it owns and that has
- * packets queued, else one that has nothing queued (which it then owns),
- * else the first, shared with its owner.  Two flows thus share a bucket
- * (and the second waits behind the first) only if both buckets of one of
- * them are busy with other flows: with F flows in N buckets about F^3 / N^2
- * instead of F^2 / 2N.  A flow that shares a bucket and then finds its
- * other bucket free while it still has packets in the shared one can see
- * its new packets leave first.
+ * and the high half of its 32-bit hash, and each bucket records the flow
+ * that holds it ('owner', the first flow that queued a packet in it while
+ * it was empty), how many packets it has queued ('n') and how many of
+ * those are the owner's ('n_owner'); the others are "guests", flows that
+ * share it.  A packet goes to:
  *
- * Order: the ring is a FIFO, and each bucket's queue too, so a flow's
- * packets leave in the order the flow sent them.
+ *   1. the candidate its flow holds with packets queued, if any;
+ *
+ *   2. else the second candidate, if it is empty and the first holds only
+ *      its owner's packets (the flow then holds the second);
+ *
+ *   3. else the first (which the flow holds if it is empty, else shares).
+ *
+ * A flow is a guest only in its first candidate, so if a flow has packets
+ * queued, they are in the bucket it holds (rule 1), or, as a guest, in its
+ * first candidate, which then has guests, so rule 2 does not apply and
+ * rule 3 keeps the flow there: all its queued packets are in one bucket,
+ * and it holds the second only after its packets in the first left.  (The
+ * counts are conservative: a flow whose first candidate has guests of
+ * other flows queues there too, behind them, although its second one may
+ * be free.)  Two flows thus share a bucket (and the second waits behind the
+ * first) only if both buckets of one of them are busy with other flows:
+ * with F flows in N buckets about F^3 / N^2 instead of F^2 / 2N.
  *
  * Capacity: 'total' counts the packets in the ring and the queues
  * (reserved by senders before they enqueue, released by the polling
@@ -79,17 +124,23 @@
  * full, and the queues need at most that many slots.
  *
  * Memory: the slots of the queues (12 bytes per packet of the ring's
- * capacity) and the buckets (16 bytes each) are ordinary memory, not
+ * capacity) and the buckets (28 bytes each) are ordinary memory, not
  * DPDK's, and only the part in use becomes resident: slots are handed out
  * from the lowest index up and reused before new ones, and the buckets are
  * calloc()ed. */
+
+BUILD_ASSERT_DECL(DAQRING_FQ_PULL_MAX == 4 * NETDEV_MAX_BURST);
+BUILD_ASSERT_DECL(DAQRING_FQ_QUANTUM == ETH_TOTAL_MAX);
 
 struct daqring_fq_bucket {
     uint32_t head;              /* First slot of the queue, 0 if empty. */
     uint32_t tail;              /* Last slot of the queue. */
     uint32_t next;              /* Next bucket in the round, plus 1, or 0
                                  * for the last one. */
-    uint32_t owner;             /* Hash of the flow that took it last. */
+    uint32_t owner;             /* Hash of the flow that holds it. */
+    uint32_t n;                 /* Packets queued. */
+    uint32_t n_owner;           /* Those of 'n' whose hash is 'owner'. */
+    int32_t deficit;            /* Bytes it may still send in its turn. */
 };
 
 struct daqring_fq {
@@ -152,32 +203,58 @@ daqring_fq_create(const char *name, uint32_t n_buckets, uint32_t capacity,
     return fq;
 }
 
-/* Removes the first packet of the round's first bucket and returns it, and
- * moves the bucket to the back of the round, or out of it if it has no
- * more packets.  The round must not be empty. */
+/* Returns the bytes that 'packet' takes from its bucket's credit. */
+static inline int32_t
+daqring_fq_cost(const struct dp_packet *packet)
+{
+    return MAX(dp_packet_size(packet), DAQRING_MIN_FRAME_LEN);
+}
+
+/* Removes the packet that leaves next, by deficit round-robin, and returns
+ * it: the first packet of the bucket at the front of the round, once it
+ * fits in that bucket's credit (ending turns until one does).  A bucket
+ * that empties leaves the round.  The round must not be empty. */
 static inline struct dp_packet *
 daqring_fq_pop(struct daqring_fq *fq)
 {
-    uint32_t idx = fq->first;
-    struct daqring_fq_bucket *b = &fq->buckets[idx - 1];
-    uint32_t slot = b->head;
-    struct dp_packet *packet = fq->packet[slot];
+    struct daqring_fq_bucket *b;
+    struct dp_packet *packet;
+    uint32_t idx, slot;
+    int32_t cost;
 
-    b->head = fq->next[slot];
-    fq->next[slot] = fq->free;
-    fq->free = slot;
-
-    if (b->next) {
-        /* Others follow: the bucket goes to the back, or out. */
-        fq->first = b->next;
-        b->next = 0;
-        if (b->head) {
+    for (;;) {
+        idx = fq->first;
+        b = &fq->buckets[idx - 1];
+        packet = fq->packet[b->head];
+        cost = daqring_fq_cost(packet);
+        if (cost <= b->deficit) {
+            break;
+        }
+        /* The bucket's turn ends: one more quantum, and to the back of the
+         * round, if others follow. */
+        b->deficit += DAQRING_FQ_QUANTUM;
+        if (b->next) {
+            fq->first = b->next;
+            b->next = 0;
             fq->buckets[fq->last - 1].next = idx;
             fq->last = idx;
         }
-    } else if (!b->head) {
-        /* It was the only one and it is empty now. */
-        fq->first = 0;
+    }
+
+    b->deficit -= cost;
+    slot = b->head;
+    b->head = fq->next[slot];
+    fq->next[slot] = fq->free;
+    fq->free = slot;
+    b->n--;
+    if (dp_packet_get_rss_hash(packet) == b->owner) {
+        b->n_owner--;
+    }
+
+    if (!b->head) {
+        /* Empty: out of the round. */
+        fq->first = b->next;
+        b->next = 0;
     }
     return packet;
 }
@@ -219,37 +296,35 @@ daqring_fq_hash(struct dp_packet *packet)
 }
 
 /* Returns the index of the bucket of 'fq' for a packet with flow hash
- * 'hash', which then owns it (see struct daqring_fq). */
+ * 'hash': see "A packet goes to" above. */
 static inline uint32_t
-daqring_fq_choose(struct daqring_fq *fq, uint32_t hash)
+daqring_fq_choose(const struct daqring_fq *fq, uint32_t hash)
 {
-    uint32_t idx[2] = { hash & fq->mask,
-                        ((hash >> 16) | (hash << 16)) & fq->mask };
+    uint32_t idx0 = hash & fq->mask;
+    uint32_t idx1 = ((hash >> 16) | (hash << 16)) & fq->mask;
+    const struct daqring_fq_bucket *b0 = &fq->buckets[idx0];
+    const struct daqring_fq_bucket *b1 = &fq->buckets[idx1];
 
-    for (int i = 0; i < 2; i++) {
-        struct daqring_fq_bucket *b = &fq->buckets[idx[i]];
-
-        if (b->head && b->owner == hash) {
-            return idx[i];
-        }
+    if (b0->n_owner && b0->owner == hash) {
+        return idx0;
     }
-    for (int i = 0; i < 2; i++) {
-        struct daqring_fq_bucket *b = &fq->buckets[idx[i]];
-
-        if (!b->head) {
-            b->owner = hash;
-            return idx[i];
-        }
+    if (b1->n_owner && b1->owner == hash) {
+        return idx1;
     }
-    return idx[0];
+    if (b0->n && b0->n == b0->n_owner && !b1->n) {
+        return idx1;
+    }
+    return idx0;
 }
 
 /* Appends 'packet' to the queue of its bucket, and the bucket to the back
- * of the round if it had nothing queued.  There must be a free slot. */
+ * of the round, with a quantum of credit, if it had nothing queued.  There
+ * must be a free slot. */
 static inline void
 daqring_fq_push(struct daqring_fq *fq, struct dp_packet *packet)
 {
-    uint32_t idx = daqring_fq_choose(fq, dp_packet_get_rss_hash(packet));
+    uint32_t hash = dp_packet_get_rss_hash(packet);
+    uint32_t idx = daqring_fq_choose(fq, hash);
     struct daqring_fq_bucket *b = &fq->buckets[idx];
     uint32_t slot;
 
@@ -268,6 +343,8 @@ daqring_fq_push(struct daqring_fq *fq, struct dp_packet *packet)
     } else {
         b->head = slot;
         b->next = 0;
+        b->owner = hash;
+        b->deficit = DAQRING_FQ_QUANTUM;
         if (fq->first) {
             fq->buckets[fq->last - 1].next = idx + 1;
         } else {
@@ -276,22 +353,31 @@ daqring_fq_push(struct daqring_fq *fq, struct dp_packet *packet)
         fq->last = idx + 1;
     }
     b->tail = slot;
+    b->n++;
+    if (b->owner == hash) {
+        b->n_owner++;
+    }
 }
 
-/* Moves every packet that arrived in daqring ring 'ring' to the queues of
- * 'fq'.  Called only by the ring's consumer. */
+/* Moves up to 'max' packets, the oldest, from daqring ring 'ring' to the
+ * queues of 'fq'.  Called only by the ring's consumer. */
 static void
-daqring_fq_pull(struct daqring_fq *fq, struct rte_ring *ring)
+daqring_fq_pull(struct daqring_fq *fq, struct rte_ring *ring, size_t max)
 {
     struct dp_packet *pkts[NETDEV_MAX_BURST];
     unsigned int n;
 
     /* 'total' <= the ring's capacity < 'n_slots': never out of slots. */
-    while ((n = rte_ring_sc_dequeue_burst(ring, (void **) pkts,
-                                          NETDEV_MAX_BURST, NULL))) {
+    while (max && (n = rte_ring_sc_dequeue_burst(ring, (void **) pkts,
+                                                 MIN(max, NETDEV_MAX_BURST),
+                                                 NULL))) {
+        for (unsigned int i = 0; i < n; i++) {
+            OVS_PREFETCH(pkts[i]);
+        }
         for (unsigned int i = 0; i < n; i++) {
             daqring_fq_push(fq, pkts[i]);
         }
+        max -= n;
     }
 }
 
@@ -327,9 +413,10 @@ daqring_fq_enqueue(struct daqring_fq *fq, struct rte_ring *ring,
     return allowed;
 }
 
-/* Dequeues up to 'n' packets into 'pkts', round-robin over the flows that
- * have packets in daqring ring 'ring' or the queues of 'fq', and returns
- * their number.  With byte shaper 's', only the packets that '*budget'
+/* Dequeues up to 'n' packets into 'pkts', by deficit round-robin over the
+ * flows that have packets in the queues of 'fq', after pulling up to
+ * DAQRING_FQ_PULL_MAX packets from daqring ring 'ring' into them, and
+ * returns their number.  With byte shaper 's', only the packets that '*budget'
  * lets leave (see daqring_shaper_take()).  Stores in '*avail' the number
  * of packets left.  Called only by the polling thread. */
 size_t
@@ -340,7 +427,7 @@ daqring_fq_dequeue(struct daqring_fq *fq, struct rte_ring *ring,
     size_t got = 0;
     uint32_t orig;
 
-    daqring_fq_pull(fq, ring);
+    daqring_fq_pull(fq, ring, DAQRING_FQ_PULL_MAX);
     while (got < n && fq->first && (!s->rate || *budget > 0)) {
         pkts[got] = daqring_fq_pop(fq);
         if (s->rate) {
@@ -383,7 +470,7 @@ daqring_fq_drain(struct daqring_fq *fq, struct rte_ring *ring,
 {
     size_t n = 0;
 
-    daqring_fq_pull(fq, ring);
+    daqring_fq_pull(fq, ring, SIZE_MAX);
     while (fq->first) {
         pkts[n++] = daqring_fq_pop(fq);
     }

@@ -18,13 +18,23 @@
 #define DAQRING_FQ_H 1
 
 /* Flow fairness of a daqring ("flow-buckets"): the flows that have packets
- * queued are served round-robin, packet by packet, instead of first come,
- * first served, for any number of flows up to the number of buckets.  Any
- * number of threads enqueue, one thread (the daqring's polling thread)
- * dequeues.  See lib/daqring-fq.c for how. */
+ * queued are served in turns, DAQRING_FQ_QUANTUM bytes per flow per round
+ * (deficit round-robin), instead of first come, first served, for any
+ * number of flows up to the number of buckets.  A flow's packets always
+ * leave in the order in which they arrived.  Any number of threads
+ * enqueue, one thread (the daqring's polling thread) dequeues.  See
+ * lib/daqring-fq.c for how. */
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Bytes that a flow may send per turn: a full frame of a 1500-byte MTU
+ * (ETH_TOTAL_MAX). */
+#define DAQRING_FQ_QUANTUM 1514
+
+/* Packets that one daqring_fq_dequeue() moves from the ring into the flow
+ * queues at most: 4 batches (4 x NETDEV_MAX_BURST). */
+#define DAQRING_FQ_PULL_MAX 128
 
 struct daqring_fq;
 struct daqring_shaper;

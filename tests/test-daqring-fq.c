@@ -33,7 +33,9 @@
 #include "daqring-fq.h"
 #include "daqring-shaper.h"
 #include "dp-packet.h"
+#include "hash.h"
 #include "ovstest.h"
+#include "random.h"
 #include "util.h"
 
 #define CHECK(COND, ...)                                        \
@@ -95,18 +97,27 @@ fixture_destroy(struct fixture *f)
     free(f->unshaped);
 }
 
+/* Returns a packet of 'size' bytes of flow 'flow', numbered 'seq', whose
+ * flow hash is 'hash'. */
+static struct dp_packet *
+make_frame(uint32_t flow, uint32_t seq, uint32_t hash, size_t size)
+{
+    struct tag tag = { .flow = flow, .seq = seq };
+    struct dp_packet *p = dp_packet_new(size);
+
+    ovs_assert(size >= sizeof tag);
+    dp_packet_put(p, &tag, sizeof tag);
+    dp_packet_put_zeros(p, size - sizeof tag);
+    dp_packet_set_rss_hash(p, hash);
+    return p;
+}
+
 static struct dp_packet *
 make_packet(uint32_t flow, uint32_t seq)
 {
-    struct tag tag = { .flow = flow, .seq = seq };
-    struct dp_packet *p = dp_packet_new(64);
-
-    dp_packet_put(p, &tag, sizeof tag);
-    dp_packet_put_zeros(p, 64 - sizeof tag);
     /* The flow's hash: distinct flows below the bucket count get distinct
      * buckets, so that the tests measure the scheduler, not the hash. */
-    dp_packet_set_rss_hash(p, flow);
-    return p;
+    return make_frame(flow, seq, flow, 64);
 }
 
 static struct tag
@@ -167,6 +178,23 @@ receive_packets(struct fixture *f, struct tag *tags, size_t *n, size_t max)
     return *n - start;
 }
 
+/* Lets the polling thread pull everything in the ring into the flow
+ * queues, as polls that take nothing out (a dequeue pulls at most
+ * DAQRING_FQ_PULL_MAX packets). */
+static void
+pull_all(struct fixture *f)
+{
+    while (rte_ring_count(f->ring)) {
+        struct dp_packet *pkts[1];
+        unsigned int avail;
+        int64_t budget = 0;
+
+        CHECK(!daqring_fq_dequeue(f->fq, f->ring, f->unshaped, &budget,
+                                  pkts, 0, &avail),
+              "a dequeue of 0 packets took some");
+    }
+}
+
 /* Every packet leaves once, and each flow's packets leave in order. */
 static void
 test_order(void)
@@ -210,6 +238,96 @@ test_order(void)
     fixture_destroy(&f);
 }
 
+/* Issue 49 item A1: a flow's packets leave in the order they arrived, also
+ * while buckets empty and fill again between polls.
+ *
+ * 'n_flows' flows with random hashes (so that flows collide in buckets)
+ * send bursts of 1 to 8 packets in random order, and the receiver polls
+ * between bursts, taking fewer packets than arrived on average, so that
+ * the backlog grows and buckets empty and fill again, as a daqring paced
+ * in by a faster upstream and out by a slower shaper.  Every packet of
+ * every flow must leave in the order the flow sent it. */
+static void
+check_order_interleaved(uint32_t n_flows, uint32_t n_buckets)
+{
+    enum { TOTAL = 9600, RING = 1024 };
+    uint32_t *next_sent = xcalloc(n_flows, sizeof *next_sent);
+    uint32_t *next_due = xcalloc(n_flows, sizeof *next_due);
+    uint32_t *hashes = xmalloc(n_flows * sizeof *hashes);
+    uint32_t first_flow = 0, first_seq = 0, first_due = 0;
+    size_t sent = 0, received = 0, bad = 0;
+    struct fixture f;
+
+    random_set_seed(n_flows * 65536 + n_buckets);
+    for (uint32_t flow = 0; flow < n_flows; flow++) {
+        hashes[flow] = hash_int(flow, n_buckets);
+    }
+    fixture_init(&f, RING, n_buckets);
+    while (received < sent || sent < TOTAL) {
+        struct dp_packet *pkts[NETDEV_MAX_BURST];
+        unsigned int avail;
+        int64_t budget = 0;
+        size_t got, want;
+
+        if (sent < TOTAL) {
+            uint32_t flow = random_range(n_flows);
+            size_t burst = 1 + random_range(8);
+
+            burst = MIN(burst, TOTAL - sent);
+
+            for (size_t i = 0; i < burst; i++) {
+                pkts[i] = make_frame(flow, next_sent[flow] + i,
+                                     hashes[flow], 64);
+            }
+            burst = send_packets(&f, pkts, burst);
+            next_sent[flow] += burst;
+            sent += burst;
+        }
+
+        /* A poll: about 3 packets out for every 4.5 in, all at the end. */
+        want = sent < TOTAL ? random_range(7) : NETDEV_MAX_BURST;
+        got = daqring_fq_dequeue(f.fq, f.ring, f.unshaped, &budget, pkts,
+                                 want, &avail);
+        for (size_t i = 0; i < got; i++) {
+            struct tag tag = packet_tag(pkts[i]);
+
+            CHECK(tag.flow < n_flows, "unknown flow %"PRIu32, tag.flow);
+            if (tag.seq != next_due[tag.flow] && !bad++) {
+                first_flow = tag.flow;
+                first_seq = tag.seq;
+                first_due = next_due[tag.flow];
+            }
+            next_due[tag.flow] = MAX(next_due[tag.flow], tag.seq + 1);
+            dp_packet_delete(pkts[i]);
+        }
+        received += got;
+        CHECK(got || sent < TOTAL || !daqring_fq_count(f.fq),
+              "%"PRIu32" packets queued, none left", daqring_fq_count(f.fq));
+    }
+    CHECK(!bad, "%"PRIu32" flows in %"PRIu32" buckets: %"PRIuSIZE" of "
+          "%"PRIuSIZE" packets out of order, the first packet %"PRIu32" of "
+          "flow %"PRIu32" when %"PRIu32" was due", n_flows, n_buckets, bad,
+          received, first_seq, first_flow, first_due);
+    for (uint32_t flow = 0; flow < n_flows; flow++) {
+        CHECK(next_due[flow] == next_sent[flow],
+              "flow %"PRIu32": %"PRIu32" packets sent, %"PRIu32" left",
+              flow, next_sent[flow], next_due[flow]);
+    }
+    fixture_destroy(&f);
+    free(hashes);
+    free(next_due);
+    free(next_sent);
+}
+
+static void
+test_order_interleaved(void)
+{
+    check_order_interleaved(64, 16);
+    check_order_interleaved(64, 64);
+    check_order_interleaved(300, 256);
+    check_order_interleaved(16, 1024);
+}
+
 /* The backlog never exceeds the ring's capacity: what does not fit is
  * refused, exactly. */
 static void
@@ -235,8 +353,8 @@ test_capacity(void)
 }
 
 /* A flow that sends while others hold a backlog joins the round being
- * served: its first packet leaves within one packet of each backlogged
- * flow. */
+ * served: its first packet leaves within one quantum of each backlogged
+ * flow.  The frames are a quantum long, so that a quantum is a packet. */
 static void
 test_sparse(void)
 {
@@ -250,13 +368,14 @@ test_sparse(void)
     fixture_init(&f, 8192, 1024);
     for (uint32_t flow = 0; flow < N_FLOWS; flow++) {
         for (uint32_t seq = 0; seq < PER_FLOW; seq++) {
-            pkts[k++] = make_packet(flow, seq);
+            pkts[k++] = make_frame(flow, seq, flow, DAQRING_FQ_QUANTUM);
         }
     }
     send_packets(&f, pkts, k);
+    pull_all(&f);
     /* Serve 10 rounds and a half, then the new flow sends. */
     receive_packets(&f, tags, &n, 10 * N_FLOWS + N_FLOWS / 2);
-    sparse = make_packet(N_FLOWS, 0);
+    sparse = make_frame(N_FLOWS, 0, N_FLOWS, DAQRING_FQ_QUANTUM);
     send_packets(&f, &sparse, 1);
     receive_packets(&f, tags, &n, N_FLOWS + 1);
     for (size_t i = 10 * N_FLOWS + N_FLOWS / 2; i < n; i++) {
@@ -277,7 +396,8 @@ done:
  *
  * 'n_flows' flows each queue a burst of 'per_flow' packets at once (an
  * incast: every ROS answers with its whole fragment), in 'n_buckets'
- * buckets.  Then:
+ * buckets, frames of one quantum (so that a quantum is a packet), and the
+ * polling thread pulls them all into the flow queues.  Then:
  *
  *   - no flow waits more than one round: the k-th packet of every flow
  *     leaves among the k-th 'n_flows' packets served;
@@ -298,10 +418,11 @@ check_fair(uint32_t n_flows, uint32_t per_flow, uint32_t n_buckets)
     fixture_init(&f, total, n_buckets);
     for (uint32_t flow = 0; flow < n_flows; flow++) {
         for (uint32_t seq = 0; seq < per_flow; seq++) {
-            pkts[k++] = make_packet(flow, seq);
+            pkts[k++] = make_frame(flow, seq, flow, DAQRING_FQ_QUANTUM);
         }
     }
     CHECK(send_packets(&f, pkts, total) == total, "not all enqueued");
+    pull_all(&f);
     receive_packets(&f, tags, &n, total + 1);
     CHECK(n == total, "%"PRIuSIZE" of %"PRIuSIZE" packets left", n, total);
 
@@ -339,6 +460,123 @@ test_fair_many(void)
     check_fair(1024, 16, 1024);
 }
 
+/* Issue 49 item A1: deficit round-robin in bytes.  Two backlogged flows,
+ * one of 64-byte frames and one of 1500-byte frames, get the same bytes
+ * out, within one quantum and one frame at any time, as long as both are
+ * backlogged (served packet by packet, the second would get 23 times the
+ * bytes of the first). */
+static void
+test_drr_bytes(void)
+{
+    enum { N_SMALL = 4000, N_BIG = 200 };
+    static const size_t sizes[2] = { 64, 1500 };
+    static const uint32_t counts[2] = { N_SMALL, N_BIG };
+    struct dp_packet *pkts[N_SMALL + N_BIG];
+    uint64_t bytes[2] = { 0, 0 }, both = 0;
+    uint32_t left[2] = { N_SMALL, N_BIG };
+    uint32_t next_seq[2] = { 0, 0 };
+    struct fixture f;
+    size_t k = 0;
+
+    fixture_init(&f, 8192, 1024);
+    /* Interleaved, so that both flows are in the first pull. */
+    for (uint32_t i = 0; k < N_SMALL + N_BIG; i++) {
+        for (uint32_t flow = 0; flow < 2; flow++) {
+            if (i < counts[flow]) {
+                pkts[k++] = make_frame(flow, i, flow + 1, sizes[flow]);
+            }
+        }
+    }
+    CHECK(send_packets(&f, pkts, k) == k, "not all enqueued");
+    while (left[0] && left[1]) {
+        struct dp_packet *out[NETDEV_MAX_BURST];
+        unsigned int avail;
+        int64_t budget = 0;
+        size_t got;
+
+        got = daqring_fq_dequeue(f.fq, f.ring, f.unshaped, &budget, out,
+                                 NETDEV_MAX_BURST, &avail);
+        CHECK(got, "nothing left with %"PRIu32" and %"PRIu32" queued",
+              left[0], left[1]);
+        for (size_t i = 0; i < got; i++) {
+            struct tag tag = packet_tag(out[i]);
+            uint64_t diff;
+
+            CHECK(tag.flow < 2 && tag.seq == next_seq[tag.flow],
+                  "flow %"PRIu32": packet %"PRIu32" out of order",
+                  tag.flow, tag.seq);
+            next_seq[tag.flow]++;
+            left[tag.flow]--;
+            bytes[tag.flow] += dp_packet_size(out[i]);
+            dp_packet_delete(out[i]);
+            if (left[0] && left[1]) {
+                diff = (bytes[0] > bytes[1] ? bytes[0] - bytes[1]
+                        : bytes[1] - bytes[0]);
+                CHECK(diff <= DAQRING_FQ_QUANTUM + 1500,
+                      "64-byte flow sent %"PRIu64" bytes, 1500-byte flow "
+                      "%"PRIu64" bytes", bytes[0], bytes[1]);
+                both++;
+            }
+        }
+    }
+    /* The 64-byte flow's 256000 bytes ran out first, after as many of the
+     * other's. */
+    CHECK(!left[0] && left[1] && both > N_SMALL / 2,
+          "%"PRIu32" 64-byte and %"PRIu32" 1500-byte frames left",
+          left[0], left[1]);
+    fixture_destroy(&f);
+}
+
+/* Issue 49 item A2: a dequeue pulls at most DAQRING_FQ_PULL_MAX packets from
+ * the ring into the flow queues, however many wait there (after a sleep, a
+ * ring of a million packets must not cost a million cache misses in one
+ * poll), and yet the ring empties into the queues, and every packet leaves
+ * once, in order. */
+static void
+test_pull_bound(void)
+{
+    enum { N = 100 * DAQRING_FQ_PULL_MAX };
+    struct dp_packet **pkts = xmalloc(N * sizeof *pkts);
+    struct tag *tags = xmalloc(N * sizeof *tags);
+    struct dp_packet *out[NETDEV_MAX_BURST];
+    uint32_t next_seq[8] = { 0 };
+    unsigned int avail;
+    int64_t budget = 0;
+    struct fixture f;
+    size_t got, n = 0;
+
+    fixture_init(&f, N, 1024);
+    for (size_t i = 0; i < N; i++) {
+        pkts[i] = make_packet(i % 8, i / 8);
+    }
+    CHECK(send_packets(&f, pkts, N) == N, "not all enqueued");
+
+    got = daqring_fq_dequeue(f.fq, f.ring, f.unshaped, &budget, out,
+                             NETDEV_MAX_BURST, &avail);
+    CHECK(got == NETDEV_MAX_BURST, "%"PRIuSIZE" packets left", got);
+    CHECK(rte_ring_count(f.ring) == N - DAQRING_FQ_PULL_MAX,
+          "one dequeue pulled %u packets of %d from the ring, at most %d "
+          "expected", N - rte_ring_count(f.ring), N, DAQRING_FQ_PULL_MAX);
+    CHECK(avail == N - got, "avail %u, %"PRIuSIZE" expected", avail,
+          N - got);
+    for (size_t i = 0; i < got; i++) {
+        tags[n++] = packet_tag(out[i]);
+        dp_packet_delete(out[i]);
+    }
+
+    receive_packets(&f, tags, &n, N);
+    CHECK(n == N, "%"PRIuSIZE" of %d packets left", n, N);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(tags[i].seq == next_seq[tags[i].flow],
+              "flow %"PRIu32": packet %"PRIu32" left when %"PRIu32" was due",
+              tags[i].flow, tags[i].seq, next_seq[tags[i].flow]);
+        next_seq[tags[i].flow]++;
+    }
+    fixture_destroy(&f);
+    free(tags);
+    free(pkts);
+}
+
 static void
 run_tests(struct ovs_cmdl_context *ctx)
 {
@@ -347,9 +585,12 @@ run_tests(struct ovs_cmdl_context *ctx)
         void (*function)(void);
     } tests[] = {
         { "order", test_order },
+        { "order-interleaved", test_order_interleaved },
         { "capacity", test_capacity },
         { "sparse", test_sparse },
         { "fair-many", test_fair_many },
+        { "drr-bytes", test_drr_bytes },
+        { "pull-bound", test_pull_bound },
     };
     const char *only = ctx->argc > 1 ? ctx->argv[1] : NULL;
     bool ran = false;
