@@ -630,19 +630,26 @@ def test_every_plane_leaf_of_a_host_holds_its_dcms_rings() -> None:
                 out.add((sw, r.name, r.egress))
         return out
 
-    # Before any assignment: the rings, and no route of a DCM.
+    # Before any assignment: the rings, and every DCM's standing routes
+    # in every plane (its way back at each of its leaves).
     none = slices(st, {})
     assert rings(none) == want
-    assert all(not r.dcm for s in none.values() for r in s.routes)
+    for d in st.dcms:
+        back = sorted(sw for sw, s in none.items() for r in s.routes
+                      if r.dcm == d.name and r.match.startswith(FROM))
+        assert back == ["hl0", "hl1", "hl2"], d.name
     a1 = assign(st, {})
     assert {a.plane for a in a1.values()} == {0, 1, 2}
     s1 = slices(st, a1)
     assert rings(s1) == want
     for d in st.dcms:
-        back = [(sw, r.port) for sw, s in s1.items() for r in s.routes
-                if r.dcm == d.name and r.match.startswith(FROM)]
-        assert back == [("hl%d" % a1[d.name].plane,
-                         "u%s" % a1[d.name].spine[-1])]
+        # The way back in every plane; in the assigned one, up to the
+        # assigned spine first.
+        a = a1[d.name]
+        back = {sw: r.port for sw, s in s1.items() for r in s.routes
+                if r.dcm == d.name and r.match.startswith(FROM)}
+        assert sorted(back) == ["hl0", "hl1", "hl2"]
+        assert back["hl%d" % a.plane] == "u%s" % a.spine[-1]
     # Plane 0's ROS leaf loses its host ports: its DCMs move to the
     # other planes; no leaf's rings change.
     a2 = assign(st, a1, {("rl0", "h0"), ("rl0", "h1")})
@@ -965,27 +972,66 @@ def test_next_return_is_when_the_plan_would_change() -> None:
 
 
 def test_switches_that_route_by_name_monitor_every_dcm() -> None:
-    """slice.monitored(): a ROS leaf and a spine (with assignments) hold
-    every DCM, so that a new DCM or a DCM moved to that spine needs no
-    condition change before it is routed; an HLT leaf holds its hosts'
-    DCMs only; every switch the assignments its slice reads."""
+    """slice.monitored(): a ROS leaf and a spine hold every DCM (standing
+    routes: they route every DCM of their plane), so that a new DCM
+    needs no condition change before it is routed; a ROS leaf holds the
+    assignments of its planes (which spine comes first), a spine none
+    (its slice follows the map alone); an HLT leaf holds its hosts' DCMs
+    and their assignments only."""
     st = parse(fabric_yaml(planes=2, spines=2, hlt=2, dcms_per_host=3))
     asg = assign(st, {})
     held = list(asg.values())
     ros = monitored("rl0", st.hosts, st.dcms, held)
-    assert ros["DCM"] == [True]
-    assert ["plane", "==", 0] in ros["Assignment"]
+    assert ros == {"DCM": [True], "Assignment": [["plane", "==", 0]]}
     spine = [a.spine for a in held if a.plane == 1][0]
-    sp = monitored(spine, st.hosts, st.dcms,
-                   [a for a in held if a.spine == spine])
-    assert sp == {"DCM": [True], "Assignment": [["spine", "==", spine]]}
-    # A spine without assignments yet holds no DCM.
-    idle = monitored(spine, st.hosts, st.dcms, [])
-    assert idle["DCM"] == [False]
+    for some in (held, []):
+        assert monitored(spine, st.hosts, st.dcms, some) == {
+            "DCM": [True], "Assignment": [False]}
     hl = monitored("hl0", st.hosts, st.dcms, held)
     assert hl["DCM"] == [["host", "==", "hlt0"], ["host", "==", "hlt1"]]
     assert sorted(c[2] for c in hl["Assignment"] if c[0] == "dcm") \
         == sorted(d.name for d in st.dcms)
+
+
+def test_every_spine_routes_every_dcm_of_its_plane() -> None:
+    """Standing routes (slice.py): whatever the assignments, and before
+    any, every spine of a plane routes every DCM of the plane down to
+    its leaf, and every ROS leaf sends it up over every spine of the
+    plane, the assigned spine first; a spine's slice never changes with
+    the assignments, and a move between spines changes only the order
+    of a leaf's buckets."""
+    st = parse(fabric_yaml(planes=2, spines=3, hlt=2, dcms_per_host=3)
+               .replace("{name: ros0, role: ros,",
+                        "{name: ros0, role: ros, ip: 10.0.0.1,"))
+    spines = st.spines()
+    a1 = assign(st, {})
+    for asg in ({}, a1):
+        sl = slices(st, asg)
+        for plane, sps in spines.items():
+            for sp in sps:
+                got = {r.dcm for r in sl[sp].routes if r.dcm}
+                assert got == {d.name for d in st.dcms}, (sp, asg)
+            ups = {r.dcm: r.ports for r in sl["rl%d" % plane].routes
+                   if r.dcm}
+            assert sorted(ups) == sorted(d.name for d in st.dcms)
+            for n, ports in ups.items():
+                assert sorted(ports) == ["u0", "u1", "u2"], (n, ports)
+                a = asg.get(n)
+                if a is not None and a.plane == plane:
+                    assert ports[0] == "u%s" % a.spine[-1]
+    # A move between spines (a spine's uplink at the ROS leaf down)
+    # changes no spine's slice and only the order at the leaves.
+    s1 = slices(st, a1)
+    a2 = assign(st, a1, {("rl0", "u0")})
+    assert a2 != a1
+    s2 = slices(st, a2)
+    for sps in spines.values():
+        for sp in sps:
+            assert s1[sp] == s2[sp], sp
+    for sw in s1:
+        assert ({(r.dcm, r.match, frozenset(r.ports)) for r in s1[sw].routes}
+                == {(r.dcm, r.match, frozenset(r.ports))
+                    for r in s2[sw].routes}), sw
 
 
 class _Fabric:

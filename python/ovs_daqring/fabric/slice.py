@@ -40,6 +40,21 @@ routes each ROS host's address (a /32 or the prefix of its addresses,
 thesis section 6.2.3) down to the host's leaf and out of its port.  A ROS
 host without an address in the map gets no routes towards it.
 
+Routes are standing (the invariant that lets a failure or a move lose
+nothing the switches can avoid losing): in every plane its host is
+cabled to, whatever the planner assigned and before it assigns, every
+spine routes a DCM down to its leaf, and every ROS leaf and the DCM's
+leaf send it up over every spine of the plane, as one fast_failover
+group.  The assignment chooses only the group's first bucket at those
+leaves (the assigned spine; in the other planes an order by the DCM's
+name) and, at the hosts, the plane.  So a leaf whose uplink dies moves
+the traffic to another spine that already routes it, in the time the
+link's state takes to reach ovs-vswitchd; a spine's flows depend on the
+map alone; and a move changes only which bucket comes first, on a path
+that already carries the DCM, so no order of updates between switches is
+needed.  What needs the planner is a failure a leaf cannot see: a
+spine's link down to the DCM's leaf (the spine has no other way down).
+
 The hosts do no ARP (thesis section 6.2.3): the switches forward on the
 addresses alone, and the last hop, a host's leaf, sets the destination
 MAC to the host's in that plane, into a DCM's ring and on the route
@@ -147,6 +162,86 @@ def _host_routes(state: FabricState, out: Dict[str, Slice],
                         "", match, down[0], tuple(down[1:]), host=h.name))
 
 
+@dataclass
+class _Cabling:
+    """What slices() reads of the fabric's cabling, computed once."""
+    out: Dict[str, Slice]
+    cabled: Dict[Tuple[str, str], List[str]]
+    spines: Dict[int, List[str]]
+    ros: List[FabricHost]
+    # Per plane, the leaves of the ROS hosts the way back can be routed
+    # to (those with an address).
+    back_leaves: Dict[int, Set[str]]
+    # (plane, leaf) -> the ROS leaves that route towards the DCMs there.
+    ros_leaves_at: Dict[Tuple[int, str], List[str]] = field(
+        default_factory=dict)
+
+    def ros_leaves(self, plane: int, leaf: str) -> List[str]:
+        got = self.ros_leaves_at.get((plane, leaf))
+        if got is None:
+            got = self.ros_leaves_at[(plane, leaf)] = sorted(
+                {r.leaf(plane)[0] for r in self.ros   # type: ignore[index]
+                 if r.leaf(plane) is not None} - {leaf})
+        return got
+
+
+def spine_order(spines: List[str], first: Optional[str],
+                dcm: str) -> List[str]:
+    """The spines of a plane in the order a DCM's traffic takes them
+    up: its assigned spine ('first', if the DCM is assigned to this
+    plane) then backup_spines(); in a plane it is not assigned to, every
+    spine in backup_spines()'s order (a standby plane: only what was in
+    flight when the DCM moved, or what a host still sends there, takes
+    it)."""
+    if first is not None and first in spines:
+        return [first] + backup_spines(spines, first, dcm)
+    return backup_spines(spines + [""], "", dcm)
+
+
+def _dcm_routes(d: FabricDcm, plane: int, leaf: str, first: Optional[str],
+                ctx: _Cabling, only: Optional[str]) -> None:
+    """A DCM's routes in one plane its host is cabled to (at 'leaf'):
+    standing routes, the same whatever the assignment but for the order
+    of the uplinks.  Every spine of the plane cabled to 'leaf' routes the
+    DCM down to it; every ROS leaf of the plane sends it up over every
+    spine, the assigned one ('first') first; the DCM's leaf sends what
+    comes from the DCM up the same way.  So a spine never needs the
+    planner to carry a DCM: a ROS leaf's fast_failover group that takes
+    another spine finds the route there, and a move changes only the
+    order of buckets at the leaves (no order of updates between
+    switches is needed for a move to lose nothing)."""
+    out, cabled = ctx.out, ctx.cabled
+    spines = [sp for sp in ctx.spines.get(plane, [])
+              if cabled.get((sp, leaf))]
+    ros_leaves = ctx.ros_leaves(plane, leaf)
+    if (only is not None and only != leaf and only not in ros_leaves
+            and only not in spines):
+        return
+    match = d.dcm.match_text()
+    if ros_leaves:
+        for sp in spines:
+            if sp in out and only in (None, sp):
+                down = cabled[(sp, leaf)]
+                out[sp].routes.append(Route(d.name, match, down[0],
+                                            tuple(down[1:])))
+    order = spine_order(spines, first, d.name)
+    for rl in ros_leaves:
+        if rl not in out or only not in (None, rl):
+            continue
+        ups = [p for sp in order for p in cabled.get((rl, sp), [])]
+        if ups:
+            out[rl].routes.append(Route(d.name, match, ups[0],
+                                        tuple(ups[1:])))
+    # The way back, if some ROS host it can be routed to is on another
+    # leaf of the plane: up over the same spines, in the same order.
+    back = ctx.back_leaves.get(plane, set()) - {leaf}
+    ups = [p for sp in order for p in cabled.get((leaf, sp), [])]
+    if back and ups and leaf in out and only in (None, leaf):
+        out[leaf].routes.append(Route(d.name, FROM + match, ups[0],
+                                      tuple(ups[1:]),
+                                      priority=PRIO_FROM_DCM))
+
+
 def slices(state: FabricState, assignments: Dict[str, Assignment],
            only: Optional[str] = None) -> Dict[str, Slice]:
     """Every switch's slice (switches without anything have empty
@@ -157,18 +252,14 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
     sharing = {s: state.switch(s).bridge  # type: ignore[union-attr]
                for s in state.sharing_db()}
     ros = [h for h in state.hosts if h.role == "ros"]
-    # The ROS leaves that route towards the DCMs on a (plane, leaf).
-    ros_leaves_at: Dict[Tuple[int, str], List[str]] = {}
     cabled = _links_between(state)
-    spines = state.spines()
     _host_routes(state, out, ros, cabled, only)
-    # Per plane, the leaves of the ROS hosts the way back can be routed
-    # to (those with an address).
     back_leaves: Dict[int, Set[str]] = {}
     for r in ros:
         for plane, rleaf, _ in r.attachments:
             if r.ip:
                 back_leaves.setdefault(plane, set()).add(rleaf)
+    ctx = _Cabling(out, cabled, state.spines(), ros, back_leaves)
     for d in sorted(state.dcms, key=lambda d: d.name):
         a = assignments.get(d.name)
         host = hosts.get(d.host)
@@ -184,45 +275,9 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
                             ring=switch_ring(d.dcm.ring, sharing[hleaf]))
                     if hleaf in sharing else
                     replace(d.dcm, egress=hport, dl_dst=mac))
-        if a is None:
-            continue
-        att = host.leaf(a.plane)
-        if att is None:
-            continue
-        leaf, port = att
-        ros_leaves = ros_leaves_at.get((a.plane, leaf))
-        if ros_leaves is None:
-            ros_leaves = ros_leaves_at[(a.plane, leaf)] = sorted(
-                {r.leaf(a.plane)[0] for r in ros
-                 if r.leaf(a.plane) is not None} - {leaf})
-        if (only is not None and only not in (a.spine, leaf)
-                and only not in ros_leaves):
-            continue
-        match = d.dcm.match_text()
-        if ros_leaves and a.spine in out and only in (None, a.spine):
-            down = cabled.get((a.spine, leaf))
-            if down:
-                out[a.spine].routes.append(Route(d.name, match, down[0],
-                                                 tuple(down[1:])))
-        order = [a.spine] + backup_spines(spines.get(a.plane, []), a.spine,
-                                          d.name)
-        for rl in ros_leaves:
-            if rl not in out or only not in (None, rl):
-                continue
-            ups = [p for sp in order for p in cabled.get((rl, sp), [])]
-            if ups and cabled.get((rl, a.spine)):
-                out[rl].routes.append(Route(d.name, match, ups[0],
-                                            tuple(ups[1:])))
-        # The way back, if some ROS host it can be routed to is on
-        # another leaf of the plane: up to the DCM's spine, or while that
-        # uplink is not live to the next spine's (as the ROS leaves).
-        back = back_leaves.get(a.plane, set()) - {leaf}
-        ups = [p for sp in order for p in cabled.get((leaf, sp), [])]
-        if (back and ups and cabled.get((leaf, a.spine)) and leaf in out
-                and only in (None, leaf)):
-            out[leaf].routes.append(Route(d.name, FROM + match, ups[0],
-                                          tuple(ups[1:]),
-                                          priority=PRIO_FROM_DCM))
+        for hplane, hleaf, _ in host.attachments:
+            first = a.spine if a is not None and a.plane == hplane else None
+            _dcm_routes(d, hplane, hleaf, first, ctx, only)
     return out
 
 
@@ -231,46 +286,39 @@ def monitored(node: str, hosts: Iterable[FabricHost],
               ) -> Dict[str, List[Any]]:
     """The OVSDB conditions (monitor_cond's "where") on the DCM and
     Assignment tables that select every row slices(..., only=node) reads,
-    given every host and the DCMs and assignments a client holds now
-    (those its conditions selected so far).  slices() reads, of a DCM
-    and its assignment (both, or it skips the DCM):
+    given every host and the DCMs a client holds now (those its
+    conditions selected so far).  slices() reads:
 
-    - those of a DCM on a host cabled to 'node' (its ring and its way
-      back are on the host's leaf): the DCMs by host, their assignments
-      by DCM;
-    - every assignment of a plane in which 'node' is a ROS host's leaf
-      (it routes towards every DCM of the plane), and their DCMs by name;
-    - the assignments naming 'node' as their spine, and their DCMs by
-      name.
+    - every DCM on a host cabled to 'node' (its rings and its way back
+      are on the host's leaf), and their assignments (which spine the
+      way back takes first): the DCMs by host, the assignments by DCM;
+    - at a ROS host's leaf, every DCM (it routes towards every DCM of
+      its planes, standing routes) and the assignments of its planes
+      (which spine each DCM takes first);
+    - at a switch no host is cabled to (a spine), every DCM (it routes
+      every DCM of its plane down to its leaf) and no assignment: a
+      spine's slice follows the map alone, so that no move and no
+      failover changes it.
 
-    A switch that routes DCMs by name (a ROS host's leaf, a spine: one
-    that holds such assignments) monitors every DCM instead: which DCMs
-    it routes follows the assignments, and a condition per DCM would
-    cost a round trip to the server before each new DCM (at the ROS
-    leaves) and each move (at the spine the DCMs move to, in a
-    failover) could be routed.  The HLT leaves, most of a fabric's
-    switches, hold the DCMs of their hosts only.
+    A condition per DCM at the switches that route every DCM would cost
+    a round trip to the server before a new DCM is routed; the HLT
+    leaves, most of a fabric's switches, hold the DCMs of their hosts
+    only.  'assigned' is not read (the conditions no longer follow the
+    assignments held: FabricDb.narrow() still reaches its fixed point
+    at once).
 
-    The Assignment clauses follow the DCMs held: a client has every row
-    it needs once the conditions it holds rows by (acknowledged by the
-    server) are the ones this returns for those rows
-    (FabricDb.narrow()).  Every clause is an equality (ovsdb-server
-    hashes those), sorted, so that the same rows give the same
-    conditions; no clause: [False]."""
+    Every clause is an equality (ovsdb-server hashes those), sorted, so
+    that the same rows give the same conditions; no clause: [False]."""
     hosts = list(hosts)
-    assigned = list(assigned)
     mine = sorted({h.name for h in hosts
                    for _, leaf, _ in h.attachments if leaf == node})
     ros_planes = sorted({p for h in hosts if h.role == "ros"
                          for p, leaf, _ in h.attachments if leaf == node})
     cabled = set(mine)
     on_mine = {d.name for d in dcms if d.host in cabled}
-    asg: List[Any] = ([["spine", "==", node]]
-                      + [["plane", "==", p] for p in ros_planes]
+    asg: List[Any] = ([["plane", "==", p] for p in ros_planes]
                       + [["dcm", "==", n] for n in sorted(on_mine)])
-    if ros_planes or any(a.spine == node for a in assigned):
-        return {"DCM": [True], "Assignment": asg}
-    by_name = {a.dcm for a in assigned} - on_mine
-    dcm: List[Any] = ([["host", "==", h] for h in mine]
-                      + [["name", "==", n] for n in sorted(by_name)])
-    return {"DCM": dcm or [False], "Assignment": asg}
+    if ros_planes or not mine:
+        return {"DCM": [True], "Assignment": asg or [False]}
+    dcm: List[Any] = [["host", "==", h] for h in mine]
+    return {"DCM": dcm, "Assignment": asg or [False]}
