@@ -919,6 +919,8 @@ def test_fabric_db_creates_and_joins_the_cluster(root, tmp_path):
             open(sample).read()
             + "DAQFABRIC_DB_LOCAL=tcp:127.0.0.%d:16644\n" % i
             + "DAQFABRIC_DB_JOIN=%s\nDAQFABRIC_DB_REMOTE=ptcp:16645\n" % join
+            # No agent remote (pssl:, which needs the SSL files).
+            + "DAQFABRIC_DB_AGENT_REMOTE=\n"
             + "DAQFABRIC_DB_FILE=%s\nDAQFABRIC_DB_SCHEMA=%s\n" % (db, schema))
         p = fabric_db_script(root, str(config), "init")
         assert p.returncode == 0, p

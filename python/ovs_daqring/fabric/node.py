@@ -76,6 +76,8 @@ class NodeBase:
         self.heartbeat = HEARTBEAT * interval
         self.next_heartbeat = 0.0
         self.report_txn: Optional[Txn] = None
+        # Why the database refused the last report (logged once).
+        self.report_refused: Optional[str] = None
         self.reports = 0
         self.last_report = 0.0
         # What write_report() wrote of the Node row (column -> value) on
@@ -171,6 +173,7 @@ class NodeBase:
         status = self.report_txn.commit()
         if status == Txn.INCOMPLETE:
             return True
+        self.report_done(self.report_txn, status)
         if status not in (Txn.SUCCESS, Txn.UNCHANGED):
             vlog.dbg("report: %s" % status)
             # Not written: all of it next time.
@@ -179,6 +182,17 @@ class NodeBase:
             self.reports += 1
         self.report_txn = None
         return False
+
+    def report_done(self, txn: Txn, status: str) -> None:
+        """Logs a report the database refused, once until one is not: a
+        "permission error" when the agent's certificate does not name its
+        node (RBAC: an agent writes only the Node row named by its
+        certificate's CN)."""
+        err = str(txn.get_error()) if status == Txn.ERROR else None
+        if err is not None and err != self.report_refused:
+            vlog.warn("the fabric database refused Node %s's report: %s"
+                      % (self.node, err))
+        self.report_refused = err
 
     def node_columns(self, generation: int, error: Optional[str],
                      failed_gen: Optional[int]) -> Dict[str, Any]:
@@ -235,6 +249,8 @@ class NodeBase:
         for col in news:
             setattr(row, col, cols[col])
         status = txn.commit()
+        if status != Txn.INCOMPLETE:
+            self.report_done(txn, status)
         if status in (Txn.SUCCESS, Txn.UNCHANGED, Txn.INCOMPLETE):
             self.written.update(cols)
         else:
