@@ -21,6 +21,7 @@ is the node's name, and what the server lets each client write."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -87,10 +88,18 @@ class Member:
             self.started = True
             self.helper("start")
             wait_for(lambda: os.path.exists(self.ctl), "the member")
+            # Before the upgrade: no RBAC tables, said; no agent remote.
+            p = self.helper("rbac", check=False)
+            assert p.returncode == 1, p
+            assert "convert it first" in p.stderr, p.stderr
+            assert not self.listening(self.agent_port)
             out = self.helper("upgrade")
             assert "converted the fabric database to 1.7.0" in out, out
+            assert not self.listening(self.agent_port)
             out = self.helper("rbac")
             assert "(written)" in out, out
+            wait_for(lambda: self.listening(self.agent_port),
+                     "the agents' remote")
         except BaseException:
             self.stop()
             raise
@@ -125,11 +134,19 @@ class Member:
         env.update(more)
         return env
 
-    def helper(self, *args: str, **env: str) -> str:
+    def helper(self, *args: str, check: bool = True, **env: str) -> Any:
+        """The helper's output, or with check=False its process."""
         p = subprocess.run([str(HELPER)] + list(args), env=self.env(**env),
                            capture_output=True, text=True, timeout=180)
+        if not check:
+            return p
         assert p.returncode == 0, (args, p.stdout, p.stderr)
         return p.stdout
+
+    @staticmethod
+    def listening(port: int) -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
 
     def remote(self, agent: bool) -> str:
         return "ssl:127.0.0.1:%d" % (self.agent_port if agent else self.port)
