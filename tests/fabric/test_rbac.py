@@ -413,6 +413,22 @@ def test_certificate_must_name_the_node(rows: Member) -> None:
     assert committed(m.transact("leaf1", True, op))
 
 
+def test_agent_cannot_convert(member: Member) -> None:
+    """Nor can it replace the schema (one without the RBAC tables would
+    take the role away): ovsdb-server lets only a remote without a role
+    convert."""
+    m = member
+    p = subprocess.run([m.client, "--timeout=30"] + m.pki.options("leaf1")
+                       + ["convert", m.remote(True), m.old],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0, p
+    assert "prohibit" in p.stderr, p.stderr
+    p = subprocess.run([m.client, "--timeout=30", "get-schema-version",
+                        m.sock, "daqfabric"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.stdout.strip() == "1.7.0", p
+
+
 def test_roleless_remote_writes_anything(rows: Member) -> None:
     """The operator's and the planner's remote has no role: the same
     certificate there writes what the agents' remote refuses (what an
