@@ -404,3 +404,65 @@ def test_a_report_that_arrives_during_a_round_is_news(
     assert fdb.plan_key(seen) == fdb.plan_key()
     report(idl, "rl0", {"h0": "down"}, 2)
     assert fdb.plan_key(seen) != fdb.plan_key()
+
+
+# ====================================================== stale members
+def test_every_plan_write_grows_the_plan_serial(monkeypatch: Any) -> None:
+    """Issue 47 item 8: a failover writes Assignment rows alone, and the
+    generation does not change; the plan serial does, at every planner
+    commit, so that FabricIdl.check_stale() sees a member that lacks the
+    failover."""
+    clock = [10 ** 12]
+    p = planner(monkeypatch, clock, {})
+    p.db.idl.has_lock = True
+    assert p.step() == "planned"
+    first = fidl.record(p.db.root())
+    assert first[2] == 1, first
+    # sp0's link to the HLT leaf goes down: its DCMs move to sp1.
+    p.db.reports["hl0"]["u0"] = "down"
+    p.db.reports["sp0"]["hl0"] = "down"
+    clock[0] += 1000
+    assert p.step() == "planned"
+    second = fidl.record(p.db.root())
+    assert second[:2] == first[:2], "a failover is no new generation"
+    assert second > first
+    assert all(a.spine == "sp1" for a in p.db.assignments().values())
+
+
+def test_a_member_without_the_last_failover_is_left(
+        monkeypatch: Any) -> None:
+    """A client that saw a failover's plan reconnects to a member that
+    holds the same generation but not that plan (catching up after a
+    restart): it leaves that member before it reads the assignments,
+    rather than steer moved DCMs back onto the failed path."""
+    monkeypatch.setattr(ovs.db.idl.Idl, "__init__",
+                        lambda self, *a, **k: None)
+    idl = fidl.FabricIdl("unix:none", None)
+    seqno = [1]
+    left: List[int] = []
+    idl.state = idl.IDL_S_MONITORING
+    idl._session = SimpleNamespace(
+        get_seqno=lambda: seqno[0],
+        rpc=SimpleNamespace(get_status=lambda: 0))
+    idl._db = SimpleNamespace(name="daqfabric")
+    idl.server_tables = {"Database": SimpleNamespace(rows={
+        1: SimpleNamespace(name="daqfabric", cid=["c1"])})}
+    idl.session_name = lambda: "unix:none"          # type: ignore
+    idl.force_reconnect = lambda: left.append(seqno[0])  # type: ignore
+
+    def member(gen: int, planned: int, serial: int) -> None:
+        idl.tables = {"Fabric": SimpleNamespace(rows={1: SimpleNamespace(
+            generation=gen, planned_generation=planned,
+            plan_serial=serial)})}
+
+    member(3, 3, 7)                 # the failover's plan, seen
+    idl.check_stale()
+    assert not left
+    seqno[0] = 2                    # reconnected: a member behind
+    member(3, 3, 6)
+    idl.check_stale()
+    assert left == [2] and idl.stale_left == 1
+    seqno[0] = 3                    # another, which has it
+    member(3, 3, 7)
+    idl.check_stale()
+    assert left == [2]

@@ -51,7 +51,8 @@ UP_INTERVALS = 3
 # and so a slice, does not depend on them.
 FABRIC_RECORD_COLUMNS = frozenset(("generation", "apply_id", "map_digest",
                                    "applied_by", "planner_epoch", "planner",
-                                   "planned_generation", "external_ids"))
+                                   "planned_generation", "plan_serial",
+                                   "external_ids"))
 
 
 def _server_monitor_v1() -> bool:
@@ -69,6 +70,19 @@ def _server_monitor_v1() -> bool:
 
 
 SERVER_MONITOR_V1 = _server_monitor_v1()
+
+
+def record(root: Any) -> Tuple[int, int, int]:
+    """What FabricIdl.check_stale() compares of a member's Fabric row:
+    its generation, planned generation and plan serial, each of which
+    only grows along the cluster's log (so a member that holds an older
+    prefix of the log has a smaller record).  The plan serial grows at
+    every planner commit, a failover's too, which changes Assignment
+    rows alone; a database of before schema 1.7.0 has none (0)."""
+    if root is None:
+        return (0, 0, 0)
+    return (int(root.generation), int(root.planned_generation),
+            int(getattr(root, "plan_serial", 0) or 0))
 
 
 class FabricIdl(ovs.db.idl.Idl):
@@ -97,7 +111,7 @@ class FabricIdl(ovs.db.idl.Idl):
         # The stale member check (check_stale()): the newest Fabric
         # (generation, planned_generation) seen in the cluster 'cid',
         # and the session (seqno) last checked.
-        self.newest: Tuple[Any, Tuple[int, int]] = (None, (0, 0))
+        self.newest: Tuple[Any, Tuple[int, int, int]] = (None, (0, 0, 0))
         self.checked_seqno: Optional[int] = None
         # How often it left a member for being stale.
         self.stale_left = 0
@@ -118,7 +132,8 @@ class FabricIdl(ovs.db.idl.Idl):
         index, which _Idl__send_server_monitor_request() does not
         monitor: the same check here, by the Fabric row, once the IDL has
         synced on a connection.  A member of the same cluster that holds
-        an older generation than the IDL saw (one that is catching up
+        an older record (record(): generation, planned generation, plan
+        serial) than the IDL saw (one that is catching up
         after a restart, say) is left for another at once, before a
         slice is computed from it; "connected" alone does not say that a
         member has caught up."""
@@ -128,8 +143,7 @@ class FabricIdl(ovs.db.idl.Idl):
             return
         table = self.tables.get("Fabric")
         root = next(iter(table.rows.values()), None) if table else None
-        gen = ((int(root.generation), int(root.planned_generation))
-               if root is not None else (0, 0))
+        gen = record(root)
         cid = next((tuple(str(u) for u in r.cid)
                     for r in self.server_tables["Database"].rows.values()
                     if r.name == self._db.name), None)
@@ -137,9 +151,10 @@ class FabricIdl(ovs.db.idl.Idl):
         if (seqno != self.checked_seqno and cid == self.newest[0]
                 and gen < self.newest[1]):
             vlog.warn("%s: clustered database server has stale data "
-                      "(generation %d.%d, seen %d.%d); trying another "
-                      "server" % (self.session_name(), gen[0], gen[1],
-                                  self.newest[1][0], self.newest[1][1]))
+                      "(generation %s, seen %s); trying another "
+                      "server" % (self.session_name(),
+                                  ".".join(map(str, gen)),
+                                  ".".join(map(str, self.newest[1]))))
             self.stale_left += 1
             self.force_reconnect()
             return

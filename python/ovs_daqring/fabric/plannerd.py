@@ -218,6 +218,9 @@ class Planner:
                 r.moved_at = a.moved_at
                 r.reason = a.reason
             f.planned_generation = gen
+            # Every plan write is seen by FabricIdl.check_stale(): a
+            # failover changes Assignment rows alone.
+            f.plan_serial = int(getattr(f, "plan_serial", 0) or 0) + 1
             return None
 
         status, early = db.commit(build, "%s: plan of generation %d "
