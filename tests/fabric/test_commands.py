@@ -37,7 +37,7 @@ import ovs.poller
 import pytest
 
 from ovs_daqring.daqctl.model import DaqctlError
-from ovs_daqring.fabric.db import FabricDb
+from ovs_daqring.fabric.db import EXIT_MAYBE_COMMITTED, FabricDb
 from ovs_daqring.fabric.fabmap import (FabricMapReader, state_digest,
                                        state_json)
 from ovs_daqring.fabric.plannerd import Planner
@@ -583,27 +583,36 @@ def test_apply_wait_ends_on_a_failure_of_its_generation(
     assert rep["generation"] == 2 and rep["refused"] == {}, rep
     assert rep["lagging"] == ["spine1", "spine2"], rep
     # Generation 3, waited for with a long timeout: spine1 fails it,
-    # spine2 applies it, while the command waits.
+    # spine2 applies it, while the command waits.  A planner holds the
+    # lock (else the command says at once that none does); it does not
+    # plan: the reports stand in for the plan's.
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    proc = subprocess.Popen([PYTHON, str(DAQCTL), "fabric", "apply",
-                             str(EXAMPLE), "--wait", "--timeout", "600",
-                             "--db", remotes],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    planner = Planner(remotes, "idle", 30)
+    proc = None
     try:
+        wait_for(lambda: planner.take_over().startswith(
+            ("took over", "planner")), "the planner to take over")
+        proc = subprocess.Popen([PYTHON, str(DAQCTL), "fabric", "apply",
+                                 str(EXAMPLE), "--wait", "--timeout", "600",
+                                 "--db", remotes],
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
         db = FabricDb(remotes, 30)
         try:
-            wait_for(lambda: db.run() or db.generation() == 3,
-                     "generation 3")
+            wait_for(lambda: planner.db.run() or db.run()
+                     or db.generation() == 3, "generation 3")
         finally:
             db.close()
         _report(remotes, "spine1", 0, 0, failed=3, error="no DPDK here")
         _report(remotes, "spine2", 3, 0)
-        out, err = proc.communicate(timeout=120)
+        wait_for(lambda: planner.db.run() or proc.poll() is not None,
+                 "the command to end", 120)
+        out, err = proc.communicate(timeout=10)
     finally:
-        if proc.poll() is None:
+        if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait()
+        planner.close()
     assert proc.returncode == 1, out + err
     assert ("node spine1 failed to apply generation 3: no DPDK here"
             in out), out
@@ -713,6 +722,9 @@ def test_every_member_killed_at_commit(cluster: Cluster, tmp_path: Path,
     assert "the fabric database is unreachable" in str(e.value), e.value
     if when == "sent":
         assert "may or may not have been committed" in str(e.value)
+        # Its own exit status: the outcome is not known.
+        assert e.value.status == EXIT_MAYBE_COMMITTED, e.value.status
+        assert "the map may have been committed" in str(e.value)
     for i in range(1, 4):
         cluster.start(i)
     wait_for(cluster.leader, "a leader again")

@@ -23,7 +23,8 @@ import os
 import socket
 import sys
 import time
-from typing import Any, Dict, List
+import uuid
+from typing import Any, Dict, List, Optional
 
 from ..daqctl.model import (DaqctlError, EXIT_BAD_INPUT, EXIT_FAILED,
                             EXIT_OK)
@@ -33,8 +34,15 @@ from .db import FabricDb, now_ms, rows_text
 from .fabmap import read_fabric_map, state_digest
 from .idl import UP_INTERVALS
 from .planner import plan
-from .plannerd import Planner
+from .plannerd import PLANNER_LOCK, Planner
 from .slice import slices
+
+
+# How long 'fabric apply --wait' sees no planner hold the planner lock,
+# while its generation is not planned, before it says so (s): a planner
+# that moves to a new leader takes the lock there again in well under
+# this.
+NO_PLANNER_S = 3.0
 
 
 def _remote(args: argparse.Namespace) -> str:
@@ -61,15 +69,27 @@ def cmd_fabric_apply(args: argparse.Namespace) -> int:
     try:
         if args.dry_run:
             return _dry_run(args, db, state)
+        # The apply's id: a retry (the leader died with the answer)
+        # recognises its own commit by it (FabricDb.apply()).
+        apply_id = str(uuid.uuid4())
+        rep["fabric"]["apply_id"] = apply_id
         gen = db.apply(state, digest, _who(),
-                       "ovs-daqctl: fabric apply %s" % args.map)
+                       "ovs-daqctl: fabric apply %s" % args.map, apply_id)
         rep["fabric"]["generation"] = gen
         rep["fabric"]["rows"] = db.applied
-        args.say("fabric: generation %d: %d switches, %d links, %d hosts, "
-                 "%d DCMs (one transaction: %s)"
-                 % (gen, len(state.switches), len(state.links),
-                    len(state.hosts), len(state.dcms),
-                    rows_text(db.applied)))
+        rep["fabric"]["committed_earlier"] = db.earlier
+        if db.earlier:
+            now = db.generation()
+            args.say("fabric: generation %d: the map was committed by an "
+                     "attempt whose answer was lost (written once)%s"
+                     % (gen, "; generation %d has replaced it since"
+                        % now if now > gen else ""))
+        else:
+            args.say("fabric: generation %d: %d switches, %d links, %d "
+                     "hosts, %d DCMs (one transaction: %s)"
+                     % (gen, len(state.switches), len(state.links),
+                        len(state.hosts), len(state.dcms),
+                        rows_text(db.applied)))
         if args.wait:
             return _wait(args, db, gen)
     finally:
@@ -180,12 +200,75 @@ def wait_verdict(nodes: List[Dict[str, Any]], gen: int) -> Dict[str, Any]:
         "down": [n["switch"] for n in nodes if not n["up"]]}
 
 
+class PlannerWatch:
+    """Whether a planner holds the planner lock (PLANNER_LOCK), asked on
+    FabricDb 'db''s own connection to the leader, where the planners
+    hold it: the IDL asks for the lock; the server answers that another
+    client holds it (a planner), or gives it, and then no one held it,
+    and the lock is given back at once (a planner that asks meanwhile
+    waits for that only).  The nodes report the generation whose plan
+    they applied (Fabric:planned_generation), so without a planner no
+    node ever reports a new generation."""
+
+    def __init__(self, db: FabricDb) -> None:
+        self.db = db
+        # Since when (time.monotonic()) no planner held the lock.
+        self.free_since: Optional[float] = None
+
+    def absent_for(self) -> float:
+        """For how long (s) no planner has held the lock, asking again
+        (the answer comes with the next run of the IDL)."""
+        idl = self.db.idl
+        now = time.monotonic()
+        if not self.db.connected():
+            # The lock is the leader's, and taken again on a new one.
+            self.free_since = None
+        elif idl.lock_name is None:
+            idl.set_lock(PLANNER_LOCK)
+        elif idl.is_lock_contended:
+            self.free_since = None
+        elif idl.has_lock:
+            idl.set_lock(None)
+            if self.free_since is None:
+                self.free_since = now
+        return 0.0 if self.free_since is None else now - self.free_since
+
+    def stop(self) -> None:
+        if self.db.idl.lock_name is not None:
+            self.db.idl.set_lock(None)
+
+
+def _no_planner(db: FabricDb, gen: int, secs: float) -> DaqctlError:
+    fab = db.root()
+    last = ("; the last planner was %s (epoch %d)"
+            % (fab.planner, int(fab.planner_epoch))
+            if fab is not None and fab.planner else "")
+    return DaqctlError(
+        "fabric: generation %d is written, but no planner holds the "
+        "planner lock (%s) of the fabric database (for %.0f s%s): no node "
+        "reports a generation until a planner plans it, and the agents "
+        "apply it without its plan meanwhile (assignments to switches "
+        "it removed left out); start an agent with --planner, or run "
+        "'ovs-daqctl fabric plan'" % (gen, PLANNER_LOCK, secs, last))
+
+
 def _wait(args: argparse.Namespace, db: FabricDb, gen: int) -> int:
     """Until every node that is up has applied 'gen' or reported that it
-    failed to (or the timeout)."""
+    failed to (or the timeout); an error when no planner holds the lock
+    for NO_PLANNER_S while 'gen' is not planned."""
     deadline = time.monotonic() + args.timeout
+    watch = PlannerWatch(db)
     while True:
         db.run()
+        fab = db.root()
+        if fab is not None and int(fab.planned_generation) >= gen:
+            watch.stop()
+        else:
+            absent = watch.absent_for()
+            if absent >= NO_PLANNER_S:
+                watch.stop()
+                args.report["fabric"]["planner"] = None
+                raise _no_planner(db, gen, absent)
         v = wait_verdict(node_view(db, now_ms()), gen)
         lag, refused = v["lagging"], v["refused"]
         pending = [n for n in lag if n not in refused]

@@ -47,6 +47,56 @@ from .slice import monitored
 # made it fail (seconds) before it is tried again anyway.
 RETRY_WAIT = 1.0
 Txn = ovs.db.idl.Transaction
+# How many of the last applies the Fabric row remembers (apply id ->
+# generation, in Fabric:external_ids under APPLY_KEY + id): an apply
+# whose answer was lost recognises its own commit after up to this many
+# others landed on top of it (apply_history()).
+APPLY_HISTORY = 64
+APPLY_KEY = "apply:"
+# The exit status of an apply whose outcome is not known: it was sent,
+# and the answer never came (the leader died with it, the database
+# stayed unreachable): it may have been committed.
+EXIT_MAYBE_COMMITTED = 5
+
+
+def apply_history(fab: Any) -> Dict[str, int]:
+    """The applies the Fabric row 'fab' remembers: apply id -> the
+    generation it wrote (Fabric:external_ids' APPLY_KEY keys, and
+    Fabric:apply_id, the last one).  An entry that is not an id and a
+    generation (rows are input) is left out."""
+    out: Dict[str, int] = {}
+    for k, v in dict(fab.external_ids).items():
+        if not k.startswith(APPLY_KEY) or len(k) == len(APPLY_KEY):
+            continue
+        try:
+            gen = int(v)
+        except ValueError:
+            continue
+        if gen > 0:
+            out[k[len(APPLY_KEY):]] = gen
+    if fab.apply_id:
+        out[fab.apply_id] = int(fab.generation)
+    return out
+
+
+def history_with(ext: Dict[str, str], apply_id: str,
+                 gen: int) -> Dict[str, str]:
+    """Fabric:external_ids 'ext' with the apply 'apply_id' of generation
+    'gen' remembered, and only the APPLY_HISTORY newest applies (the
+    other keys as they are)."""
+    out = {k: v for k, v in ext.items() if not k.startswith(APPLY_KEY)}
+    hist = []
+    for k, v in ext.items():
+        if k.startswith(APPLY_KEY) and k != APPLY_KEY + apply_id:
+            try:
+                hist.append((int(v), k))
+            except ValueError:
+                pass
+    hist.sort(reverse=True)
+    for g, k in hist[:APPLY_HISTORY - 1]:
+        out[k] = str(g)
+    out[APPLY_KEY + apply_id] = str(gen)
+    return out
 
 
 def now_ms() -> int:
@@ -97,6 +147,9 @@ class FabricDb:
         # What the last apply() wrote: table -> {"inserted": n,
         # "updated": n, "deleted": n} (tables it left alone: none).
         self.applied: Dict[str, Dict[str, int]] = {}
+        # Whether the last apply() was committed by an earlier attempt
+        # whose answer was lost (and so wrote nothing again).
+        self.earlier = False
         self._default: Dict[str, Dict[str, Tuple[Any, ...]]] = {}
         # watch_slice()'s node, the conditions narrow() last set (table
         # -> condition) and the changes() of the rows it set them for.
@@ -520,18 +573,31 @@ class FabricDb:
             self.wait_connected(max(0.1, deadline - time.monotonic()))
 
     def apply(self, state: FabricState, digest: str, who: str,
-              comment: str) -> int:
+              comment: str, apply_id: Optional[str] = None) -> int:
         """Replaces the whole desired state by 'state' in one transaction
         that also increments the generation.  A concurrent apply makes it
-        start again from the new contents (last writer wins, whole).  A
-        transaction whose answer was lost with the leader is recognised by
-        its apply id.  Writes only the rows that differ (self.applied says
-        how many of each table).  Returns the new generation."""
-        apply_id = str(uuid.uuid4())
+        start again from the new contents (last writer wins, whole).
+        Exactly once: each apply has an id ('apply_id', a new one by
+        default), and the Fabric row remembers the last APPLY_HISTORY
+        (apply_history()); an attempt whose answer was lost (the leader
+        died with it) is recognised when the apply builds again, even
+        after other applies landed on top of it, and is not written
+        again over them (self.earlier: True, and the generation it
+        wrote is returned).  When the answer never comes and the
+        database does not say, DaqctlError with EXIT_MAYBE_COMMITTED: it
+        may have been committed.  Writes only the rows that differ
+        (self.applied says how many of each table).  Returns the new
+        generation."""
+        apply_id = apply_id or str(uuid.uuid4())
         result: Dict[str, int] = {}
         counts: Dict[str, Dict[str, int]] = {}
+        # Whether an attempt was sent whose outcome no later build saw.
+        sent: List[bool] = [False]
 
         def build(txn: Txn) -> Optional[int]:
+            # The IDL holds the database as its leader serves it now: an
+            # attempt sent before is in the history, or was not committed.
+            sent[0] = False
             counts.clear()
             counts["Fabric"] = {"inserted": 0, "updated": 1, "deleted": 0}
             fab = self.root()
@@ -540,15 +606,21 @@ class FabricDb:
                 counts["Fabric"] = {"inserted": 1, "updated": 0,
                                     "deleted": 0}
                 gen = 0
+                ext: Dict[str, str] = {}
             else:
-                if fab.apply_id == apply_id:
+                done = apply_history(fab).get(apply_id)
+                if done is not None:
                     # Committed already; the answer was lost.
-                    return int(fab.generation)
+                    return done
                 fab.verify("generation")
                 fab.verify("apply_id")
+                fab.verify("external_ids")
                 gen = int(fab.generation)
+                ext = dict(fab.external_ids)
+            sent[0] = True
             fab.generation = gen + 1
             fab.apply_id = apply_id
+            fab.external_ids = history_with(ext, apply_id, gen + 1)
             fab.map_digest = digest
             fab.applied_by = who
             fab.hold_down = state.hold_down
@@ -575,15 +647,36 @@ class FabricDb:
             return None
 
         self.applied = {}
-        status, early = self.commit(build, comment)
+        self.earlier = False
+        try:
+            status, early = self.commit(build, comment)
+        except DaqctlError as e:
+            if not sent[0]:
+                raise
+            early = self._outcome(apply_id, digest, str(e))
         if early is not None:
             # Committed by an earlier attempt whose answer was lost: what
             # it wrote is not known.
+            self.earlier = True
             return int(early)
         if status == Txn.UNCHANGED:
             return self.generation()
         self.applied = counts
         return result["gen"]
+
+    def _outcome(self, apply_id: str, digest: str, why: str) -> int:
+        """The generation that the apply 'apply_id', sent and not
+        answered, wrote, if the database says it did (it remembers it);
+        else DaqctlError with EXIT_MAYBE_COMMITTED."""
+        self.run()
+        fab = self.root() if self.connected() else None
+        gen = apply_history(fab).get(apply_id) if fab is not None else None
+        if gen is not None:
+            return gen
+        raise DaqctlError(
+            "%s; the map may have been committed (apply id %s): "
+            "'ovs-daqctl fabric status' shows the map's digest (%s) if "
+            "it was" % (why, apply_id, digest), EXIT_MAYBE_COMMITTED)
 
     def _sync(self, txn: Txn, table: str, key: str,
               wanted: Dict[str, Dict[str, Any]],
