@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -117,10 +118,19 @@ def reported(out: str) -> Tuple[str, List[int]]:
     return rundir.group(1), [int(pids.group(1)), int(pids.group(2))]
 
 
+def alive(pid: int) -> bool:
+    """Whether process PID exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def assert_nothing_left(before: Dict[str, object], rundir: str,
                         pids: List[int], sandbox_pid: int) -> None:
     for pid in pids:
-        assert not os.path.exists("/proc/%d" % pid), "daemon %d left" % pid
+        assert not alive(pid), "daemon %d left" % pid
     assert not os.path.exists(rundir)
     assert machine_state() == before
     assert "dqs%d" % sandbox_pid not in machine_state()["dpdk"]
@@ -179,4 +189,42 @@ def test_sigterm_stops_everything() -> None:
     assert p.returncode == 128 + signal.SIGTERM, out + err
     assert "interrupted by signal %d" % signal.SIGTERM in err
     rundir, pids = reported("".join(lines))
+    assert_nothing_left(before, rundir, pids, p.pid)
+
+
+@pytest.mark.machine
+def test_next_sandbox_removes_what_a_killed_one_left() -> None:
+    """SIGKILL leaves the hugepages reserved and mounted and the
+    directories (the daemons die with their parent); the next sandbox
+    gives them back and removes them before it starts."""
+    need_machine()
+    before = machine_state()
+    p = subprocess.Popen(
+        [str(SANDBOX), "--ports", "0", "--", "sh", "-c",
+         REPORT + "echo ready; exec sleep %d" % TIMEOUT_S],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdin=subprocess.DEVNULL)
+    try:
+        lines = []
+        assert p.stdout is not None
+        for line in p.stdout:
+            lines.append(line)
+            if line.strip() == "ready":
+                break
+        rundir, pids = reported("".join(lines))
+        p.kill()
+        p.wait(TIMEOUT_S)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert os.path.isdir(rundir)
+    q = sandbox(["--ports", "0", "--", "true"], timeout=TIMEOUT_S)
+    assert q.returncode == 0, q.stderr
+    assert "removed %s (a killed sandbox's)" % rundir in q.stderr
+    # The daemons got SIGTERM when their parent died (PR_SET_PDEATHSIG)
+    # and exit by themselves, reaped by init.
+    deadline = time.monotonic() + 60
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert_nothing_left(before, rundir, pids, p.pid)

@@ -46,6 +46,8 @@ PORTS_MAX = 30
 # SIGKILL left is found and removed by the next one (hugepages.py).
 WORKDIR_FMT = "ovs-daqring-sandbox.%d"
 WORKDIR_RE = r"^ovs-daqring-sandbox\.(\d+)$"
+# A directory kept (--keep) when the sandbox has ended.
+KEPT_FMT = "ovs-daqring-sandbox-kept.%d"
 PREFIX_FMT = "dqs%d"
 PREFIX_RE = r"^dqs(\d+)$"
 # An OpenFlow bridge of the netdev datapath is also a tap device: a
@@ -99,8 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "stay outside it (default: %(default)s)")
     p.add_argument("--dir", metavar="DIR",
                    help="the sandbox's directory (database, sockets, "
-                   "logs), which must not exist or be empty (default: "
-                   "a new one in %s)" % tempfile.gettempdir())
+                   "logs), which must not exist or be empty; emptied or "
+                   "removed at the exit (default: a new one in %s)"
+                   % tempfile.gettempdir())
     p.add_argument("--keep", action="store_true",
                    help="keep the directory (its logs) after the exit")
     p.add_argument("-V", "--version", action="version",
@@ -165,11 +168,21 @@ def _mounts_under(top: str) -> List[str]:
     return out
 
 
-def _remove_dir(path: str) -> None:
+def _remove_dir(path: str, keep_top: bool) -> None:
+    """Removes PATH, or only what is in it if KEEP_TOP (a --dir that
+    existed before)."""
     left = _mounts_under(path)
     if left:
         raise RunError("%s kept: still mounted: %s" % (path, " ".join(left)))
-    shutil.rmtree(path)
+    if not keep_top:
+        shutil.rmtree(path)
+        return
+    for name in os.listdir(path):
+        sub = os.path.join(path, name)
+        if os.path.isdir(sub) and not os.path.islink(sub):
+            shutil.rmtree(sub)
+        else:
+            os.unlink(sub)
 
 
 def make_workdir(args: Any, cleanup: Cleanup) -> str:
@@ -185,9 +198,10 @@ def make_workdir(args: Any, cleanup: Cleanup) -> str:
             shutil.rmtree(path)
     else:
         path = args.dir
+    existed = os.path.isdir(path)
     os.makedirs(path, exist_ok=True)
     if not args.keep:
-        cleanup.push("remove " + path, lambda: _remove_dir(path))
+        cleanup.push("remove " + path, lambda: _remove_dir(path, existed))
     return path
 
 
@@ -394,6 +408,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         say("not everything was undone (see above)")
         return rc or 1
     if args.keep:
-        say("its files are kept in %s" % (args.dir or os.path.join(
-            tempfile.gettempdir(), WORKDIR_FMT % os.getpid())))
+        kept = args.dir
+        if kept is None:
+            # Renamed: the next sandbox removes what WORKDIR_RE matches.
+            kept = os.path.join(tempfile.gettempdir(),
+                                KEPT_FMT % os.getpid())
+            try:
+                os.rename(os.path.join(tempfile.gettempdir(),
+                                       WORKDIR_FMT % os.getpid()), kept)
+            except OSError as e:
+                say("cannot rename the directory: %s" % e)
+                return rc or 1
+        say("its files are kept in %s" % kept)
     return rc
