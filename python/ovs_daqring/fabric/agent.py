@@ -116,6 +116,10 @@ class Agent(SwitchHold):
         self.unplanned: Optional[Tuple[int, float]] = None
 
     def close(self) -> None:
+        if self.exiting:
+            # Told to exit: a switch left waiting for this agent at its
+            # next start would wait for ever (SwitchHold.restore_wait()).
+            self.frw_disarm()
         self.close_switch()
         self.fabric.close()
         if self.planner is not None:
@@ -411,6 +415,7 @@ class Agent(SwitchHold):
                                             self.watch.started)),
             "monitored": self.monitored(),
             "bfd": {p: bfd_text(st) for p, st in sorted(self.bfd.items())},
+            "flow_restore_wait": self.frw_text(),
             "reports": self.reports,
             "error": self.error or self.fabric_note or "-"})
         if self.planner is not None:

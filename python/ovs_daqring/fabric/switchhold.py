@@ -20,15 +20,20 @@ cookie-scoped, and the routes' fast_failover groups); a check every
 --interval applies again what differs (a full one compares every flow,
 group and port, the quick ones between the daqrings and the flow count);
 what the switch holds is kept in the state file (fabric/statefile.py).
-It also reads back what the Node row reports of the switch: its fabric
+It keeps the bridge's fail_mode secure and, with other_config:
+flow-restore-wait, a restarted ovs-vswitchd from forwarding before the
+slice is in (secure(), restore_wait(): the policy is there).  It also
+reads back what the Node row reports of the switch: its fabric
 ports' link states, its BFD sessions and its rings' counters.  What the
 switch must hold, from the fabric database, is fabric/agent.py's."""
 
 import argparse
 import json
+import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..daqctl.idlutil import opt
 from ..daqctl.model import DaqctlError, SwitchSpec
 from ..daqctl.openflow import FlowWatch
 from ..daqctl.reconcile import Reconciler
@@ -47,6 +52,26 @@ from .statefile import load_cache, save_cache
 # full check left them, unless the switch went away since).  (At 2048
 # DCMs, 32 agents on one core spent it on their dumps.)
 FULL_CHECK_EVERY = 10
+
+# The switch's OVSDB columns the agent monitors besides those ovs-daqctl
+# reads: its link ports' BFD, its bridge's fail mode, and the
+# Open_vSwitch row's other_config (flow-restore-wait) and external_ids
+# (who set it).
+SWITCH_COLUMNS = {"Interface": ["bfd", "bfd_status"],
+                  "Bridge": ["fail_mode"],
+                  "Open_vSwitch": ["other_config", "external_ids"]}
+
+# Open_vSwitch:other_config's key that an ovs-vswitchd reads when it
+# starts (vswitch.xml), and the Open_vSwitch:external_ids key that says
+# this agent set it (its value: the node), as ovn-controller's
+# external_ids:ovn-managed-flow-restore-wait did (restore_wait()).
+FRW = "flow-restore-wait"
+FRW_OWNER = "daqfabric-flow-restore-wait"
+# An ovs-vswitchd that started held by the agent's flow-restore-wait is
+# released all the same after this many failed attempts in a row to
+# apply the slice (one every --interval): a switch is never held for
+# ever by a slice it refuses (restore_wait_failed()).
+FRW_MAX_FAILURES = 3
 
 
 class _Log:
@@ -134,6 +159,18 @@ class SwitchHold(NodeBase):
         # it reports until the next attempt, having no connection to the
         # switch meanwhile.
         self.failed_links: Optional[Dict[str, str]] = None
+        # flow-restore-wait (restore_wait()): whether the ovs-vswitchd
+        # the agent is connected to has been released (it has read the
+        # key unset: it does so until it forwards, at its start) since
+        # the agent connected to it or saw it restart; the failed
+        # attempts to apply the slice since then; how many times the
+        # agent released one that waited for it; why it does not keep
+        # the key set for the next start (None: it does), as last said.
+        self.frw_released = False
+        self.frw_failures = 0
+        self.frw_releases = 0
+        self.frw_note: Optional[str] = None
+        self.frw_why: Optional[str] = None
 
     def slice_text(self, want: Dict[str, Any]) -> str:
         """want's slice as JSON text."""
@@ -153,8 +190,7 @@ class SwitchHold(NodeBase):
             self.flow_count = self.full_want = None
             self.watch_since = None
             self.failed_links = None
-            self.rec = Reconciler(spec, self.args, _Log(),
-                                  {"Interface": ["bfd", "bfd_status"]})
+            self.rec = Reconciler(spec, self.args, _Log(), SWITCH_COLUMNS)
             self.rec.manage_groups = True
             self.watch = FlowWatch(self.rec.of)
         return self.rec
@@ -199,6 +235,250 @@ class SwitchHold(NodeBase):
             self.node, " ".join("%s=%s" % kv for kv in sorted(want.items()))
             if want else "off", ", ".join(names)))
 
+    # ------------------------------------------ fail mode, restore wait
+    def secure(self, rec: Reconciler) -> bool:
+        """Makes the bridge's fail_mode secure if it is not (standalone,
+        or unset, which is standalone), in a transaction of its own, and
+        waits until ovs-vswitchd has applied it.  In standalone mode
+        ovs-vswitchd forwards what no flow matches by NORMAL, flooding
+        and learning around the leaf-spine loops; in secure mode it
+        drops it, so that the fabric forwards by the slice alone.
+        ovs-vswitchd flushes the flows, groups and meters of a bridge
+        without controllers whose fail mode changes (connmgr.c): returns
+        whether it changed it (the check is then a full one, which puts
+        the slice back).  A refusal is raised (DaqctlError): the attempt
+        fails, as when the switch refuses the slice, and is made again
+        every interval."""
+        bridge = rec.spec.bridge
+        mode = opt(rec.db.bridge(bridge).fail_mode)
+        if mode == "secure":
+            return False
+
+        def build(txn: Any) -> None:
+            br = rec.db.bridge(bridge)
+            br.verify("fail_mode")
+            br.fail_mode = ["secure"]
+        try:
+            cfg = rec.db.transact(build, "%s: fail_mode=secure on bridge %s"
+                                  % (PROG, bridge))
+            rec.db.wait_applied(cfg)
+        except DaqctlError as e:
+            raise DaqctlError("bridge %s is in fail_mode %s (what no flow "
+                              "matches floods around the fabric's loops) "
+                              "and cannot be made secure: %s"
+                              % (bridge, mode or "standalone (unset)", e))
+        vlog.warn("switch %s: bridge %s was in fail_mode %s, which floods "
+                  "what no flow matches around the fabric's loops: set to "
+                  "secure (ovs-vswitchd flushes the flows and groups of a "
+                  "bridge without controllers whose fail mode changes: the "
+                  "slice is applied again)"
+                  % (self.node, bridge, mode or "standalone (unset)"))
+        return True
+
+    def frw_unsafe(self, rec: Reconciler) -> Optional[str]:
+        """Why the agent must not leave flow-restore-wait set for the
+        next start of ovs-vswitchd (None: it may).  An ovs-vswitchd that
+        starts with it waits for this agent, which must then be able to
+        apply the slice without the network: from its state file (not
+        the fabric database), through a local database socket and the
+        bridge's management socket (ovs-vswitchd opens no controller
+        connection while it waits); and the key holds every bridge of
+        the process, which another bridge's user would not release
+        (OVN's ovn-controller, which held its chassis this way, was
+        reverted for holding its own connection to the southbound
+        database)."""
+        bridge = rec.spec.bridge
+        if not rec.spec.db.startswith("unix:"):
+            return ("the switch's database %s is not a local socket"
+                    % rec.spec.db)
+        target = rec.of.target
+        if target != bridge and not (
+                target.startswith("unix:")
+                and os.path.basename(target[5:]) == bridge + ".mgmt"):
+            return ("the OpenFlow target %s is not the bridge's management "
+                    "socket (ovs-vswitchd connects no controller while it "
+                    "waits)" % target)
+        names = sorted(str(b.name) for b in self.ovs_root(rec).bridges)
+        if names != [bridge]:
+            return ("ovs-vswitchd has other bridges than %s (%s), which "
+                    "flow-restore-wait would hold too"
+                    % (bridge, ", ".join(n for n in names if n != bridge)))
+        if self.saved == "null":
+            return ("no slice kept in %s yet (a restarted switch would "
+                    "wait for the fabric database)" % self.cache_path)
+        return None
+
+    @staticmethod
+    def ovs_root(rec: Reconciler) -> Any:
+        """The switch's Open_vSwitch row (DaqctlError if it has none)."""
+        rows = rec.db.idl.tables["Open_vSwitch"].rows
+        if not rows:
+            raise DaqctlError("%s: the database has no Open_vSwitch record"
+                              % rec.spec.db)
+        return next(iter(rows.values()))
+
+    def frw_write(self, rec: Reconciler, on: bool, comment: str) -> int:
+        """Sets (on) or removes (not on) flow-restore-wait and its owner
+        key, in a transaction of its own: its next_cfg."""
+        def build(txn: Any) -> None:
+            root = self.ovs_root(rec)
+            root.verify("other_config")
+            root.verify("external_ids")
+            oc, ext = dict(root.other_config), dict(root.external_ids)
+            if on:
+                oc[FRW], ext[FRW_OWNER] = "true", self.node
+            else:
+                oc.pop(FRW, None)
+                if ext.get(FRW_OWNER) == self.node:
+                    del ext[FRW_OWNER]
+            root.other_config, root.external_ids = oc, ext
+        return rec.db.transact(build, "%s: %s" % (PROG, comment))
+
+    def frw_say(self, note: Optional[str]) -> None:
+        """Logs 'note' once (not at every check)."""
+        if note is not None and note != self.frw_note:
+            vlog.info("switch %s: %s" % (self.node, note))
+        self.frw_note = note
+
+    def restore_wait(self, rec: Reconciler) -> None:
+        """After an attempt that brought the switch to its slice: the
+        switch's ovs-vswitchd is released from flow-restore-wait (once
+        per start of it), and the key is set again for its next start.
+
+        ovs-vswitchd reads Open_vSwitch:other_config:flow-restore-wait
+        from its start until it reads it false or unset, never after
+        (bridge.c): one that starts with it "true" keeps the datapath's
+        flows, receives no packet from the datapath (a packet that
+        misses its flows is dropped: with the userspace datapath, every
+        packet of a restarted process), runs no BFD and connects no
+        controller, while its management socket takes flows; once it
+        reads it unset, it forwards.  Set while ovs-vswitchd runs, the
+        key does nothing until its next start.  So, as ovs-ctl's
+        restart does around its own restore of the flows, and as
+        ovn-controller did (OVN 621f85e92, reverted in 30f431174 for the
+        deadlock frw_unsafe() rules out): the key is set ahead, while
+        the switch holds its slice; a restarted ovs-vswitchd (a crash,
+        a kill, a reboot) then forwards nothing and brings no BFD
+        session up (its peers' fast_failover buckets stay on other
+        links) until the agent has applied its whole slice and removed
+        the key, waiting until ovs-vswitchd has read that (cur_cfg);
+        then the agent sets it again.  A key set by someone else (no
+        owner key: ovs-ctl's restart, which restores the flows it saved
+        and removes it) is left to them.  The key stays only while
+        frw_unsafe() has nothing to say; a clean exit removes it
+        (frw_disarm()), and an ovs-vswitchd that refuses the slice is
+        released after FRW_MAX_FAILURES attempts
+        (restore_wait_failed())."""
+        self.frw_failures = 0
+        root = self.ovs_root(rec)
+        oc, ext = dict(root.other_config), dict(root.external_ids)
+        ours = ext.get(FRW_OWNER) == self.node
+        if not self.frw_released:
+            if oc.get(FRW) == "true" and not ours:
+                self.frw_say("other_config:%s is set by someone else (%s): "
+                             "left to them" % (FRW, ext.get(FRW_OWNER)
+                                               or "ovs-ctl restart?"))
+                return
+            if FRW in oc:
+                cfg = self.frw_write(rec, False, "the slice is in: "
+                                     "flow-restore-wait removed")
+                held = True
+            else:
+                cfg, held = int(root.next_cfg), False
+            # Released once ovs-vswitchd has read the key unset.
+            rec.db.wait_applied(cfg)
+            self.frw_released = True
+            if held:
+                self.frw_releases += 1
+                vlog.info("switch %s: slice applied, ovs-vswitchd released "
+                          "from flow-restore-wait (it forwards from now on)"
+                          % self.node)
+            root = self.ovs_root(rec)
+            oc, ext = dict(root.other_config), dict(root.external_ids)
+            ours = ext.get(FRW_OWNER) == self.node
+        why = self.frw_unsafe(rec)
+        self.frw_why = why
+        armed = ours and oc.get(FRW) == "true"
+        if why is None and not armed:
+            if oc.get(FRW) == "true" and not ours:
+                self.frw_say("other_config:%s is set by someone else: left "
+                             "to them" % FRW)
+                return
+            self.frw_write(rec, True, "flow-restore-wait for the next "
+                           "start of ovs-vswitchd")
+            self.frw_say("flow-restore-wait set: a restarted ovs-vswitchd "
+                         "forwards only once this agent has applied its "
+                         "slice")
+        elif why is not None:
+            if ours:
+                self.frw_write(rec, False, "flow-restore-wait removed")
+            self.frw_say("flow-restore-wait not set: %s" % why)
+
+    def restore_wait_failed(self) -> None:
+        """After an attempt to apply the slice that failed: an
+        ovs-vswitchd that may wait for the agent since it started is
+        released after FRW_MAX_FAILURES such attempts in a row, with
+        whatever it holds (in secure mode, what no flow matches is
+        dropped): never held for ever by a slice it refuses.  The
+        key is set again after an attempt that succeeds."""
+        if self.frw_released or self.rec is None:
+            return
+        self.frw_failures += 1
+        if self.frw_failures < FRW_MAX_FAILURES:
+            return
+        rec = self.rec
+        try:
+            root = self.ovs_root(rec)
+            if (FRW in root.other_config
+                    and root.external_ids.get(FRW_OWNER) == self.node):
+                self.frw_write(rec, False, "released without the slice")
+                self.frw_releases += 1
+                vlog.warn("switch %s: %d attempts to apply the slice "
+                          "failed: ovs-vswitchd released from "
+                          "flow-restore-wait without it" % (
+                              self.node, self.frw_failures))
+        except DaqctlError as e:
+            vlog.warn("switch %s: cannot remove flow-restore-wait: %s"
+                      % (self.node, e))
+
+    def frw_disarm(self) -> None:
+        """At a clean exit: removes the flow-restore-wait this agent set,
+        so that a switch whose agent was stopped is not left waiting for
+        it at its next start."""
+        try:
+            if self.rec is None and self.want is not None:
+                self.reconciler()
+            if self.rec is None:
+                return
+            root = self.ovs_root(self.rec)
+            if root.external_ids.get(FRW_OWNER) == self.node:
+                self.frw_write(self.rec, False, "exiting: flow-restore-wait "
+                               "removed")
+                vlog.info("switch %s: flow-restore-wait removed (the agent "
+                          "exits)" % self.node)
+        except DaqctlError as e:
+            vlog.warn("switch %s: cannot remove flow-restore-wait at exit: "
+                      "%s" % (self.node, e))
+
+    def frw_text(self) -> str:
+        """flow-restore-wait in a few words (status)."""
+        if self.rec is None:
+            return "-"
+        try:
+            root = self.ovs_root(self.rec)
+        except DaqctlError:
+            return "-"
+        oc, ext = dict(root.other_config), dict(root.external_ids)
+        if oc.get(FRW) != "true":
+            text = "not set"
+            if self.frw_why is not None:
+                text += ": " + self.frw_why
+        elif ext.get(FRW_OWNER) == self.node:
+            text = "set for the next start of ovs-vswitchd"
+        else:
+            text = "set by someone else"
+        return "%s; released %d times" % (text, self.frw_releases)
+
     def apply(self) -> None:
         """Brings the switch to self.want (usually a check that finds
         nothing to do)."""
@@ -227,6 +507,9 @@ class SwitchHold(NodeBase):
             rec.result["messages"] = []
             rec.routes = routes
             self.set_bfd(rec)
+            # (A bridge whose fail mode changes loses its flows and
+            # groups: the check is a full one.)
+            flushed = self.secure(rec)
             br = rec.db.bridge(rec.spec.bridge)
             missing = sorted(route_ports_ - set(rec.db.ports(br)))
             # Whether the flows may have changed since the last check
@@ -239,6 +522,11 @@ class SwitchHold(NodeBase):
             # check (then this one is full, and asks the switch about
             # everything).
             restarted = self.watch.started != self.watch_since
+            if restarted:
+                # Connected to it, or it restarted: released once the
+                # slice is in (restore_wait()).
+                self.frw_released = False
+            restarted = restarted or flushed
             new_slice = text != self.applied or whole != self.full_want
             if (not missing and self.error is None and not new_slice
                     and not restarted and self.flow_count is not None
@@ -248,6 +536,7 @@ class SwitchHold(NodeBase):
                 self.n_checks["quick"] += 1
                 if flows_news:
                     self.n_checks["counted"] += 1
+                self.restore_wait(rec)
                 self.held(want, text)
                 return
             if not (new_slice and not restarted and self.error is None
@@ -281,8 +570,10 @@ class SwitchHold(NodeBase):
             self.flow_count = (count if count is not None
                                else rec.of.flow_count())
             self.watch_since = self.watch.started
+            self.restore_wait(rec)
         except DaqctlError as e:
             self._failed(str(e), want["generation"])
+            self.restore_wait_failed()
             # A switch that refused the slice (rolled back) still says
             # what its ports are; one it could not reach, nothing.
             self.failed_links = self.local_view(False)[0]
