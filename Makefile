@@ -50,6 +50,7 @@ help:
 	@echo "  make deps        install missing Debian packages (root)"
 	@echo "  make             prepare ovs/ and build it"
 	@echo "  make demo        incast demo: stock, credits, daqring, deep FIFO (root)"
+	@echo "  make sandbox     the built switch, bridge br0 and a shell to try it (root)"
 	@echo "  make demo-fabric the incast through a leaf-spine fabric (root)"
 	@echo "  make check       our tests, OVS regressions, pytest (root)"
 	@echo "  make check-ovs   OVS's full testsuite (an hour or more)"

@@ -14,14 +14,16 @@ import pytest
 from ovs_daqring import VERSION
 
 TOP = Path(__file__).resolve().parent.parent.parent
-TOOLS = ["ovs-daqctl", "daq-incast", "daq-bench", "ovs-daqfabric-agent"]
+TOOLS = ["ovs-daqctl", "daq-incast", "daq-bench", "ovs-daqfabric-agent",
+         "ovs-daqring-sandbox"]
 
 
 def fake_package(tmp_path: Path) -> Path:
     """An ovs_daqring whose tools only print that they are the fake."""
     pkg = tmp_path / "site" / "ovs_daqring"
     for sub, mod in (("cmd", "ovs_daqctl"), ("cmd", "daq_incast"),
-                     ("cmd", "daq_bench"), ("cmd", "ovs_daqfabric_agent")):
+                     ("cmd", "daq_bench"), ("cmd", "ovs_daqfabric_agent"),
+                     ("cmd", "ovs_daqring_sandbox")):
         (pkg / sub).mkdir(parents=True, exist_ok=True)
         (pkg / sub / "__init__.py").write_text("")
         (pkg / sub / (mod + ".py")).write_text(
