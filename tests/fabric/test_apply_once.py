@@ -15,12 +15,15 @@
 """'ovs-daqctl fabric apply' exactly once (an apply whose answer was lost
 is recognised by its id in the Fabric row's history of applies, even
 after others landed on top of it, and is not written again over them),
-and 'fabric apply --wait' without a planner (it says so and fails, not
-after --timeout).  Against a real three-member clustered ovsdb-server.
+'fabric apply --wait' without a planner (it says so and fails, not
+after --timeout), and --wait judging the nodes by its own clock where
+it can (not by the writers' wall clocks).  Against a real three-member
+clustered ovsdb-server.
 
 Run: /usr/bin/python3 -m pytest -q tests/fabric/test_apply_once.py
 """
 
+import json
 import os
 import subprocess
 import time
@@ -85,23 +88,73 @@ def _content(remote: str) -> Any:
         db.close()
 
 
+def _write_report(db: FabricDb, node: str, generation: int,
+                  interval_ms: int = 60000, skew_ms: int = 0) -> None:
+    """A Node row of 'node' as its agent writes it, at 'generation', with
+    a heartbeat of 'interval_ms', by a clock 'skew_ms' ahead of ours."""
+    def build(txn: Any) -> None:
+        rows = {r.name: r for r in db.rows("Node")}
+        r = rows.get(node) or txn.insert(db.idl.tables["Node"])
+        r.name = node
+        r.agent = "test"
+        r.generation = generation
+        r.report_interval = interval_ms
+        r.updated = fdb.now_ms() + skew_ms
+    status, _ = db.commit(build, "test node")
+    assert status == Txn.SUCCESS, status
+
+
 def _report_up_to_date(remote: str, node: str, generation: int) -> None:
     """A Node row of 'node' as its agent writes it, up (fresh, a minute's
     heartbeat), at 'generation'."""
     db = FabricDb(remote, 30)
     try:
-        def build(txn: Any) -> None:
-            rows = {r.name: r for r in db.rows("Node")}
-            r = rows.get(node) or txn.insert(db.idl.tables["Node"])
-            r.name = node
-            r.agent = "test"
-            r.generation = generation
-            r.report_interval = 60000
-            r.updated = fdb.now_ms()
-        status, _ = db.commit(build, "test node")
-        assert status == Txn.SUCCESS, status
+        _write_report(db, node, generation)
     finally:
         db.close()
+
+
+def _wait_with_planner(remotes: str, timeout: int,
+                       beat: Any = None) -> Any:
+    """'fabric apply EXAMPLE --wait -f json' while a planner holds the
+    lock (and does not plan), calling beat() meanwhile; its process."""
+    db = FabricDb(remotes, 30)
+    try:
+        empty = db.root() is None
+    finally:
+        db.close()
+    if empty:
+        # A planner takes over a fabric.
+        assert subprocess.run(_daqctl("fabric", "apply", str(EXAMPLE),
+                                      "--db", remotes), env=_env(),
+                              timeout=120).returncode == 0
+    planner = Planner(remotes, "idle", 30)
+    try:
+        wait_for(lambda: planner.take_over().startswith(("took over",
+                                                         "planner")),
+                 "the planner to take over")
+        proc = subprocess.Popen(_daqctl("fabric", "apply", str(EXAMPLE),
+                                        "--wait", "--timeout", str(timeout),
+                                        "--db", remotes, "-f", "json"),
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env=_env())
+        try:
+            end = time.monotonic() + 120
+            while proc.poll() is None and time.monotonic() < end:
+                planner.db.run()
+                if beat is not None:
+                    beat()
+                time.sleep(0.1)
+            proc.out, proc.err = proc.communicate(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert planner.has_lock()
+    finally:
+        planner.close()
+    return proc
 
 
 # ============================================================ exactly once
@@ -211,3 +264,44 @@ def test_apply_wait_with_a_planner_that_holds_the_lock(
     assert proc.returncode == 1, out + err
     assert "did not apply generation 2 within 8 s: spine1" in out, out
     assert "no planner" not in out + err, out + err
+
+
+# ====================================================== --wait, one clock
+def test_apply_wait_judges_a_silent_node_by_its_own_clock(
+        cluster: Cluster) -> None:
+    """A node whose clock is an hour ahead wrote its last report and fell
+    silent: by its 'updated', it looks fresh for an hour.  'apply
+    --wait' hears nothing from it for 3 of its heartbeats (0.5 s) by its
+    own clock, and does not wait for it: down."""
+    remotes = cluster.remotes()
+    db = FabricDb(remotes, 30)
+    try:
+        _write_report(db, "spine1", 0, interval_ms=500,
+                      skew_ms=3600 * 1000)
+    finally:
+        db.close()
+    proc = _wait_with_planner(remotes, 30)
+    assert proc.returncode == 0, proc.out + proc.err
+    rep = json.loads(proc.out)["fabric"]
+    assert "spine1" in rep["down"] and rep["lagging"] == [], rep
+
+
+def test_apply_wait_judges_a_reporting_node_by_its_own_clock(
+        cluster: Cluster) -> None:
+    """A node whose clock is an hour behind reports every 0.3 s: by its
+    'updated' it looks down, but 'apply --wait' hears it report, and it
+    is up: it lags (it never applies the generation here)."""
+    remotes = cluster.remotes()
+    _report_up_to_date(remotes, "spine1", 0)
+    db = FabricDb(remotes, 30)
+    try:
+        def beat() -> None:
+            _write_report(db, "spine2", 0, interval_ms=300,
+                          skew_ms=-3600 * 1000)
+        beat()
+        proc = _wait_with_planner(remotes, 5, beat)
+    finally:
+        db.close()
+    assert proc.returncode == 1, proc.out + proc.err
+    rep = json.loads(proc.out)["fabric"]
+    assert rep["lagging"] == ["spine1", "spine2"], rep

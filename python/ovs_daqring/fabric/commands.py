@@ -139,17 +139,43 @@ def _dry_run(args: argparse.Namespace, db: FabricDb, state: Any) -> int:
     return EXIT_OK
 
 
-def node_view(db: FabricDb, now: int) -> List[Dict[str, Any]]:
+def heard_up(db: FabricDb, since: float,
+             now: Optional[float] = None) -> Dict[str, bool]:
+    """Which nodes are up or down by this client's own clock
+    (time.monotonic()), for a client that has watched the database since
+    'since': a node whose report its IDL received after 'since' is up
+    while that report is fresh (FabricIdl.heard(): UP_INTERVALS of the
+    node's report intervals); one it has not heard from since is down
+    once that long has passed since 'since'.  The others (not heard from
+    yet, not for that long) are left out: not known by this clock."""
+    now = time.monotonic() if now is None else now
+    out = {}
+    for n in db.rows("Node"):
+        got = db.idl.heard_at.get(n.name)
+        if got is not None and got[1] > since:
+            out[n.name] = now <= got[2]
+        elif now - since > UP_INTERVALS * int(n.report_interval) / 1000.0:
+            out[n.name] = False
+    return out
+
+
+def node_view(db: FabricDb, now: int,
+              heard: Optional[Dict[str, bool]] = None
+              ) -> List[Dict[str, Any]]:
     """Per switch, and per host that has a Node row (a host's agent,
     ovs-daqfabric-agent --host: the hosts of a fabric of one plane run
     none), its node's report and whether it is up.  "switch" is the
-    node's name (a host's too), "kind" "switch" or "host"."""
+    node's name (a host's too), "kind" "switch" or "host".  Up: as
+    'heard' says (heard_up(): by this client's clock), else, for the
+    nodes it leaves out, by the age of the report's 'updated' (the
+    writer's wall clock) at 'now' (this client's, ms)."""
     nodes = {n.name: n for n in db.rows("Node")}
+    heard = heard or {}
     out = []
     for s in sorted(db.rows("Switch"), key=lambda s: s.name):
         v: Dict[str, Any] = {"switch": s.name, "kind": "switch",
                              "role": s.role, "plane": s.plane}
-        v.update(_report(nodes.get(s.name), now))
+        v.update(_report(nodes.get(s.name), now, heard.get(s.name)))
         out.append(v)
     for h in sorted(db.rows("Host"), key=lambda h: h.name):
         n = nodes.get(h.name)
@@ -157,18 +183,20 @@ def node_view(db: FabricDb, now: int) -> List[Dict[str, Any]]:
             continue
         v = {"switch": h.name, "kind": "host", "role": h.role,
              "plane": None, "planes": sorted(int(p) for p in h.attachments)}
-        v.update(_report(n, now))
+        v.update(_report(n, now, heard.get(h.name)))
         out.append(v)
     return out
 
 
-def _report(n: Any, now: int) -> Dict[str, Any]:
-    """node_view()'s part of a node's report (Node row 'n', or None)."""
+def _report(n: Any, now: int, up: Optional[bool] = None) -> Dict[str, Any]:
+    """node_view()'s part of a node's report (Node row 'n', or None);
+    'up' if known by this client's clock."""
     if n is None:
         return {"up": False, "generation": None}
     age = now - int(n.updated)
     return dict(
-        up=age <= UP_INTERVALS * int(n.report_interval),
+        up=(age <= UP_INTERVALS * int(n.report_interval)
+            if up is None else up),
         generation=int(n.generation), agent=n.agent,
         age_ms=age, links=dict(n.links), bfd=dict(n.bfd),
         rings={r: {"occupancy": n.ring_occupancy.get(r),
@@ -256,7 +284,8 @@ def _wait(args: argparse.Namespace, db: FabricDb, gen: int) -> int:
     """Until every node that is up has applied 'gen' or reported that it
     failed to (or the timeout); an error when no planner holds the lock
     for NO_PLANNER_S while 'gen' is not planned."""
-    deadline = time.monotonic() + args.timeout
+    since = time.monotonic()
+    deadline = since + args.timeout
     watch = PlannerWatch(db)
     while True:
         db.run()
@@ -269,7 +298,11 @@ def _wait(args: argparse.Namespace, db: FabricDb, gen: int) -> int:
                 watch.stop()
                 args.report["fabric"]["planner"] = None
                 raise _no_planner(db, gen, absent)
-        v = wait_verdict(node_view(db, now_ms()), gen)
+        # Up or down by this command's clock where it can tell: a node
+        # heard from during the wait, or silent for UP_INTERVALS of its
+        # intervals (a writer's clock ahead no longer makes a dead node
+        # look up, nor one behind a live node that reports look down).
+        v = wait_verdict(node_view(db, now_ms(), heard_up(db, since)), gen)
         lag, refused = v["lagging"], v["refused"]
         pending = [n for n in lag if n not in refused]
         if not pending or time.monotonic() > deadline:
