@@ -574,8 +574,10 @@ def test_two_spines_share_the_dcms_and_flood_over_one() -> None:
     for j in (0, 1):
         mine = sorted(d for d, a in assign.items() if a.spine == "spine%d"
                       % j)
+        # Standing routes: every spine routes every DCM; the leaves send
+        # each up to its own spine first.
         assert sorted(r.dcm for r in sl["spine%d" % j].routes
-                      if r.dcm) == mine
+                      if r.dcm) == sorted(assign)
         for leaf in ("ros-leaf0", "ros-leaf1", "hlt-leaf"):
             assert sorted(r.dcm for r in sl[leaf].routes
                           if r.port == "up%d" % j) == mine
@@ -1022,10 +1024,12 @@ def test_switches_hold_both_directions(mode: str, planes: int) -> None:
     assert ("group_id=" in _dump(sl["hlt-leaf"])[1]) == ring
     assert check_routes(p, flows, asg) == []
     want = expected_flows(p, asg)
-    # Both ways: every DCM from the HLT leaf, every ROS host to it.
+    # Both ways: every DCM from each HLT leaf (standing routes, every
+    # plane), every ROS host to it.
     hl = [f for leaf in p.hlt_leaves for f in want[leaf]]
     assert sorted(f[1] for f in hl if f[0] == "from") == (
-        sorted(d.ips[0] for d in p.dcms) if ring else [])
+        sorted(d.ips[0] for d in p.dcms for _ in p.hlt_leaves)
+        if ring else [])
     # Every HLT leaf holds every DCM's ring (standby rings).
     for leaf in p.hlt_leaves:
         assert sorted(f[1] for f in want[leaf] if f[0] == "ring") == (

@@ -11,6 +11,7 @@ hold for the DCMs' assignments (expected_flows()) and the difference
 from typing import Any, Dict, List
 
 from ...daqctl.openflow import parse_group, split_dl_dst
+from ...fabric.slice import spine_order
 from .plan import FabricPlan, FabricSwitch, plane_name, ros_host_prefix
 
 
@@ -102,9 +103,11 @@ def expected_flows(plan: FabricPlan, assignments: Dict[str, str]
     fabric_flows gives it, with the DCMs ASSIGNMENTS (DCM -> "plane/
     spine"; none in the modes without rings).  Towards each ROS host, in
     every plane: its leaf out of its port, every spine down to its leaf.
-    Towards each DCM: every ROS leaf of its plane up to the DCM's spine,
-    that spine down to the plane's HLT leaf, there into its ring; from
-    the DCM: that HLT leaf up to the DCM's spine.  Its ring, on the HLT
+    Towards each DCM, in every plane (standing routes): every ROS leaf
+    up to the DCM's spine (in another plane than the DCM's, the first
+    of slice.spine_order()), every spine down to the plane's HLT leaf,
+    there into its ring; from the DCM: that HLT leaf up to the same
+    spine as the ROS leaves.  Its ring, on the HLT
     leaf of every plane (standby rings), drains out of its host's
     port.  The last hop towards a host sets its MAC (fabric_map() gives
     every host its MACs): the ROS leaf's route out of the ROS host's
@@ -127,15 +130,23 @@ def expected_flows(plan: FabricPlan, assignments: Dict[str, str]
         a = assignments.get(plan.dcm_name(d))
         if a is None:
             continue
-        plane_s, sp = a.split("/", 1)
-        plane = int(plane_s)
-        hlt = plan.hlt_leaves[plane]
+        plane_s, assigned = a.split("/", 1)
         ip = d.ips[0]
-        for leaf in sorted({plan.ros_leaf(h.ns, plane)
-                            for h in plan.ros_hosts}):
-            out[leaf].append(["to", ip, port(leaf, sp)])
-        out[sp].append(["to", ip, port(sp, hlt)])
-        out[hlt].append(["from", ip, port(hlt, sp)])
+        # Standing routes (fabric/slice.py): in every plane, every spine
+        # down to the plane's HLT leaf, the ROS leaves and the way back up
+        # over every spine, the assigned one first in the assigned plane.
+        for p, hlt in enumerate(plan.hlt_leaves):
+            spines = sorted(s.name for s in plan.switches
+                            if s.role == "spine" and s.plane == p)
+            first = spine_order(
+                spines, assigned if p == int(plane_s) else None,
+                plan.dcm_name(d))[0]
+            for leaf in sorted({plan.ros_leaf(h.ns, p)
+                                for h in plan.ros_hosts}):
+                out[leaf].append(["to", ip, port(leaf, first)])
+            for sp in spines:
+                out[sp].append(["to", ip, port(sp, hlt)])
+            out[hlt].append(["from", ip, port(hlt, first)])
         for p, leaf in enumerate(plan.hlt_leaves):
             out[leaf].append(["to", ip, plan.ring_on(d, leaf), d.mac])
             out[leaf].append(["ring", plan.ring_on(d, leaf),
