@@ -86,3 +86,22 @@ def test_idle_planner_agent_sleeps(cluster: Cluster, tmp_path: Path) -> None:
             timeouts
     finally:
         agent.close()
+
+
+@pytest.mark.parametrize("exiting", [True, False])
+def test_agent_removes_its_flow_restore_wait_only_when_told_to_exit(
+        exiting: bool) -> None:
+    """'ovs-appctl exit' removes the flow-restore-wait the agent set
+    (SwitchHold.frw_disarm()): a switch whose agent was stopped must not
+    wait for it at its next start.  A close for any other reason (the
+    process dies of an exception, a test ends) leaves it."""
+    from types import SimpleNamespace
+    calls = []
+    agent = fa.Agent.__new__(fa.Agent)
+    agent.exiting = exiting
+    agent.planner = None
+    agent.fabric = SimpleNamespace(close=lambda: calls.append("fabric"))
+    agent.frw_disarm = lambda: calls.append("disarm")  # type: ignore
+    agent.close_switch = lambda: calls.append("switch")  # type: ignore
+    agent.close()
+    assert calls == (["disarm"] if exiting else []) + ["switch", "fabric"]

@@ -350,10 +350,11 @@ class SwitchHold(NodeBase):
         (bridge.c): one that starts with it "true" keeps the datapath's
         flows, receives no packet from the datapath (a packet that
         misses its flows is dropped: with the userspace datapath, every
-        packet of a restarted process), runs no BFD and connects no
-        controller, while its management socket takes flows; once it
-        reads it unset, it forwards.  Set while ovs-vswitchd runs, the
-        key does nothing until its next start.  So, as ovs-ctl's
+        packet of a restarted process, so no BFD session comes up) and
+        connects no controller, while its management socket takes
+        flows; once it reads it unset, it forwards.  Set while
+        ovs-vswitchd runs, the key does nothing until its next start.
+        So, as ovs-ctl's
         restart does around its own restore of the flows, and as
         ovn-controller did (OVN 621f85e92, reverted in 30f431174 for the
         deadlock frw_unsafe() rules out): the key is set ahead, while
