@@ -144,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 exit status: 0 success (also "no changes"), 1 the switch failed or refused
 (changes rolled back), 2 bad map or arguments (nothing changed), 3 failed
-and the rollback failed too, 4 check --live: a switch differs from the map.
+and the rollback failed too, 4 check --live: a switch differs from the map,
+5 fabric apply: the map may have been committed (its answer was lost).
 See ovs-daqctl(8) and utilities/dcm-map.example.yaml.""")
     add_common(p, False)
     p.add_argument("--version", "-V", action="version",

@@ -37,6 +37,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .hostnet import (HostNet, Kernel, apply_batch, batch, host_monitored,
                       host_routes, read_kernel)
 from .node import NodeBase, vlog
+from .stale import current_assignments
 
 # The tables a host's routes are computed from.
 HOST_TABLES = ("Fabric", "Host", "DCM", "Assignment")
@@ -126,7 +127,12 @@ class HostAgent(NodeBase):
         if own is not None:
             self._note(None)
             return
-        net = host_routes(state, db.assignments(), self.node, self.devs)
+        asg = db.assignments()
+        if int(fab.planned_generation) < int(fab.generation):
+            # A generation without its plan: no DCM steered into a plane
+            # it removed (fabric/stale.py).
+            asg = current_assignments(state, asg)
+        net = host_routes(state, asg, self.node, self.devs)
         if net is None:
             # A typo in --host must not empty a host: leave it as it is.
             self._note("no host %s in the fabric (generation %d): the host "
