@@ -466,3 +466,307 @@ def test_a_member_without_the_last_failover_is_left(
     member(3, 3, 7)
     idl.check_stale()
     assert left == [2]
+
+
+# ===================================== commits that do not block the agent
+# Issue 47 item 10: without 'wait' (the agents' --planner), a planner's
+# round never waits for the leader's answer; at most one transaction is
+# in flight, and each round looks at it first (OVS's ovsdb_idl_loop).
+class MonoClock:
+    """time of the modules under test: time.monotonic() (seconds) is
+    'now', and moves only when a test (or a fake's wait) moves it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return 10 ** 9 + self.now
+
+
+class FakeTxn:
+    """A transaction sent to a leader that answers only when the test
+    says (SlowDb.answer())."""
+
+    def __init__(self) -> None:
+        self.status = Txn.INCOMPLETE
+        self.waited = 0
+
+    def commit(self) -> str:
+        return self.status
+
+    def wait(self, poller: Any) -> None:
+        self.waited += 1
+        if self.status != Txn.INCOMPLETE:
+            poller.immediate_wake()
+
+    def abort(self) -> None:
+        if self.status == Txn.INCOMPLETE:
+            self.status = Txn.ABORTED
+
+    def get_error(self) -> str:
+        return str(self.status)
+
+
+class FakePoller:
+    """What a loop would wait for: the shortest timer (ms), 0 for an
+    immediate wake."""
+
+    def __init__(self) -> None:
+        self.timeout: Optional[int] = None
+
+    def timer_wait(self, ms: int) -> None:
+        if self.timeout is None or ms < self.timeout:
+            self.timeout = ms
+
+    def immediate_wake(self) -> None:
+        self.timer_wait(0)
+
+    def fd_wait(self, fd: Any, events: Any) -> None:
+        pass
+
+
+class SlowDb(FakeDb):
+    """A FakeDb whose leader answers a transaction only when the test
+    says: begin() (FabricDb.begin()) sends it, answer() answers the
+    last one sent (a success writes what it built); commit(), the
+    blocking FabricDb.commit(), waits for the answer as
+    commit_block() does, polling every 100 ms of the fake clock,
+    until its timeout."""
+
+    clock = MonoClock()
+
+    def __init__(self, remote: str, timeout: float, leader_only: bool = True,
+                 lock: Optional[str] = None, wait: bool = True) -> None:
+        super().__init__(remote, timeout, leader_only, lock, wait)
+        self.remote = remote
+        self.timeout = timeout
+        # The IDL's change_seqno: a success's write arrives with it.
+        self.seqno = 0
+        self.sent: List[FakeTxn] = []
+        self.pending: Optional[Tuple[FakeTxn, Any]] = None
+        self.idl.wait = lambda poller: None
+        self.idl.next_silence = lambda: None
+
+    def mark(self) -> Tuple[int, int]:
+        return self.seqno, 1
+
+    def plan_key(self, seen: Any = None) -> Tuple[Any, ...]:
+        return (self.seqno, self.idl.has_lock)
+
+    def begin(self, build: Any, comment: str) -> Tuple[Any, Any]:
+        import copy
+        before = copy.deepcopy((self.fab, self.rows_, self.plans))
+        status, early = FakeDb.commit(self, build, comment)
+        if early is not None:
+            self.fab, self.rows_, self.plans = before
+            return None, early
+        after = (self.fab, self.rows_, self.plans)
+        self.fab, self.rows_, self.plans = before
+        txn = FakeTxn()
+        self.sent.append(txn)
+        self.pending = (txn, after)
+        return txn, None
+
+    def answer(self, status: str) -> None:
+        assert self.pending is not None
+        txn, after = self.pending
+        self.pending = None
+        txn.status = status
+        if status == Txn.SUCCESS:
+            self.fab, self.rows_, self.plans = after
+            self.seqno += 1
+
+    def commit(self, build: Any, comment: str, retry: bool = True
+               ) -> Tuple[str, Any]:
+        from ovs_daqring.daqctl.model import DaqctlError
+        txn, early = self.begin(build, comment)
+        if txn is None:
+            return "done", early
+        deadline = self.clock.monotonic() + self.timeout
+        while txn.commit() == Txn.INCOMPLETE:
+            if self.clock.now > deadline:
+                txn.abort()
+                raise DaqctlError("%s: the transaction timed out"
+                                  % self.remote)
+            self.clock.now += 0.1
+        return txn.status, None
+
+
+def slow_planner(monkeypatch: Any, timeout: float = 1.0
+                 ) -> Tuple[Any, MonoClock]:
+    """A daemon's planner (no 'wait') that holds the lock, on a SlowDb
+    with a generation to plan (2; the plan of 1 is in force, with no
+    DCM assigned)."""
+    clock = MonoClock()
+    monkeypatch.setattr(plannerd, "FabricDb", SlowDb)
+    monkeypatch.setattr(plannerd, "time", clock, raising=False)
+    monkeypatch.setattr(plannerd, "now_ms", lambda: 10 ** 12)
+    monkeypatch.setattr(SlowDb, "clock", clock)
+    p = plannerd.Planner("unix:none", "p", timeout, wait=False)
+    p.db.idl.has_lock = True
+    p.db.fab.generation = 2
+    return p, clock
+
+
+def test_a_round_does_not_wait_for_its_commit(monkeypatch: Any) -> None:
+    """A round sends its transaction and returns ("committing"); the
+    rounds until the answer send nothing new; the round after the
+    answer acts on it (the take-over, then the plan in force).  On the
+    fake clock: no round waits (with the blocking commits, the first
+    round waited for the whole timeout and failed)."""
+    p, clock = slow_planner(monkeypatch)
+    db = p.db
+    assert p.step() == "committing"             # the take-over, sent
+    assert clock.now == 0.0 and len(db.sent) == 1 and p.in_flight()
+    assert p.epoch is None and db.fab.planner_epoch == 0
+    poller = FakePoller()
+    p.wait(poller)
+    # Woken by its answer, or at its timeout.
+    assert db.sent[0].waited == 1 and poller.timeout == 1000
+    clock.now = 0.5
+    assert p.step() == "committing" and len(db.sent) == 1
+    db.answer(Txn.SUCCESS)
+    poller = FakePoller()
+    p.wait(poller)
+    assert poller.timeout == 0
+    # The take-over's answer, and the plan sent in the same round.
+    assert p.step() == "committing"
+    assert p.epoch == 1 and len(db.sent) == 2
+    assert db.fab.planned_generation == 1 and db.assignments() == {}
+    assert p.step() == "committing" and len(db.sent) == 2
+    db.answer(Txn.SUCCESS)
+    assert p.step() == "planned"
+    assert not p.in_flight() and db.plans == 1
+    assert db.fab.planned_generation == 2
+    assert sorted(a.spine for a in db.assignments().values()) == [
+        "sp0", "sp1"]
+    assert p.step() == "unchanged" and len(db.sent) == 2
+    assert clock.now == 0.5
+
+
+def test_a_try_again_is_planned_again_in_a_later_round(
+        monkeypatch: Any) -> None:
+    """A plan that fails (TRY_AGAIN: the database changed meanwhile) is
+    planned again by the next round; by the same round if the IDL
+    already holds news since it was built (else it would fail again);
+    and the plan then succeeds.  A TRY_AGAIN because another planner
+    took over deposes this one."""
+    p, clock = slow_planner(monkeypatch)
+    db = p.db
+    assert p.step() == "committing"
+    db.answer(Txn.SUCCESS)
+    assert p.step() == "committing" and len(db.sent) == 2
+    # What made it fail has not arrived yet.
+    db.answer(Txn.TRY_AGAIN)
+    assert p.step() == "retry (try again)"
+    assert not p.in_flight() and len(db.sent) == 2
+    assert db.assignments() == {}
+    assert p.step() == "committing" and len(db.sent) == 3
+    # It has: planned again in the same round.
+    db.answer(Txn.TRY_AGAIN)
+    db.seqno += 1
+    assert p.step() == "committing" and len(db.sent) == 4
+    db.answer(Txn.SUCCESS)
+    assert p.step() == "planned"
+    assert db.plans == 1 and db.fab.planned_generation == 2
+    assert len(db.assignments()) == 2
+    # A new generation; another planner takes over meanwhile.
+    db.fab.generation = 3
+    db.seqno += 1
+    assert p.step() == "committing" and len(db.sent) == 5
+    db.answer(Txn.TRY_AGAIN)
+    db.fab.planner_epoch = 7
+    assert p.step() == "deposed (epoch 7 is another planner's)"
+    assert p.epoch is None and db.fab.planned_generation == 2
+    assert clock.now == 0.0
+
+
+def test_a_commit_unanswered_past_the_timeout_is_aborted(
+        monkeypatch: Any) -> None:
+    """A transaction unanswered for the timeout is aborted and said so
+    (it may or may not have been committed); the next round plans
+    again from what the IDL holds."""
+    from ovs_daqring.daqctl.model import DaqctlError
+    p, clock = slow_planner(monkeypatch)
+    db = p.db
+    assert p.step() == "committing"
+    db.answer(Txn.SUCCESS)
+    assert p.step() == "committing" and len(db.sent) == 2
+    clock.now = 1.0
+    assert p.step() == "committing"             # at its timeout
+    clock.now = 1.001
+    try:
+        p.step()
+    except DaqctlError as e:
+        assert str(e) == ("unix:none: the plan transaction timed out (1 "
+                          "s); it may or may not have been committed")
+    else:
+        raise AssertionError("no timeout")
+    assert db.sent[1].status == Txn.ABORTED and not p.in_flight()
+    assert db.assignments() == {} and p.epoch == 1
+    assert p.step() == "committing" and len(db.sent) == 3
+    db.answer(Txn.SUCCESS)
+    assert p.step() == "planned" and db.fab.planned_generation == 2
+
+
+def test_the_agent_reports_while_its_planner_commit_hangs(
+        monkeypatch: Any) -> None:
+    """The agent's loop (Agent.run(), Agent.wait()) while the leader
+    does not answer its planner's transaction: every round reports and
+    none waits (with the blocking commits, the first round waited for
+    the whole timeout: no report, no switch check meanwhile); the loop
+    wakes on the transaction; an answer is acted on at the next round,
+    and a transaction left unanswered past the timeout is given up and
+    logged, the reports going on."""
+    from ovs_daqring.fabric import agent as fa
+    p, clock = slow_planner(monkeypatch, timeout=60.0)
+    db = p.db
+    monkeypatch.setattr(fa, "time", clock, raising=False)
+    a = fa.Agent.__new__(fa.Agent)
+    reports: List[float] = []
+    a.planner = p
+    a.fabric = SimpleNamespace(run=lambda: None,
+                               idl=SimpleNamespace(wait=lambda poller: None))
+    a.rec = a.watch = a.want = a.unplanned = None
+    a.next_report = 1.0
+    a.next_plan = 0.0
+    a.plan_key = None
+    a.plan_again = True
+    a.plan_what = ""
+    a.fabric_up = lambda: False                 # type: ignore
+    a.report = lambda: reports.append(clock.now)   # type: ignore
+    a.keep = lambda: None                       # type: ignore
+    a.report_deadline = lambda poller: clock.now + 2.0  # type: ignore
+    waits: List[Optional[int]] = []
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            t = clock.now
+            a.run()
+            assert clock.now == t, "a round waited"
+            poller = FakePoller()
+            a.wait(poller)
+            waits.append(poller.timeout)
+            clock.now += 0.5
+
+    rounds(20)
+    assert len(reports) == 20 and len(db.sent) == 1 and p.in_flight()
+    assert db.sent[0].waited == 20 and waits[-1] == 1000
+    db.answer(Txn.SUCCESS)
+    rounds(1)
+    assert p.epoch == 1 and len(db.sent) == 2
+    db.answer(Txn.SUCCESS)
+    rounds(1)
+    assert a.plan_what == "planned" and db.fab.planned_generation == 2
+    # A new generation whose plan is never answered: given up after the
+    # timeout (60 s), and the reports go on.
+    db.fab.generation = 3
+    db.seqno += 1
+    rounds(130)
+    assert len(reports) == 152
+    assert a.plan_what.startswith("failed: unix:none: the plan "
+                                  "transaction timed out"), a.plan_what
+    assert db.sent[2].status == Txn.ABORTED

@@ -255,14 +255,19 @@ class Agent(SwitchHold):
         # reports), when a DCM away from home may go back (its hold-down
         # ends), and every PLAN_TICK while a round did not get to plan.
         due = self.plan_again and now >= self.next_plan
-        if not p.db.connected() or (p.db.plan_key() == self.plan_key
-                                    and not due):
+        # Its transaction in flight: a look at every round (it never
+        # waits), at its answer and its timeout (wait()).
+        if not p.in_flight() and (not p.db.connected() or (
+                p.db.plan_key() == self.plan_key and not due)):
             return
         self.next_plan = now + PLAN_TICK
         try:
             what = p.step()
         except DaqctlError as e:
             what = "failed: %s" % e
+        if what == "committing":
+            # Sent, not answered yet: the next round looks at it.
+            return
         if what == "planned":
             for n in p.notes:
                 vlog.info("planner: %s" % n)
@@ -380,10 +385,11 @@ class Agent(SwitchHold):
             # Read without its plan then (plan_pending()).
             deadlines.append(due)
         if self.planner is not None:
-            # A change wakes the planner through its IDL; the tick only
+            # A change wakes the planner through its IDL (and its
+            # transaction in flight, answered or timed out); the tick only
             # while it has to look again (plan()'s 'due'), else an idle
             # planner would spin on a tick in the past.
-            self.planner.db.idl.wait(poller)
+            self.planner.wait(poller)
             if self.plan_again and self.planner.db.connected():
                 deadlines.append(self.next_plan)
             # A node whose report becomes too old changes what the plan

@@ -547,6 +547,35 @@ class FabricDb:
                                   "nothing changed" % (self.remote,
                                                        self.timeout))
 
+    def begin(self, build: Callable[[Txn], Optional[Any]],
+              comment: str) -> Tuple[Optional[Txn], Any]:
+        """The start of a commit that does not wait for its answer (a
+        daemon's loop, as OVS's ovsdb_idl_loop): runs build(txn) as
+        commit() does and sends the transaction.  Returns (txn, None):
+        txn.commit() says its status, INCOMPLETE until the answer
+        arrives (run() receives it; txn.wait() wakes a poller once it
+        has); or (None, value): build() returned 'value' and nothing
+        was sent."""
+        txn = Txn(self.idl)
+        txn.add_comment(comment)
+        try:
+            early = build(txn)
+        except BaseException:
+            txn.abort()
+            raise
+        if early is not None:
+            txn.abort()
+            return None, early
+        txn.commit()
+        return txn, None
+
+    def mark(self) -> Tuple[int, int]:
+        """Where the IDL's copy is: its change_seqno and its session's
+        seqno.  A TRY_AGAIN of a transaction built at mark() m is worth
+        building again once mark() != m (what made it fail arrived, or
+        the IDL reconnected)."""
+        return self.idl.change_seqno, self.idl._session.get_seqno()
+
     def _await_news(self, seqno: int, conn: int, deadline: float,
                     sync: bool) -> None:
         """After a TRY_AGAIN of a transaction built on the IDL's contents

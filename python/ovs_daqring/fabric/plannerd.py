@@ -25,9 +25,12 @@ port carries a DCM's path only while a fresh report says it is up
 FabricIdl.fresh_nodes()), and what it knows of the ports, the hold-down
 included, starts at its take-over."""
 
+import math
 import time
-from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import (Any, Callable, Dict, FrozenSet, List, Optional, Set,
+                    Tuple)
 
+from ..daqctl.model import DaqctlError
 from .db import FabricDb, Txn, now_ms
 from .planner import (Endpoint, changed, next_return, plan, unheard_ports,
                       unusable_ports)
@@ -44,17 +47,47 @@ PLAN_RETRIES = 3
 REPORT_WAIT_S = 30.0
 
 
+class _InFlight:
+    """A planner's transaction sent and not answered yet (without
+    'wait'): the transaction, its kind ("take-over", "plan"), when
+    (time.monotonic()) it is given up (FabricDb.timeout after it was
+    sent), the IDL's FabricDb.mark() when it was built, and what its
+    outcome means (Planner._begin()'s done())."""
+
+    def __init__(self, txn: Txn, kind: str, deadline: float,
+                 mark: Tuple[int, int],
+                 done: Callable[[str, Any], str]) -> None:
+        self.txn = txn
+        self.kind = kind
+        self.deadline = deadline
+        self.mark = mark
+        self.done = done
+
+
 class Planner:
     """The planner's side of the fabric database.  Contenders connect to
     the leader only and take the OVSDB lock PLANNER_LOCK; the one that
     gets it increments Fabric:planner_epoch (its takeover), and every
     transaction it makes verify()s that epoch, so that a planner deposed
     while it still holds a lock (on a former leader, locks are not
-    replicated) can never commit."""
+    replicated) can never commit.
+
+    With 'wait' (a command such as 'ovs-daqctl fabric plan'), it waits
+    to connect and each of its commits waits for its answer (for the
+    timeout at most).  Without (the agents' --planner), nothing waits:
+    as OVS's ovsdb_idl_loop, at most one transaction is in flight, each
+    round (take_over(), step()) looks at it first and sends at most one
+    new one, and the caller's loop wakes on wait(): a leader that does
+    not answer holds up neither the agent's reports nor its switch."""
 
     def __init__(self, remote: str, name: str, timeout: float,
                  leader_only: bool = True, wait: bool = True) -> None:
         self.name = name
+        self.blocking = wait
+        # The transaction in flight (without 'wait'), and the IDL's
+        # FabricDb.mark() when the last one answered was built.
+        self.txn: Optional[_InFlight] = None
+        self.last_mark: Optional[Tuple[int, int]] = None
         self.db = FabricDb(remote, timeout, leader_only=leader_only,
                            lock=PLANNER_LOCK, wait=wait)
         self.epoch: Optional[int] = None
@@ -92,10 +125,80 @@ class Planner:
         only once it has connected again)."""
         return bool(self.db.idl.has_lock) and self.db.connected()
 
+    def in_flight(self) -> bool:
+        """Whether a transaction of this planner is in flight (without
+        'wait' only): the next take_over() or step() looks at it first,
+        whatever else changed."""
+        return self.txn is not None
+
+    def wait(self, poller: Any) -> None:
+        """What wakes a daemon's loop for this planner: a change of its
+        IDL, and the transaction in flight, answered or past its
+        timeout (ovsdb_idl_loop_commit_and_wait())."""
+        self.db.idl.wait(poller)
+        f = self.txn
+        if f is not None:
+            f.txn.wait(poller)
+            left = f.deadline - time.monotonic()
+            poller.timer_wait(max(0, math.ceil(left * 1000)))
+
+    def _begin(self, kind: str, build: Callable[[Txn], Optional[str]],
+               comment: str, done: Callable[[str, Any], str]) -> str:
+        """Commits build()'s transaction ('kind': "take-over", "plan").
+        With 'wait' (a command), waits for its outcome (FabricDb.
+        commit()); without (a daemon), sends it and returns
+        "committing" unless it is answered at once: each round looks at
+        it then (_answer()) until it is.  done(status, early) says what
+        the outcome means ('early': what build() returned instead of a
+        transaction)."""
+        if self.blocking:
+            status, early = self.db.commit(build, comment, retry=False)
+            return done(status, early)
+        mark = self.db.mark()
+        txn, early = self.db.begin(build, comment)
+        if txn is None:
+            return done("done", early)
+        self.txn = _InFlight(txn, kind, time.monotonic() + self.db.timeout,
+                             mark, done)
+        return self._answer() or "committing"
+
+    def _answer(self) -> Optional[str]:
+        """The transaction in flight: "committing" while it waits for its
+        answer, else what its outcome means (the done() of _begin());
+        None if there is none.  One that stays unanswered for the
+        timeout is aborted (DaqctlError: it may or may not have been
+        committed; the next round plans again from what the IDL holds
+        then)."""
+        f = self.txn
+        if f is None:
+            return None
+        status = f.txn.commit()
+        if status == Txn.INCOMPLETE:
+            if time.monotonic() <= f.deadline:
+                return "committing"
+            f.txn.abort()
+            self.txn = None
+            why = self.db.unreachable()
+            raise DaqctlError("%s: the %s transaction timed out (%g s); it "
+                              "may or may not have been committed%s"
+                              % (self.db.remote, f.kind, self.db.timeout,
+                                 " (%s)" % why if why else ""))
+        self.txn = None
+        self.last_mark = f.mark
+        err = f.txn.get_error() if status == Txn.ERROR else None
+        return f.done(status, err)
+
     def take_over(self) -> str:
         """Increments the epoch if this planner holds the lock and has
-        not taken over yet.  Returns what happened."""
+        not taken over yet.  Returns what happened ("committing": its
+        transaction waits for its answer; the next call looks at it)."""
         self.db.run()
+        what = self._answer()
+        if what is not None:
+            return what
+        return self._take_over()
+
+    def _take_over(self) -> str:
         if not self.db.connected():
             # It takes over again once connected: the server released
             # its lock with the connection.
@@ -122,28 +225,37 @@ class Planner:
             fab.planner = self.name
             return None
 
-        status, early = self.db.commit(build, "%s: planner takes over"
-                                       % self.name, retry=False)
-        if early is not None:
-            return str(early)
-        if status == Txn.SUCCESS:
-            self.epoch = got["epoch"]
-            self.conn = conn
-            # What it knows of the ports starts now: it did not see them
-            # while another planner planned (or none did).
-            self.took_over = now_ms()
-            self.up_since = {}
-            self.down = None
-            return "took over (epoch %d)" % self.epoch
-        return "take-over failed (%s)" % status
+        def done(status: str, early: Any) -> str:
+            if early is not None and status == "done":
+                return str(early)
+            if status == Txn.SUCCESS:
+                self.epoch = got["epoch"]
+                self.conn = conn
+                # What it knows of the ports starts now: it did not see
+                # them while another planner planned (or none did).
+                self.took_over = now_ms()
+                self.up_since = {}
+                self.down = None
+                return "took over (epoch %d)" % self.epoch
+            return "take-over failed (%s)" % status
+
+        return self._begin("take-over", build, "%s: planner takes over"
+                           % self.name, done)
 
     def step(self, now: Optional[int] = None) -> str:
         """One planning round: the plan from the database's contents now,
         written if it differs, fenced by the epoch.  Returns what
-        happened: 'unchanged', 'planned', 'deposed', or why not.  A
-        transaction that fails because the database changed meanwhile
-        (a new generation, an assignment) is planned again at once from
-        the new contents while this planner is still the planner."""
+        happened: 'unchanged', 'planned', 'deposed', or why not.  With
+        'wait' (a command), a transaction that fails because the
+        database changed meanwhile (a new generation, an assignment) is
+        planned again at once from the new contents while this planner
+        is still the planner.  Without (a daemon's loop), a round never
+        waits for the database: it looks at its transaction in flight,
+        if any ("committing" while it is), and sends at most one new
+        one (ovsdb_idl_loop_run()); a TRY_AGAIN is planned again as
+        soon as the IDL holds what made it fail."""
+        if not self.blocking:
+            return self._step(now)
         what = self._step(now)
         for _ in range(PLAN_RETRIES):
             if not what.startswith("retry"):
@@ -152,16 +264,37 @@ class Planner:
         return what
 
     def _step(self, now: Optional[int]) -> str:
+        self.db.run()
+        kind = self.txn.kind if self.txn is not None else None
+        what = self._answer()
+        if what == "committing":
+            return what
+        if kind == "plan" and what is not None and not (
+                what.startswith("retry")
+                and self.db.mark() != self.last_mark):
+            # A plan's outcome, with what the round that built it read
+            # (self.seen).  A TRY_AGAIN is planned again at once only
+            # if the IDL holds news since that round built it: else the
+            # same transaction would fail again.
+            return what
+        if kind == "take-over" and self.epoch is None:
+            return str(what)
         self.seen = None
-        what = self.take_over()
+        what = self._take_over()
         if self.epoch is None:
             return what
+        return self._plan(now)
+
+    def _plan(self, now: Optional[int]) -> str:
+        """The round of a planner that has taken over."""
+        epoch = self.epoch
+        assert epoch is not None
         now = now_ms() if now is None else now
         db = self.db
         fab = db.root()
         if fab is None:
             return "no fabric yet"
-        if int(fab.planner_epoch) != self.epoch:
+        if int(fab.planner_epoch) != epoch:
             return self._deposed(int(fab.planner_epoch))
         state = db.state()
         reports = db.fresh_reports()
@@ -182,15 +315,13 @@ class Planner:
                 return waiting
         current = db.assignments()
         since = _with_default(up_since, self.took_over)
-        new, notes = plan(state, current, down, since, now, self.epoch,
-                          gen)
+        new, notes = plan(state, current, down, since, now, epoch, gen)
         # When to look again if nothing changes meanwhile (once this plan
         # is written; a plan that is not has it set again next round).
         self.next_due = next_return(state, new, down, since)
         upd, gone = changed(current, new)
         if not upd and not gone and int(fab.planned_generation) == gen:
             return "unchanged"
-        epoch = self.epoch
 
         def build(txn: Txn) -> Optional[str]:
             f = db.root()
@@ -223,10 +354,17 @@ class Planner:
             f.plan_serial = int(getattr(f, "plan_serial", 0) or 0) + 1
             return None
 
-        status, early = db.commit(build, "%s: plan of generation %d "
-                                  "(epoch %d)" % (self.name, gen, epoch),
-                                  retry=False)
-        if early == "deposed":
+        def done(status: str, early: Any) -> str:
+            return self._planned(status, early, epoch, notes)
+
+        return self._begin("plan", build, "%s: plan of generation %d "
+                           "(epoch %d)" % (self.name, gen, epoch), done)
+
+    def _planned(self, status: str, early: Any, epoch: int,
+                 notes: List[str]) -> str:
+        """What the outcome of the plan of epoch 'epoch' means."""
+        db = self.db
+        if early == "deposed" and status == "done":
             return self._deposed(int(db.root().planner_epoch))
         if status == Txn.SUCCESS:
             self.notes = notes
@@ -235,9 +373,10 @@ class Planner:
             self.epoch = None
             return "lost the lock"
         # TRY_AGAIN: someone changed the epoch, the generation or an
-        # assignment meanwhile, and commit() waited for the change.  See
-        # whether this planner is still the planner (a stale copy, of a
-        # connection gone, says nothing: it no longer holds the lock).
+        # assignment meanwhile (with 'wait', commit() waited for the
+        # change).  See whether this planner is still the planner (a
+        # stale copy, of a connection gone, says nothing: it no longer
+        # holds the lock).
         if not db.connected() or db.root() is None:
             return "not connected: %s" % (db.unreachable()
                                           or "the fabric is gone")
