@@ -124,7 +124,17 @@ class FabricRunner(Runner):
         before the controller programs any DCM (§6.2.3): NORMAL over a
         tree, the first spine.  Every port towards another spine is
         no-flood, so that NORMAL neither loops nor learns a host behind
-        it; the DCMs' routes (the agents') use every spine all the same."""
+        it; the DCMs' routes (the agents') use every spine all the same.
+        NORMAL is a flow of its own (priority 0) on a bridge in secure
+        mode, which the agents keep (issue 47 A4): a bridge they find
+        standalone they make secure, and ovs-vswitchd then flushes its
+        flows, NORMAL's implicit one too."""
+        for s in self.fplan.switches:
+            sw = self.switches[s.name]
+            # (ovs-vsctl waits until ovs-vswitchd has flushed the
+            # bridge: the flow comes after.)
+            sw.vsctl("set", "Bridge", s.bridge, "fail_mode=secure")
+            sw.ofctl("add-flow", s.bridge, "priority=0,actions=NORMAL")
         for name, ports in no_flood_ports(self.fplan).items():
             for port in ports:
                 self.switches[name].ofctl("mod-port",
