@@ -292,3 +292,17 @@ def one_member_cluster() -> Iterator[Cluster]:
         yield c
     finally:
         c.stop()
+
+
+def example_cluster() -> Iterator[Cluster]:
+    """A three-member cluster, and a stand-in report of every switch of
+    utilities/fabric-map.example.yaml (for tests that run no agent: the
+    planner uses a port only while a fresh report says it is up), stopped
+    after (a fixture's body: 'yield from example_cluster()')."""
+    c = Cluster(3)
+    try:
+        report_up(c.remotes(), map_ports(
+            (ROOT / "utilities" / "fabric-map.example.yaml").read_text()))
+        yield c
+    finally:
+        c.stop()

@@ -38,7 +38,7 @@ from ovs_daqring.fabric.db import FabricDb, Txn
 from ovs_daqring.fabric.fabmap import FabricMapReader, state_digest, state_json
 from ovs_daqring.fabric.plannerd import Planner
 
-from fabric_helpers import Cluster, map_ports, report_up, wait_for
+from fabric_helpers import Cluster, example_cluster, wait_for
 
 pytestmark = pytest.mark.every_base
 
@@ -50,14 +50,8 @@ PYTHON = "/usr/bin/python3"
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    """A three-member cluster, and stand-in reports of the example's
-    switches (fabric_helpers.report_up(): down to 'apply --wait')."""
-    c = Cluster(3)
-    try:
-        report_up(c.remotes(), map_ports(EXAMPLE.read_text()))
-        yield c
-    finally:
-        c.stop()
+    """fabric_helpers.example_cluster()."""
+    yield from example_cluster()
 
 
 def _daqctl(*args: str) -> List[str]:

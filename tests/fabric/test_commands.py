@@ -42,7 +42,7 @@ from ovs_daqring.fabric.fabmap import (FabricMapReader, state_digest,
                                        state_json)
 from ovs_daqring.fabric.plannerd import Planner
 
-from fabric_helpers import Cluster, map_ports, report_up, wait_for
+from fabric_helpers import Cluster, example_cluster, wait_for
 
 pytestmark = pytest.mark.every_base
 
@@ -54,15 +54,8 @@ PYTHON = "/usr/bin/python3"
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    """A three-member cluster, and a stand-in report of every switch of
-    the example (these tests run no agent): the planner uses a port only
-    while a fresh report says it is up."""
-    c = Cluster(3)
-    try:
-        report_up(c.remotes(), map_ports(EXAMPLE.read_text()))
-        yield c
-    finally:
-        c.stop()
+    """fabric_helpers.example_cluster()."""
+    yield from example_cluster()
 
 
 def daqctl(*args: str, timeout: float = 120

@@ -509,15 +509,8 @@ class FabricDb:
             self.wait_connected(max(0.1, deadline - time.monotonic()))
             seqno = self.idl.change_seqno
             conn = self.idl._session.get_seqno()
-            txn = Txn(self.idl)
-            txn.add_comment(comment)
-            try:
-                early = build(txn)
-            except BaseException:
-                txn.abort()
-                raise
-            if early is not None:
-                txn.abort()
+            txn, early = self._built(build, comment)
+            if txn is None:
                 return "done", early
             self.attempts += 1
             try:
@@ -556,6 +549,16 @@ class FabricDb:
         arrives (run() receives it; txn.wait() wakes a poller once it
         has); or (None, value): build() returned 'value' and nothing
         was sent."""
+        txn, early = self._built(build, comment)
+        if txn is not None:
+            txn.commit()
+        return txn, early
+
+    def _built(self, build: Callable[[Txn], Optional[Any]],
+               comment: str) -> Tuple[Optional[Txn], Any]:
+        """A transaction that build(txn) filled, not sent: (txn, None),
+        or (None, value) if build() returned 'value' (the transaction is
+        aborted then, and when build() raises)."""
         txn = Txn(self.idl)
         txn.add_comment(comment)
         try:
@@ -566,7 +569,6 @@ class FabricDb:
         if early is not None:
             txn.abort()
             return None, early
-        txn.commit()
         return txn, None
 
     def mark(self) -> Tuple[int, int]:
