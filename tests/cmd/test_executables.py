@@ -15,7 +15,7 @@ from ovs_daqring import VERSION
 
 TOP = Path(__file__).resolve().parent.parent.parent
 TOOLS = ["ovs-daqctl", "daq-incast", "daq-bench", "ovs-daqfabric-agent",
-         "ovs-daqring-sandbox"]
+         "ovs-daqring-sandbox", "ovs-daqring-exporter"]
 
 
 def fake_package(tmp_path: Path) -> Path:
@@ -23,7 +23,8 @@ def fake_package(tmp_path: Path) -> Path:
     pkg = tmp_path / "site" / "ovs_daqring"
     for sub, mod in (("cmd", "ovs_daqctl"), ("cmd", "daq_incast"),
                      ("cmd", "daq_bench"), ("cmd", "ovs_daqfabric_agent"),
-                     ("cmd", "ovs_daqring_sandbox")):
+                     ("cmd", "ovs_daqring_sandbox"),
+                     ("cmd", "ovs_daqring_exporter")):
         (pkg / sub).mkdir(parents=True, exist_ok=True)
         (pkg / sub / "__init__.py").write_text("")
         (pkg / sub / (mod + ".py")).write_text(

@@ -26,6 +26,7 @@ FLOORS = {
     "daqctl": 1,
     "fabric": 2,
     "incast": 3,
+    "metrics": 3,
     "bench": 4,
     "cmd": 5,
 }

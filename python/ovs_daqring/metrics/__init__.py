@@ -1,0 +1,22 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Prometheus metrics of a switch's daqrings (Documentation/topics/
+monitoring.rst), served by ovs-daqring-exporter(8):
+  rings     -- what one scrape reads of the switch's OVSDB (RingReading,
+               read_rings()) and the metric families made of it
+               (ring_families()); METRICS documents every name
+  collector -- the prometheus_client Collector that reads at each scrape,
+               and the HTTP endpoint that serves it
+"""

@@ -1,0 +1,109 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The Collector that reads a switch's daqrings at each scrape, and the
+HTTP endpoint that serves it (prometheus_client's own server: the
+exposition format is the library's, never ours)."""
+
+import threading
+from typing import Any, Callable, Iterator, List, Optional, Tuple
+
+from prometheus_client import start_http_server
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import CollectorRegistry
+
+from .rings import BY_NAME, RingReading, ring_families
+
+DEFAULT_HOST = "localhost"
+# Not in Prometheus's list of default port allocations
+# (github.com/prometheus/prometheus/wiki/Default-port-allocations).
+DEFAULT_PORT = 9478
+DEFAULT_ADDRESS = "%s:%d" % (DEFAULT_HOST, DEFAULT_PORT)
+
+
+class ReadError(Exception):
+    """The switch's state could not be read; the scrape says so
+    (daqring_exporter_ovsdb_up 0)."""
+
+
+class DaqringCollector:
+    """A prometheus_client collector: at each scrape, read() (under
+    'lock', which the caller shares with whatever else uses the OVSDB
+    connection) gives the daqrings' readings.  A ReadError makes the
+    scrape serve daqring_exporter_ovsdb_up 0 and nothing else; 'log' is
+    told why."""
+
+    def __init__(self, read: Callable[[], List[RingReading]],
+                 lock: Optional[Any] = None,
+                 log: Optional[Callable[[str], None]] = None) -> None:
+        self.read = read
+        self.lock = lock if lock is not None else threading.Lock()
+        self.log = log
+        self.last_error: Optional[str] = None
+
+    def describe(self) -> List[Metric]:
+        # Registration must not read the switch (it would, to learn the
+        # names, without describe()).
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        up = BY_NAME["daqring_exporter_ovsdb_up"]
+        up_family = GaugeMetricFamily(up.name, up.help)
+        try:
+            with self.lock:
+                readings = self.read()
+        except ReadError as e:
+            if self.log is not None and str(e) != self.last_error:
+                self.log(str(e))
+            self.last_error = str(e)
+            up_family.add_metric([], 0)
+            yield up_family
+            return
+        self.last_error = None
+        up_family.add_metric([], 1)
+        yield up_family
+        yield from ring_families(readings)
+
+
+def parse_address(text: str) -> Tuple[str, int]:
+    """--metrics-address [HOST:]PORT: (host, port); HOST may be an IPv6
+    address in brackets.  Raises ValueError with the reason."""
+    host, port = DEFAULT_HOST, text
+    if text.startswith("["):
+        close = text.find("]")
+        if close < 0 or text[close + 1:close + 2] != ":":
+            raise ValueError("%r: expected [IPV6]:PORT" % text)
+        host, port = text[1:close], text[close + 2:]
+    elif ":" in text:
+        host, _, port = text.rpartition(":")
+        if ":" in host:
+            raise ValueError("%r: put an IPv6 address in brackets, "
+                             "[IPV6]:PORT" % text)
+    if not host:
+        raise ValueError("%r: empty host" % text)
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("%r: the port must be a number from 1 to 65535"
+                         % text)
+    return host, int(port)
+
+
+def serve(collector: DaqringCollector, host: str, port: int) -> \
+        CollectorRegistry:
+    """Serves COLLECTOR alone (no process or platform collectors) on
+    http://HOST:PORT/metrics, from a thread of prometheus_client's;
+    raises OSError if the address cannot be bound."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    start_http_server(port, addr=host, registry=registry)
+    return registry

@@ -1,0 +1,337 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""A switch's daqrings as Prometheus metric families.
+
+At each scrape the exporter reads every daqring's Interface row from the
+switch's OVSDB (what "ovs-daqctl show -f json" reads too): its
+"statistics" column, which ovs-vswitchd refreshes every
+other_config:stats-update-interval (5 s by default) from the provider's
+counters (lib/netdev-daqring.c, netdev_daqring_get_stats() and
+netdev_daqring_get_custom_stats()), and its "status" column
+(netdev_daqring_get_status(): the configuration in force).  Nothing is
+asked of the PMDs: a scrape costs the switch no datapath cycle.
+
+Names follow Prometheus's conventions: the "daqring_" prefix, base units
+in the name (bytes, seconds; packets where a count of packets is the
+unit), "_total" on counters, and labels bounded by the configuration
+(bridge, ring, egress, dcm, and the fixed set of drop reasons)."""
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                    Metric)
+
+# The drop reasons of daqring_dropped_packets_total: reason -> how the
+# provider counts them (a statistics key, or "refused": tx_dropped less
+# the other reasons counted at enqueue).
+DROP_REASONS = {
+    "ring_full": "ring_full_drops",
+    "loop": "loop_drops",
+    "refused": None,
+    "egress_down": "egress_drops",
+}
+
+RING = ("bridge", "ring")
+EGRESS = ("bridge", "ring", "egress")
+
+
+@dataclass(frozen=True)
+class MetricDoc:
+    """One exported metric: its name (without "_total" for a counter, as
+    prometheus_client names a family), kind, labels, and meaning."""
+    name: str
+    kind: str                      # "counter" or "gauge"
+    labels: Tuple[str, ...]
+    help: str
+
+    def exposed(self) -> str:
+        """The name of its samples in the exposition."""
+        return self.name + ("_total" if self.kind == "counter" else "")
+
+
+def _m(name: str, kind: str, labels: Tuple[str, ...], text: str) -> MetricDoc:
+    return MetricDoc(name, kind, labels, text)
+
+
+# Every metric the exporter serves (Documentation/topics/monitoring.rst
+# lists the same, a test checks it).
+METRICS = [
+    _m("daqring_enqueued_packets", "counter", RING,
+       "Packets the datapath enqueued into the daqring (statistics "
+       "tx_packets)."),
+    _m("daqring_enqueued_bytes", "counter", RING,
+       "Bytes the datapath enqueued into the daqring (statistics "
+       "tx_bytes)."),
+    _m("daqring_dequeued_packets", "counter", RING,
+       "Packets the PMD took out of the daqring (statistics rx_packets)."),
+    _m("daqring_dequeued_bytes", "counter", RING,
+       "Bytes the PMD took out of the daqring (statistics rx_bytes)."),
+    _m("daqring_dropped_packets", "counter", RING + ("reason",),
+       "Packets the daqring dropped, by reason: ring_full (refused at "
+       "enqueue, the ring was full: ring_full_drops), loop (refused, the "
+       "packet had passed too many daqrings: loop_drops), refused "
+       "(refused at enqueue, the port down or unconfigured: tx_dropped "
+       "less the two before), egress_down (dequeued, but the datapath "
+       "could not send it to the bound egress port: egress_drops)."),
+    _m("daqring_occupancy_packets", "gauge", RING,
+       "Packets in the daqring when ovs-vswitchd last refreshed the "
+       "statistics (statistics occupancy)."),
+    _m("daqring_high_watermark_packets", "gauge", RING,
+       "Largest occupancy seen since the ring was created or "
+       "netdev-daqring/reset-watermark (statistics high_watermark)."),
+    _m("daqring_size_packets", "gauge", RING,
+       "Capacity of the daqring in packets (status ring_size)."),
+    _m("daqring_max_burst_packets", "gauge", RING,
+       "Packets the daqring releases at most per poll (status "
+       "max_burst)."),
+    _m("daqring_poll_interval_seconds", "gauge", RING,
+       "Packet shaping: the interval between the daqring's releases; 0: "
+       "not shaped by packets (status poll_interval, in microseconds)."),
+    _m("daqring_shaping_rate_bytes_per_second", "gauge", RING,
+       "Byte shaping: the rate the daqring releases at, in bytes on the "
+       "wire per second; only for a ring with options:max-rate (status "
+       "max_rate, in bits per second, divided by 8)."),
+    _m("daqring_shaping_rate_packets_per_second", "gauge", RING,
+       "Packet shaping: max_burst packets every poll_interval; only for "
+       "a ring shaped by packets (no max-rate, a poll-interval)."),
+    _m("daqring_shaper_intervals", "counter", RING,
+       "Packet shaping: intervals in which packets left the daqring "
+       "(statistics shaper_intervals)."),
+    _m("daqring_shaper_burst_excess_bytes", "gauge", RING,
+       "Byte shaping: the largest burst beyond the rate seen, in bytes "
+       "on the wire; reset by netdev-daqring/reset-watermark (statistics "
+       "shaper_burst_bytes)."),
+    _m("daqring_flow_buckets", "gauge", RING,
+       "Flow-fair buckets of the daqring; 0: one FIFO (status "
+       "flow_buckets)."),
+    _m("daqring_egress_share_rate_bytes_per_second", "gauge", EGRESS,
+       "The rate of the egress share (options:egress-max-rate) the "
+       "daqring belongs to, in bytes per second; present only for the "
+       "members of a share (status egress_max_rate / 8)."),
+    _m("daqring_egress_share_burst_bytes", "gauge", EGRESS,
+       "The burst bound of the daqring's egress share in force (status "
+       "egress_max_burst_bytes)."),
+    _m("daqring_egress_share_rings", "gauge", EGRESS,
+       "Daqrings in the daqring's egress share (status "
+       "egress_sharing_rings)."),
+    _m("daqring_egress_share_waits", "counter", RING,
+       "Polls at which the egress share held the daqring's packets back "
+       "(statistics egress_share_waits)."),
+    _m("daqring_egress_bound", "gauge", EGRESS,
+       "For a daqring bound to its egress port (options:egress): 1 while "
+       "it is bound, 0 while its packets are dropped (status "
+       "egress_state)."),
+    _m("daqring_info", "gauge", RING + ("dcm",),
+       "1 for every daqring; dcm names the DCM that ovs-daqctl manages it "
+       "for (empty: not managed)."),
+    _m("daqring_config_error", "gauge", RING,
+       "1 while the daqring's configuration is refused or the port is in "
+       "error (status config_error, Interface error), else 0."),
+    _m("daqring_mempool_short", "gauge", RING,
+       "1 while the daqrings' total capacity exceeds the mbufs of OVS's "
+       "DPDK mempools (status mempool_warning), else 0."),
+    _m("daqring_rings", "gauge", ("bridge",),
+       "Daqrings on the bridge."),
+    _m("daqring_exporter_ovsdb_up", "gauge", (),
+       "1 if the last scrape read the switch's OVSDB, 0 if it could not "
+       "(then no daqring_ series is served)."),
+    _m("daqring_exporter_invalid_values", "gauge", (),
+       "Values of the last scrape's reading that were not valid (not a "
+       "count, out of range) and were left out."),
+]
+BY_NAME = {m.name: m for m in METRICS}
+
+# What the metrics are made of: the statistics and status keys of a
+# daqring's Interface row (lib/netdev-daqring.c) read here, and the status
+# keys left out, with why (a test holds these to the provider's keys).
+STATISTICS_READ = frozenset((
+    "tx_packets", "tx_bytes", "rx_packets", "rx_bytes", "tx_dropped",
+    "ring_full_drops", "loop_drops", "egress_drops", "occupancy",
+    "high_watermark", "shaper_intervals", "shaper_burst_bytes",
+    "egress_share_waits"))
+STATUS_READ = frozenset((
+    "ring_size", "max_burst", "poll_interval", "max_rate", "flow_buckets",
+    "egress", "egress_state", "egress_max_rate", "egress_max_burst_bytes",
+    "egress_sharing_rings", "config_error", "mempool_warning"))
+STATUS_NOT_EXPORTED = {
+    "numa_id": "where the ring's memory is: not a level to watch",
+    "frame_overhead": "configuration (options:frame-overhead) only",
+    "max_burst_bytes": "configuration; shaping_burst_bytes is in force",
+    "shaping_burst_bytes": "derived from max-rate and max-burst-bytes",
+    "shaping_rate": "text: daqring_shaping_rate_* carry it as numbers",
+    "shaping_tsc_hz": "the TSC frequency, the same for every ring",
+}
+
+COUNTER_MAX = 2 ** 64
+_UNSIGNED = re.compile(r"^[0-9]{1,20}$")
+
+
+@dataclass
+class RingReading:
+    """What one scrape read of one daqring's Interface row."""
+    bridge: str
+    ring: str
+    dcm: Optional[str] = None
+    statistics: Dict[str, Any] = field(default_factory=dict)
+    status: Dict[str, Any] = field(default_factory=dict)
+    # options:egress (the port the ring is bound to), or the DCM's egress.
+    egress: Optional[str] = None
+    error: Optional[str] = None
+
+
+def read_rings(db: Any) -> List[RingReading]:
+    """Every daqring of every bridge of 'db' (a daqctl.ovsdb.Ovsdb), as
+    its IDL replica has them now."""
+    out = []
+    bridges = sorted(db.idl.tables["Bridge"].rows.values(),
+                     key=lambda b: str(b.name))
+    for br in bridges:
+        for r in db.rings(br):
+            if r.iface.type != "daqring":
+                continue
+            error = r.iface.error
+            out.append(RingReading(
+                bridge=str(br.name), ring=str(r.port.name),
+                dcm=r.dcm.name if r.dcm else None,
+                statistics=dict(r.iface.statistics),
+                status=dict(r.iface.status),
+                egress=(r.iface.options.get("egress")
+                        or (r.dcm.egress if r.dcm else None)),
+                error=error[0] if isinstance(error, list) and error
+                else (error or None)))
+    return out
+
+
+class _Families:
+    """The families of one scrape, filled ring by ring; 'invalid' counts
+    the values left out."""
+
+    def __init__(self) -> None:
+        self.fam: Dict[str, Metric] = {}
+        self.invalid = 0
+        for m in METRICS:
+            cls = CounterMetricFamily if m.kind == "counter" \
+                else GaugeMetricFamily
+            self.fam[m.name] = cls(m.name, m.help, labels=list(m.labels))
+
+    def add(self, name: str, labels: List[str], value: float) -> None:
+        self.fam[name].add_metric(labels, value)
+
+    def count(self, v: Any, text: bool = False) -> Optional[int]:
+        """A counter or gauge read from the row: a non-negative integer
+        below 2^64 (a statistics value: an integer; with TEXT, a status
+        value: a string of digits), else None and counted as invalid."""
+        n: Optional[int] = None
+        if text:
+            if isinstance(v, str) and _UNSIGNED.match(v):
+                n = int(v)
+        elif isinstance(v, int) and not isinstance(v, bool):
+            n = v
+        if n is None or not (0 <= n < COUNTER_MAX):
+            self.invalid += 1
+            return None
+        return n
+
+    def stat(self, name: str, labels: List[str], src: Dict[str, Any],
+             key: str, per: int = 1, text: bool = False) -> Optional[int]:
+        """Adds SRC[KEY] / PER to family NAME, if SRC has a valid KEY (a
+        status value with TEXT); returns the value read (None: absent or
+        invalid)."""
+        if key not in src:
+            return None
+        n = self.count(src[key], text)
+        if n is not None:
+            self.add(name, labels, n / per if per != 1 else n)
+        return n
+
+
+def _ring_stats(f: _Families, r: RingReading, lab: List[str]) -> None:
+    st = r.statistics
+    f.stat("daqring_enqueued_packets", lab, st, "tx_packets")
+    f.stat("daqring_enqueued_bytes", lab, st, "tx_bytes")
+    f.stat("daqring_dequeued_packets", lab, st, "rx_packets")
+    f.stat("daqring_dequeued_bytes", lab, st, "rx_bytes")
+    counted = {}
+    for reason, key in DROP_REASONS.items():
+        if key is not None and key in st:
+            counted[key] = f.stat("daqring_dropped_packets",
+                                  lab + [reason], st, key)
+    total = f.count(st["tx_dropped"]) if "tx_dropped" in st else None
+    full, loop = counted.get("ring_full_drops"), counted.get("loop_drops")
+    if total is not None and full is not None and loop is not None:
+        # The statistics are read one after the other: a drop counted
+        # between the reads could make the difference negative.
+        f.add("daqring_dropped_packets", lab + ["refused"],
+              max(0, total - full - loop))
+    f.stat("daqring_occupancy_packets", lab, st, "occupancy")
+    f.stat("daqring_high_watermark_packets", lab, st, "high_watermark")
+    f.stat("daqring_shaper_intervals", lab, st, "shaper_intervals")
+    f.stat("daqring_shaper_burst_excess_bytes", lab, st,
+           "shaper_burst_bytes")
+    f.stat("daqring_egress_share_waits", lab, st, "egress_share_waits")
+
+
+def _ring_status(f: _Families, r: RingReading, lab: List[str]) -> None:
+    st = r.status
+    f.stat("daqring_size_packets", lab, st, "ring_size", text=True)
+    burst = f.stat("daqring_max_burst_packets", lab, st, "max_burst",
+                   text=True)
+    interval = f.stat("daqring_poll_interval_seconds", lab, st,
+                      "poll_interval", 10 ** 6, text=True)
+    rate = f.count(st["max_rate"], True) if "max_rate" in st else None
+    if rate:
+        f.add("daqring_shaping_rate_bytes_per_second", lab, rate / 8)
+    elif rate == 0 and interval and burst is not None:
+        f.add("daqring_shaping_rate_packets_per_second", lab,
+              burst * 1e6 / interval)
+    f.stat("daqring_flow_buckets", lab, st, "flow_buckets", text=True)
+    egress = str(st.get("egress") or r.egress or "")
+    if "egress_max_rate" in st:
+        elab = lab + [egress]
+        f.stat("daqring_egress_share_rate_bytes_per_second", elab, st,
+               "egress_max_rate", 8, text=True)
+        f.stat("daqring_egress_share_burst_bytes", elab, st,
+               "egress_max_burst_bytes", text=True)
+        f.stat("daqring_egress_share_rings", elab, st,
+               "egress_sharing_rings", text=True)
+    if "egress_state" in st:
+        f.add("daqring_egress_bound", lab + [egress],
+              1 if st["egress_state"] == "bound" else 0)
+    f.add("daqring_config_error", lab,
+          1 if st.get("config_error") or r.error else 0)
+    f.add("daqring_mempool_short", lab, 1 if st.get("mempool_warning")
+          else 0)
+
+
+def ring_families(readings: Iterable[RingReading]) -> List[Metric]:
+    """The metric families of one scrape: every METRICS family but the
+    exporter's own up gauge (the collector adds it), in METRICS' order.
+    A value that is not valid is left out and counted in
+    daqring_exporter_invalid_values."""
+    f = _Families()
+    per_bridge: Dict[str, int] = {}
+    for r in readings:
+        lab = [r.bridge, r.ring]
+        per_bridge[r.bridge] = per_bridge.get(r.bridge, 0) + 1
+        f.add("daqring_info", lab + [r.dcm or ""], 1)
+        _ring_stats(f, r, lab)
+        _ring_status(f, r, lab)
+    for br, n in sorted(per_bridge.items()):
+        f.add("daqring_rings", [br], n)
+    f.add("daqring_exporter_invalid_values", [], f.invalid)
+    return [f.fam[m.name] for m in METRICS
+            if m.name != "daqring_exporter_ovsdb_up"]
