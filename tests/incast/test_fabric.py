@@ -31,7 +31,7 @@ from ovs_daqring.fabric.slice import PRIO_FROM_DCM, PRIO_ROUTE, slices
 from ovs_daqring.hosts import ConfigError, HostInfo
 from ovs_daqring.incast import config, options, validation
 from ovs_daqring.incast.fabric.failover import (failover_link, recovery,
-                                                timeline)
+                                                resolve_target, timeline)
 from ovs_daqring.incast.fabric.limit import fabric_limit
 from ovs_daqring.incast.fabric.maps import fabric_map
 from ovs_daqring.incast.fabric.netns import host_arp_state, host_scripts
@@ -673,6 +673,7 @@ def _bare_runner(c: Any) -> Any:
     empty snapshot of counters taken before: for FabricRunner._drops."""
     r = FabricRunner.__new__(FabricRunner)
     r.cfg, r.fplan = c, make_fabric_plan(77, c)
+    r.target = resolve_target(r.fplan, "") if c.spines > 1 else None
     before: Dict[str, Any] = {"ports": {}, "qdisc": {}, "links": {},
                               "normal": {}}
     return r, before
@@ -1153,6 +1154,7 @@ def test_every_lost_frame_is_counted_with_where_and_why() -> None:
     p = make_fabric_plan(77, c)
     r = FabricRunner.__new__(FabricRunner)
     r.fplan, r.cfg = p, c
+    r.target = resolve_target(p, "")
     zero = {"ports": {}, "links": {}, "qdisc": {}, "normal": {}}
     d = r._drops(zero, _counters(p, (600, 400), 300, lose=25))
     assert d["switch_inside"] == {"spine1": {

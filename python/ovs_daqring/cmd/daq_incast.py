@@ -19,6 +19,7 @@ from typing import Any, Dict, Optional, Sequence
 from .. import VERSION, hugepages
 from ..hosts import ConfigError, probe_host
 from ..incast.describe import describe
+from ..incast.fabric.failover import FailTarget, resolve_target
 from ..incast.fabric.plan import make_fabric_plan
 from ..incast.fabric.runner import FabricRunner
 from ..incast.fabric.summary import describe_fabric
@@ -73,6 +74,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return cleanup_stale()
     host = probe_host()
     fplan = None
+    target: Optional[FailTarget] = None
     try:
         cfg = validate(ns, host, check_env=not ns.dry_run)
         if cfg.plot_dir:
@@ -86,11 +88,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          if cfg.topology == "switch" else 1)
         if cfg.topology == "fabric":
             fplan = make_fabric_plan(os.getpid(), cfg)
+            if cfg.failover[0]:
+                # (Against the plan: its links and spines.)
+                target = resolve_target(fplan, ns.failover_target)
     except (ConfigError, ValueError) as e:
         sys.stderr.write("daq-incast: error: %s\n" % e)
         return 2
     if fplan is not None:
-        print(describe_fabric(cfg, fplan))
+        print(describe_fabric(cfg, fplan, target))
         print("\n".join(describe(cfg, plan).splitlines()[2:]))
     else:
         print(describe(cfg, plan))
@@ -102,7 +107,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cleanup = Cleanup()
     atexit.register(cleanup.run)
     install_signal_handlers(cfg.timeout_s)
-    runner: Runner = (FabricRunner(cfg, fplan, cleanup)
+    runner: Runner = (FabricRunner(cfg, fplan, cleanup, target)
                       if fplan is not None else Runner(cfg, plan, cleanup))
     rc = 0
     doc: Optional[Dict[str, Any]] = None

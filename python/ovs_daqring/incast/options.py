@@ -85,7 +85,14 @@ def _fabric_options(p: argparse.ArgumentParser) -> None:
                    "second spine down DOWN seconds into the events and up "
                    "again at UP (e.g. 2/5; needs --spines 2 and enough "
                    "--events to last); goodput and retransmissions over "
-                   "time in the results")
+                   "time, and a loss probe's count, in the results")
+    g.add_argument("--failover-target", default="", metavar="WHAT",
+                   help="what --failover fails: link:SWITCH:PORT, any "
+                   "leaf-spine link named by either end (its spine end "
+                   "is set down), or spine:NAME, a whole spine (its "
+                   "ovs-vswitchd killed at DOWN and started again at UP; "
+                   "BFD on the links) (default: the HLT leaf's link to "
+                   "the second spine, link:hlt-leaf:up1)")
     g.add_argument("--hold", action="store_true",
                    help="after the modes, keep the fabric up with the map "
                    "of the last mode and print how to reach it (its "

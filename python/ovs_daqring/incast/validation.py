@@ -129,6 +129,7 @@ def check_topology(ns: argparse.Namespace) -> bool:
                              ("spines", 1), ("planes", 1),
                              ("fabric_db_members", 3),
                              ("fabric_dpdk", "on"), ("failover", ""),
+                             ("failover_target", ""),
                              ("hold", False), ("host_arp", "static")):
             if getattr(ns, opt, default) != default:
                 raise ConfigError("--%s needs --topology fabric"
@@ -492,6 +493,17 @@ def check_fabric(ns: argparse.Namespace) -> None:
         raise ConfigError("--ros-per-host %d: at most %d in a fabric (a "
                           "ROS host's addresses are one /24)"
                           % (ns.ros_per_host, MAX_FABRIC_ROS_PER_HOST))
+    target = getattr(ns, "failover_target", "")
+    if target:
+        if not getattr(ns, "failover", ""):
+            raise ConfigError("--failover-target %s needs --failover "
+                              "DOWN/UP (when it fails and comes back)"
+                              % target)
+        if target.split(":", 1)[0] not in ("link", "spine"):
+            raise ConfigError("--failover-target %r: link:SWITCH:PORT (a "
+                              "leaf-spine link by either end, e.g. "
+                              "link:ros-leaf0:up1) or spine:NAME (e.g. "
+                              "spine:spine1)" % target)
 
 
 def available_congestion_control(path: str = AVAILABLE_CC) -> List[str]:

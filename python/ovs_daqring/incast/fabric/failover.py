@@ -3,21 +3,29 @@
 # Licensed under the Apache License, Version 2.0 (the "License"); you may
 # not use this file except in compliance with the License.  You may obtain
 # a copy of the License at http://www.apache.org/licenses/LICENSE-2.0
-"""--failover: a link of the fabric taken down and up again during a
-mode's events, what the fabric did meanwhile (the routes moved off the
-failed spine and back, the retransmissions), and the goodput's timeline
-and recovery judged on the events."""
+"""--failover: a leaf-spine link of the fabric taken down and up again,
+or a whole spine (its ovs-vswitchd killed and started again), during a
+mode's events (--failover-target chooses which: resolve_target()); what
+the fabric did meanwhile (the routes moved off the failed spine and
+back, the retransmissions, a loss probe's count: probe.py), and the
+goodput's timeline and recovery judged on the events."""
 
 import os
+import signal
+import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ...process import RunError, read_text, run
+from ...hosts import ConfigError
+from ...process import Cleanup, RunError, read_text, run
 from ...sandbox import Sandbox
 from ..topology import parse_snmp
-from .plan import HLT_LEAF, NET, FabricPlan
-from .routes import fabric_flows
+from .plan import HLT_LEAF, NET, FabricPlan, plane_name
+from .probe import LossProbe
+from .procs import SYSTEM_PORT_RCVBUF, rcvbuf
+from .routes import fabric_flows, no_flood_ports
 
 # --failover: seconds between samples of the TCP counters and the routes,
 # and the width of the goodput timeline's bins.
@@ -30,13 +38,147 @@ FAILOVER_SETTLE = 15
 RECOVERY_WINDOW = 1.0
 RECOVERY_FRACTION = 0.95
 TIMELINE_BIN = 0.25
+# --failover-target spine:NAME: BFD on every link of the fabric map (the
+# fabric map's keys, milliseconds): a killed ovs-vswitchd leaves its
+# veths' carrier up, so only BFD tells the leaves (and, through their
+# agents, the planner) that the spine is gone: after mult x min-rx.  A
+# multiplier of 5, not OVS's 3: the 2-core machine's loaded switches
+# flapped sessions of 100 ms x 3 (fabric.rst).
+SPINE_BFD = {"min-rx": 100, "min-tx": 100, "mult": 5}
+# Seconds a restarted spine's ovs-vswitchd may take to open its ports.
+RESTART_TIMEOUT = 30
+
+Link = Tuple[str, str, str, str]
 
 
-def failover_link(plan: FabricPlan) -> Tuple[str, str, str, str]:
-    """The link --failover takes down: the HLT leaf's to the second
-    spine (leaf, its port, spine, its port)."""
+def failover_link(plan: FabricPlan) -> Link:
+    """The link --failover takes down by default: the HLT leaf's to the
+    second spine (leaf, its port, spine, its port)."""
     return next(lk for lk in plan.links
                 if lk[0] == HLT_LEAF and lk[2] == "spine1")
+
+
+@dataclass(frozen=True)
+class FailTarget:
+    """What --failover fails: a leaf-spine LINK (leaf, its port, spine,
+    its port; its spine end is set down), or a SPINE (link None: its
+    ovs-vswitchd is killed)."""
+    kind: str                   # "link" or "spine"
+    spine: str
+    link: Optional[Link] = None
+
+    @property
+    def name(self) -> str:
+        if self.link is not None:
+            return "%s:%s-%s:%s" % self.link
+        return "spine:%s" % self.spine
+
+    @property
+    def leaf(self) -> Optional[str]:
+        """The leaf at the failed link's other end (None: a spine)."""
+        return self.link[0] if self.link is not None else None
+
+
+def _links_text(plan: FabricPlan) -> str:
+    return ", ".join("link:%s:%s (= link:%s:%s)" % (lf, lp, sp, spp)
+                     for lf, lp, sp, spp in plan.links)
+
+
+def resolve_target(plan: FabricPlan, text: str) -> FailTarget:
+    """--failover-target TEXT against PLAN: "" (the default, the HLT
+    leaf's link to the second spine: failover_link()), "link:SWITCH:PORT"
+    (a leaf-spine link of PLAN, named by either end) or "spine:NAME" (a
+    spine of PLAN).  ConfigError naming what is valid otherwise."""
+    text = text.strip()
+    if not any(s.name == "spine1" for s in plan.switches):
+        raise ConfigError("--failover needs --spines 2 (a path to move "
+                          "the DCMs to)")
+    if not text:
+        lk = failover_link(plan)
+        return FailTarget("link", lk[2], lk)
+    kind, _, rest = text.partition(":")
+    if kind == "link":
+        sw, sep, port = rest.rpartition(":")
+        if not sep or not sw or not port:
+            raise ConfigError("--failover-target %r: link:SWITCH:PORT, a "
+                              "leaf-spine link by either end; the plan's "
+                              "links: %s" % (text, _links_text(plan)))
+        for lk in plan.links:
+            if (sw, port) in ((lk[0], lk[1]), (lk[2], lk[3])):
+                return FailTarget("link", lk[2], lk)
+        raise ConfigError("--failover-target %s: %s:%s is not an end of a "
+                          "leaf-spine link of this fabric; its links: %s"
+                          % (text, sw, port, _links_text(plan)))
+    spines = [s.name for s in plan.switches if s.role == "spine"]
+    if kind == "spine":
+        if rest in spines:
+            return FailTarget("spine", rest)
+        raise ConfigError("--failover-target %s: no spine %r in this "
+                          "fabric; its spines: %s"
+                          % (text, rest, ", ".join(spines)))
+    raise ConfigError("--failover-target %r: link:SWITCH:PORT (a "
+                      "leaf-spine link, e.g. link:ros-leaf0:up1) or "
+                      "spine:NAME (e.g. spine:%s)"
+                      % (text, spines[-1] if spines else "spine1"))
+
+
+def target_plane(plan: FabricPlan, target: FailTarget) -> int:
+    return plan.switch(target.spine).plane
+
+
+def watched_leaves(plan: FabricPlan, target: FailTarget) -> List[str]:
+    """The leaves whose routes through the failed spine --failover
+    samples: the failed link's leaf, the first ROS leaf and the HLT
+    leaf of its plane."""
+    p = target_plane(plan, target)
+    out = [plane_name(p, "ros-leaf0"), plan.hlt_leaves[p]]
+    if target.leaf and target.leaf not in out:
+        out.insert(0, target.leaf)
+    return out
+
+
+def spine_port(plan: FabricPlan, leaf: str, spine: str) -> str:
+    """LEAF's port to SPINE."""
+    return next(lk[1] for lk in plan.links
+                if lk[0] == leaf and lk[2] == spine)
+
+
+def dcms_on(plan: FabricPlan, target: FailTarget,
+            assignments: Dict[str, str]) -> List[str]:
+    """The addresses of the DCMs ASSIGNMENTS (DCM -> "plane/spine") put
+    on TARGET's spine."""
+    want = "%d/%s" % (target_plane(plan, target), target.spine)
+    return [d.ips[0] for d in plan.dcms
+            if assignments.get(plan.dcm_name(d)) == want]
+
+
+def probe_ends(plan: FabricPlan, target: FailTarget,
+               assignments: Dict[str, str]
+               ) -> Tuple[Tuple[str, str], Tuple[str, str], bool]:
+    """The loss probe's ends, (namespace, address) of a ROS host and of
+    a DCM, whose path crosses TARGET: a ROS host on the failed link's
+    leaf (if a ROS leaf; else the first), a DCM ASSIGNMENTS (DCM ->
+    "plane/spine") put on the failed spine (else the first DCM: False
+    says its path does not cross it)."""
+    plane = target_plane(plan, target)
+    hosts = [h for h in plan.ros_hosts
+             if target.leaf == plan.ros_leaf(h.ns, plane)] or plan.ros_hosts
+    want = "%d/%s" % (plane, target.spine)
+    dcms = [d for d in plan.dcms
+            if assignments.get(plan.dcm_name(d)) == want]
+    d = (dcms or plan.dcms)[0]
+    return ((hosts[0].ns, hosts[0].ips[0]), (d.ns, d.ips[0]), bool(dcms))
+
+
+def _on_cpus(cpus: Sequence[int]) -> Any:
+    """A restarted ovs-vswitchd's preexec_fn: on CPUS.  Not
+    die_with_parent(): its signal follows the *thread* that started the
+    process (the failover's, which ends with the mode), and the switch
+    must outlive it; the run's Cleanup stops it (Sandbox.stop(), by its
+    pid) as it stops the first one."""
+    def fn() -> None:
+        os.sched_setaffinity(0, set(cpus))
+    return fn
 
 
 def timeline(spans: Sequence[Tuple[float, float]], nbytes: Sequence[int],
@@ -78,28 +220,38 @@ def recovery(spans: Sequence[Tuple[float, float]], nbytes: Sequence[int],
 
 
 class Failover(threading.Thread):
-    """--failover in one mode: the link goes down at DOWN and up at UP
+    """--failover in one mode: TARGET fails at DOWN and comes back at UP
     (DOWN_UP: seconds from the DCMs' go); meanwhile the retransmissions
-    of every host and, on the first ROS leaf, the routes out of its
-    uplink to the failed spine are sampled (when the fabric moved the
-    DCMs away, and back).  PLAN: the fabric's; AGENT_NS: the agents'
-    namespaces by pid (one process per host namespace is read);
-    SWITCHES: each switch's ovs-vswitchd by name."""
+    of every host and, on the leaves of watched_leaves(), the routes out
+    of their uplinks to the failed spine are sampled (when the fabric
+    moved the DCMs away, and back).  PLAN: the fabric's; AGENT_NS: the
+    agents' namespaces by pid (one process per host namespace is read);
+    SWITCHES: each switch's ovs-vswitchd by name; CPUS: where a
+    restarted ovs-vswitchd runs; CLEANUP: the run's."""
 
     def __init__(self, down_up: Tuple[float, float], plan: FabricPlan,
-                 agent_ns: Dict[int, str],
-                 switches: Dict[str, Sandbox]) -> None:
+                 agent_ns: Dict[int, str], switches: Dict[str, Sandbox],
+                 target: FailTarget, cpus: Sequence[int],
+                 cleanup: Cleanup) -> None:
         super().__init__(daemon=True)
         self.plan = plan
         self.switches = switches
         self.down_at, self.up_at = down_up
-        self.link = failover_link(plan)
+        self.target = target
+        self.cpus = list(cpus)
+        self.cleanup = cleanup
         self.t0 = time.monotonic()
         self.halt = threading.Event()
         self.samples: List[Tuple[float, int]] = []
         self.routes: List[Tuple[float, int]] = []
         self.events: Dict[str, float] = {}
         self.error: Optional[str] = None
+        self.probe: Optional[LossProbe] = None
+        # The addresses of the DCMs on the failed spine when the mode
+        # started (None: every DCM's): the routes sampled are theirs (in
+        # another plane, a DCM's standing routes may put the failed
+        # spine first too, and the planner does not move it).
+        self.dcm_ips: Optional[List[str]] = None
         # The DCMs' flows through the failed spine before it failed.
         self.before = 0
         self.back = threading.Event()
@@ -123,25 +275,88 @@ class Failover(threading.Thread):
         return sum(self.last.values())
 
     def uplink_routes(self) -> int:
-        """The DCMs' flows through the failed spine: on ros-leaf0 out of
-        its uplink to spine1 (towards the DCMs), on the HLT leaf out of
-        its uplink to spine1 (from the DCMs)."""
+        """The DCMs' flows through the failed spine: on each watched
+        leaf, those whose first choice (a fast_failover group's first
+        bucket) is its uplink to the spine, towards the DCMs (the ROS
+        leaves) or from them (the HLT leaf)."""
         n = 0
-        for name in ("ros-leaf0", HLT_LEAF):
+        for name in watched_leaves(self.plan, self.target):
             sw = self.switches[name]
             fsw = self.plan.switch(name)
+            up = spine_port(self.plan, name, self.target.spine)
             flows = fabric_flows(fsw, sw.ofctl("--names", "dump-flows",
                                                fsw.bridge),
                                  sw.ofctl("--names", "dump-groups",
                                           fsw.bridge))
             n += sum(1 for f in flows
-                     if f[2] == "up1" and f[1].startswith(NET + ".0."))
+                     if f[2] == up and f[1].startswith(NET + ".0.")
+                     and (self.dcm_ips is None or f[1] in self.dcm_ips))
         return n
 
     def set_link(self, up: bool) -> None:
-        _, _, spine, port = self.link
+        assert self.target.link is not None
+        _, _, spine, port = self.target.link
         run(["ip", "-n", self.plan.switch(spine).ns, "link", "set", port,
              "up" if up else "down"])
+
+    def kill_spine(self) -> None:
+        """The spine's ovs-vswitchd killed (SIGKILL: a crash, nothing
+        cleaned up; its OVSDB, its veths and its agent stay)."""
+        p = self.switches[self.target.spine].vswitchd
+        if p is None or p.poll() is not None:
+            raise RunError("%s: ovs-vswitchd is not running"
+                           % self.target.spine)
+        p.send_signal(signal.SIGKILL)
+        p.wait(30)
+
+    def restart_spine(self) -> None:
+        """The spine's ovs-vswitchd started again on its database (as the
+        Sandbox started it, in the spine's namespace), its system ports'
+        sockets with their receive buffer (procs.rcvbuf), until it has
+        opened every port; then the ports' no-flood of daq-incast's
+        basic connectivity (the agent puts back the rest: its flows,
+        groups and BFD)."""
+        sw = self.switches[self.target.spine]
+        fsw = self.plan.switch(self.target.spine)
+        if os.path.exists(sw.ctl):
+            os.unlink(sw.ctl)
+        with rcvbuf(SYSTEM_PORT_RCVBUF, self.cleanup):
+            with open(os.path.join(sw.dir, "ovs-vswitchd.out"), "a") as out:
+                sw.vswitchd = subprocess.Popen(
+                    ["ip", "netns", "exec", fsw.ns, sw.bin.vswitchd,
+                     sw.db, "--unixctl=" + sw.ctl, "--log-file="
+                     + os.path.join(sw.dir, "ovs-vswitchd.log"),
+                     "-vconsole:off"], env=sw.env, stdout=out,
+                    stderr=subprocess.STDOUT, start_new_session=True,
+                    preexec_fn=_on_cpus(self.cpus))
+            deadline = time.monotonic() + RESTART_TIMEOUT
+            names = [p.name for p in fsw.ports]
+            while True:
+                sw.alive()
+                try:
+                    shown = sw.ofctl("show", fsw.bridge, timeout=5)
+                    if all("(%s)" % n in shown for n in names):
+                        break
+                except RunError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RunError("%s: restarted ovs-vswitchd did not "
+                                   "open its ports within %d s:\n%s"
+                                   % (fsw.name, RESTART_TIMEOUT,
+                                      sw.log_tail()))
+                time.sleep(0.1)
+        for port in no_flood_ports(self.plan).get(fsw.name, []):
+            sw.ofctl("mod-port", fsw.bridge, port, "no-flood")
+
+    def fail(self, down: bool) -> None:
+        """The target down (DOWN) or back."""
+        if self.target.kind == "spine":
+            if down:
+                self.kill_spine()
+            else:
+                self.restart_spine()
+        else:
+            self.set_link(not down)
 
     def run(self) -> None:
         try:
@@ -150,11 +365,11 @@ class Failover(threading.Thread):
             self.error = str(e)
         finally:
             if "down" in self.events and "up" not in self.events:
+                self.events["up"] = time.monotonic() - self.t0
                 try:
-                    self.set_link(True)
-                    self.events["up"] = time.monotonic() - self.t0
-                except RunError as e:
-                    self.error = (self.error or "") + "; link up: %s" % e
+                    self.fail(False)
+                except (RunError, OSError) as e:
+                    self.error = "%s; back up: %s" % (self.error or "", e)
 
     def _run(self) -> None:
         next_routes = 0.0
@@ -165,20 +380,21 @@ class Failover(threading.Thread):
             # take tenths of a second.)
             if "down" not in self.events and t >= self.down_at:
                 self.before = self.uplink_routes()
-                self.set_link(False)
                 t = self.events["down"] = time.monotonic() - self.t0
+                self.fail(True)
             elif ("down" in self.events and "up" not in self.events
                   and t >= self.up_at):
-                self.set_link(True)
                 t = self.events["up"] = time.monotonic() - self.t0
+                self.fail(False)
+                self.events["up_done"] = time.monotonic() - self.t0
             if "down" in self.events and t >= next_routes and (
                     "rerouted" not in self.events
                     or ("up" in self.events and "back" not in self.events)):
                 next_routes = t + 0.25
                 n = self.uplink_routes()
-                # When the flows were read: the reads (four ovs-ofctl on
-                # the loaded core) take tenths of a second, and the
-                # agents may reprogram meanwhile.
+                # When the flows were read: the reads (ovs-ofctl on the
+                # loaded core) take tenths of a second, and the agents
+                # may reprogram meanwhile.
                 t = time.monotonic() - self.t0
                 self.routes.append((t, n))
                 if n == 0 and "rerouted" not in self.events:
@@ -199,17 +415,25 @@ class Failover(threading.Thread):
     def result(self) -> Dict[str, Any]:
         ev = self.events
         out: Dict[str, Any] = {
-            "link": "%s:%s-%s:%s" % self.link,
+            "target": self.target.name, "kind": self.target.kind,
+            "spine": self.target.spine,
+            "link": (self.target.name if self.target.link is not None
+                     else None),
             "down_at_s": ev.get("down"), "up_at_s": ev.get("up"),
+            # (A spine: when its restarted ovs-vswitchd had its ports.)
+            "up_done_at_s": ev.get("up_done"),
             "rerouted_after_s": (ev["rerouted"] - ev["down"]
                                  if "rerouted" in ev else None),
             "back_after_s": (ev["back"] - ev["up"]
                              if "back" in ev and "up" in ev else None),
             "flows_via_failed_spine_before": self.before,
+            "routes_watched_on": watched_leaves(self.plan, self.target),
             "routes_via_failed_spine": [
                 {"t_s": t, "flows": n} for t, n in self.routes],
             "retrans_samples": [{"t_s": t, "retrans_segs": n}
                                 for t, n in self.samples]}
+        if self.probe is not None:
+            out["probe"] = self.probe.result()
         if self.error:
             out["error"] = self.error
         return out

@@ -30,12 +30,14 @@ from ..stats import busy_time, ideal_collection_time
 from ..switch import STATS_INTERVAL, ModeUnavailable, Switch, daqctl_path
 from ..topology import parse_snmp
 from .counters import fabric_drops, link_counters, qdisc_counters
-from .failover import (FAILOVER_SETTLE, RECOVERY_FRACTION, Failover,
-                       failover_link, recovery, timeline)
+from .failover import (FAILOVER_SETTLE, RECOVERY_FRACTION, SPINE_BFD,
+                       Failover, FailTarget, dcms_on, failover_link,
+                       probe_ends, recovery, resolve_target, timeline)
 from .limit import fabric_limit
 from .maps import HOLD_DOWN, fabric_map
 from .netns import GARP, access_links, create_topology, host_arp_state
 from .plan import HLT_LEAF, FabricPlan
+from .probe import LossProbe
 from .procs import (FabricDatabase, pin, start_agent, start_host_agent,
                     start_switch)
 from .routes import (bound_drains, check_routes, fabric_flows,
@@ -51,9 +53,13 @@ class FabricRunner(Runner):
     switches, database and agents; modes programmed by fabric maps."""
 
     def __init__(self, cfg: Config, plan: FabricPlan,
-                 cleanup: Cleanup) -> None:
+                 cleanup: Cleanup,
+                 target: Optional[FailTarget] = None) -> None:
         super().__init__(cfg, plan, cleanup)  # type: ignore[arg-type]
         self.fplan = plan
+        # --failover-target (resolve_target(): the default link if None).
+        self.target = (target if target is not None or cfg.spines < 2
+                       else resolve_target(plan, ""))
         self.limit = fabric_limit(cfg, plan)
         self.ideal["goodput_bps"] = self.limit["goodput_bps"]
         self.ideal["per_dcm_goodput_bps"] = (
@@ -72,6 +78,8 @@ class FabricRunner(Runner):
         self.generations: List[Dict[str, Any]] = []
         self.failover: Optional[Failover] = None
         self.failovers: Dict[str, Dict[str, Any]] = {}
+        # Whether the loss probe's path crosses the failed element.
+        self.probe_crosses = False
 
     def setup(self) -> None:
         cfg = self.cfg
@@ -189,6 +197,11 @@ class FabricRunner(Runner):
         doc = fabric_map(self.fplan, params if ring_mode else None,
                          db=self.switch.db if self.fplan.shared_hlt
                          and self.switch else "")
+        if (self.cfg.failover[0] and self.target is not None
+                and self.target.kind == "spine"):
+            # A killed ovs-vswitchd leaves its links' carrier up: BFD
+            # tells the leaves (SPINE_BFD).
+            doc["fabric"]["bfd"] = dict(SPINE_BFD)
         path = os.path.join(self.workdir, "fabric-map.%s.json" % mode)
         with open(path, "w") as f:
             json.dump(doc, f, indent=1)
@@ -202,21 +215,7 @@ class FabricRunner(Runner):
         except RunError as e:
             raise ModeUnavailable("fabric apply failed: %s" % e)
         applied_s = time.monotonic() - t0
-        got = self.outcome()
-        for leaf in self.fplan.hlt_leaves:
-            want = sorted(self.fplan.ring_on(d, leaf)
-                          for d in self.fplan.dcms) if ring_mode else []
-            if got["rings_of"][leaf] != want:
-                raise ModeUnavailable(
-                    "after fabric apply, %s holds rings %s, not %s"
-                    % (leaf, got["rings_of"][leaf], want))
-        got["assignments"] = self.assignments()
-        wrong = check_routes(self.fplan, got["flows"],
-                             got["assignments"] if ring_mode else {})
-        if wrong:
-            raise ModeUnavailable("after fabric apply, the switches' "
-                                  "routes are not the fabric's: %s"
-                                  % "; ".join(wrong))
+        got = self.settled_outcome(ring_mode, "bfd" in doc["fabric"])
         got["routes"] = {sw: len(f) for sw, f in got["flows"].items()}
         if self.fplan.planes > 1:
             got["host_planes"] = self.wait_host_planes(
@@ -225,6 +224,45 @@ class FabricRunner(Runner):
                                  "outcome": got,
                                  "output": out.strip().splitlines()[-3:]})
         self.announce()
+
+    def settled_outcome(self, ring_mode: bool, bfd: bool) -> Dict[str, Any]:
+        """outcome() with the assignments, checked: the HLT leaves hold
+        the mode's rings and every switch the routes of the assignments
+        (ModeUnavailable otherwise).  With BFD on the links (BFD: a
+        --failover of a spine), the planner moves DCMs while the
+        sessions come up after the apply (a path is usable once its BFD
+        is up, a DCM goes home after the hold-down): until the routes
+        match assignments that stayed the same for the hold-down and a
+        second, APPLY_TIMEOUT s at most."""
+        deadline = time.monotonic() + APPLY_TIMEOUT
+        stable: Optional[Tuple[float, Dict[str, str]]] = None
+        while True:
+            got = self.outcome()
+            for leaf in self.fplan.hlt_leaves:
+                want = sorted(self.fplan.ring_on(d, leaf)
+                              for d in self.fplan.dcms) if ring_mode else []
+                if got["rings_of"][leaf] != want:
+                    raise ModeUnavailable(
+                        "after fabric apply, %s holds rings %s, not %s"
+                        % (leaf, got["rings_of"][leaf], want))
+            got["assignments"] = self.assignments()
+            wrong = check_routes(self.fplan, got["flows"],
+                                 got["assignments"] if ring_mode else {})
+            now = time.monotonic()
+            if wrong:
+                stable = None
+                if not bfd or now > deadline:
+                    raise ModeUnavailable(
+                        "after fabric apply, the switches' routes are not "
+                        "the fabric's: %s" % "; ".join(wrong))
+            elif not bfd:
+                return got
+            else:
+                if stable is None or stable[1] != got["assignments"]:
+                    stable = (now, got["assignments"])
+                if now - stable[0] >= HOLD_DOWN + 1 or now > deadline:
+                    return got
+            time.sleep(0.5)
 
     def host_planes(self) -> Dict[str, Dict[str, int]]:
         """Per host, the plane its kernel sends each DCM's traffic on
@@ -275,13 +313,19 @@ class FabricRunner(Runner):
             time.sleep(0.5)
 
     def assignments(self) -> Dict[str, str]:
-        """DCM -> "plane/spine", as ovs-daqctl fabric status has it."""
+        """DCM -> "plane/spine", as ovs-daqctl fabric status has it (the
+        DCMs with one)."""
         assert self.db is not None
         doc = json.loads(run([sys.executable, daqctl_path(), "--db",
                               self.db.remotes(), "fabric", "status",
                               "--json"]))
+        # (A DCM the planner has not assigned yet, no path being usable,
+        # has none: a fabric with BFD before its sessions are up.)
         return {d["name"]: "%s/%s" % (d["plane"], d["spine"])
-                for d in doc.get("fabric", {}).get("dcms", [])}
+                for d in doc.get("fabric", {}).get("dcms", [])
+                if isinstance(d, dict) and isinstance(d.get("name"), str)
+                and isinstance(d.get("plane"), int)
+                and isinstance(d.get("spine"), str)}
 
     def outcome(self) -> Dict[str, Any]:
         """The rings on the HLT leaf and the fabric's flows (cookie
@@ -385,14 +429,33 @@ class FabricRunner(Runner):
         if not self.cfg.failover[0]:
             return
         if started:
-            self.failover = Failover(self.cfg.failover, self.fplan,
-                                     self.agent_ns, self.switches)
-            self.failover.start()
+            assert self.target is not None
+            fo = self.failover = Failover(
+                self.cfg.failover, self.fplan, self.agent_ns,
+                self.switches, self.target, self.cfg.agent_cpus,
+                self.cleanup)
+            # The loss probe, on a path through the failed element (the
+            # DCMs where the mode's apply left them).
+            last = self.generations[-1]["outcome"] if self.generations \
+                else {}
+            ros, dcm, self.probe_crosses = probe_ends(
+                self.fplan, self.target, last.get("assignments") or {})
+            if self.fplan.planes > 1:
+                fo.dcm_ips = dcms_on(self.fplan, self.target,
+                                     last.get("assignments") or {})
+            fo.probe = LossProbe(ros, dcm, self.cfg.agent_cpus, fo.t0)
+            self.cleanup.push("stop the loss probe", fo.probe.stop)
+            fo.probe.start()
+            fo.start()
         elif self.failover is not None:
             self.failover.settle(HOLD_DOWN + FAILOVER_SETTLE)
             self.failover.halt.set()
             self.failover.join(30)
+            if self.failover.probe is not None:
+                self.failover.probe.stop()
             res = self.failover.result()
+            if "probe" in res:
+                res["probe"]["path_crosses_target"] = self.probe_crosses
             # Where the planner left the DCMs (home again, after the
             # hold-down, if "back_after_s" is set).
             res["assignments_after"] = self.assignments()
@@ -454,9 +517,10 @@ class FabricRunner(Runner):
 
     def failover_port(self) -> Optional[Tuple[str, str]]:
         """The switch port --failover sets down (spine, port), or None."""
-        if not self.cfg.failover[0]:
+        if (not self.cfg.failover[0] or self.target is None
+                or self.target.link is None):
             return None
-        _, _, spine, port = failover_link(self.fplan)
+        _, _, spine, port = self.target.link
         return spine, port
 
     def _drops(self, before: Dict[str, Any],  # type: ignore[override]

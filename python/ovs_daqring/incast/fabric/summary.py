@@ -7,17 +7,18 @@
 before the run (describe_fabric()) and the summary's account of every
 mode's frames and failover after it (format_fabric())."""
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from ..config import Config
 from ..modes import ring_params
 from ..units import format_rate
-from .failover import RECOVERY_FRACTION
+from .failover import RECOVERY_FRACTION, FailTarget
 from .limit import degraded_formula, fabric_limit
 from .plan import HLT_LEAF, FabricPlan
 
 
-def describe_fabric(cfg: Config, plan: FabricPlan) -> str:
+def describe_fabric(cfg: Config, plan: FabricPlan,
+                    target: Optional[FailTarget] = None) -> str:
     lim = fabric_limit(cfg, plan)
     i = lim["inputs"]
 
@@ -29,7 +30,7 @@ def describe_fabric(cfg: Config, plan: FabricPlan) -> str:
         s.name, "DPDK, PMD on core %s" % pmd if s.dpdk
         else "no DPDK, core %s" % other, len(s.ports))
         for s in plan.switches)
-    return "\n".join([
+    lines = [
         "fabric: %d plane x %d spine, %d ROS leaves, 1 HLT leaf; %d ROS in "
         "%d ROS hosts, %d HLT hosts x %d DCMs (one namespace and one "
         "access link each)%s" % (
@@ -53,7 +54,15 @@ def describe_fabric(cfg: Config, plan: FabricPlan) -> str:
             "off (no ARP, no neighbour entries: every frame leaves "
             "addressed to its sender's own MAC, the last hop sets the "
             "destination's)"),
-    ])
+    ]
+    if target is not None and cfg.failover[0]:
+        lines.append(
+            "failover: %s %s at %g s into each mode's events, %s at %g s; "
+            "a loss probe counts every datagram both ways"
+            % (target.name, "killed" if target.kind == "spine" else "down",
+               cfg.failover[0], "restarted" if target.kind == "spine"
+               else "up", cfg.failover[1]))
+    return "\n".join(lines)
 
 
 def format_fabric(doc: Dict[str, Any]) -> str:
@@ -91,9 +100,11 @@ def format_fabric(doc: Dict[str, Any]) -> str:
         lines.append(
             "%s: failover of %s: down at %s, up at %s; routes off the "
             "spine after %s, home after %s" % (
-                m["label"], fo["link"], s_(fo["down_at_s"]),
+                m["label"], fo.get("target") or fo.get("link"),
+                s_(fo["down_at_s"]),
                 s_(fo["up_at_s"]), s_(fo["rerouted_after_s"]),
                 s_(fo["back_after_s"])))
+        lines += probe_lines(fo.get("probe"))
         if fo.get("degraded_limit"):
             lines.append("  " + degraded_formula(fo["degraded_limit"]))
         lines.append(
@@ -105,3 +116,26 @@ def format_fabric(doc: Dict[str, Any]) -> str:
                format_rate(fo["limit_goodput_bps"]),
                s_(fo.get("restored_after_s"))))
     return "\n".join(lines)
+
+
+def probe_lines(probe: Optional[Dict[str, Any]]) -> List[str]:
+    """The summary's lines of a failover's loss probe (none without)."""
+    if not probe:
+        return []
+    out = ["  loss probe %s <-> %s (UDP %s, %s/s each way)%s%s" % (
+        probe["ros"]["ip"], probe["dcm"]["ip"], probe.get("udp_port"),
+        probe.get("rate_pps"),
+        "" if probe.get("path_crosses_target", True) else
+        " (no DCM on the failed spine: its path does not cross it)",
+        ": " + probe["error"] if probe.get("error") else "")]
+    for key, what in (("ros_to_dcm", "ROS -> DCM"),
+                      ("dcm_to_ros", "DCM -> ROS")):
+        d = probe.get(key)
+        if d:
+            out.append(
+                "    %s: sent %d, received %d, lost %d (longest run %d); "
+                "longest gap %.0f ms, loss window %.0f ms"
+                % (what, d["sent"], d["received"], d["lost"],
+                   d["longest_loss_run"], d["max_gap_ms"],
+                   d["loss_window_ms"]))
+    return out
