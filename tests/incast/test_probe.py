@@ -58,6 +58,7 @@ def test_a_run_lost_in_the_middle() -> None:
     assert d["loss_window_after_s"] == pytest.approx(0.29, abs=0.001)
     assert d["max_gap_ms"] == pytest.approx(80, abs=0.01)
     assert d["max_gap_after_s"] == pytest.approx(0.292, abs=0.001)
+    assert d["loss_runs"] == [{"after_s": 0.29, "lost": 7}]
 
 
 def test_a_delay_without_loss_is_a_gap_not_a_loss() -> None:
@@ -73,8 +74,10 @@ def test_a_delay_without_loss_is_a_gap_not_a_loss() -> None:
 
 
 def test_losses_at_the_ends_and_all_lost() -> None:
-    d = direction(100, sends(list(range(10, 80))), RATE)
+    d = direction(100, sends(list(range(10, 80))), RATE, since=1000.0)
     assert d["lost"] == 30 and d["longest_loss_run"] == 20
+    assert d["loss_runs"] == [{"after_s": None, "lost": 10},
+                              {"after_s": 0.79, "lost": 20}]
     # The 20 after the last that arrived: 200 ms of sends.
     assert d["max_gap_ms"] == pytest.approx(200, abs=0.01)
     d = direction(50, [], RATE)

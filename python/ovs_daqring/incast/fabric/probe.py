@@ -42,6 +42,8 @@ PROBE_RATE = 100
 # Seconds between the ends' last datagram and the count: what was still
 # in flight arrives (a queue of the fabric holds it for milliseconds).
 PROBE_DRAIN = 1.0
+# The loss runs a direction lists (in order; its counts have them all).
+LOSS_RUNS = 32
 
 # An end of the probe: argv LOCAL_IP PEER_IP PORT RATE.  Binds its
 # socket, prints READY, waits for a line on its standard input (both
@@ -127,7 +129,10 @@ def direction(sent: int, received: Sequence[Any], rate: float,
     max_gap_after_s, loss_window_after_s: when the datagram that arrived
     before that gap (the arrival) or window (the send) was, in seconds
     from SINCE (the same clock), None before the first;
-    longest_loss_run: the most consecutive numbers lost."""
+    longest_loss_run: the most consecutive numbers lost; loss_runs: each
+    run of lost numbers ({"after_s": when the datagram before it was
+    sent, from SINCE, None before the first; "lost": how many}), the
+    first LOSS_RUNS of them."""
     period = 1.0 / rate
     seen: Dict[int, Tuple[float, float]] = {}
     invalid = dups = reordered = 0
@@ -148,6 +153,9 @@ def direction(sent: int, received: Sequence[Any], rate: float,
         last_seq = max(last_seq, r[0])
         seen[r[0]] = (float(r[1]), float(r[2]))
     seqs = sorted(seen)
+
+    def rel(t: Optional[float]) -> Optional[float]:
+        return None if t is None else round(t - since, 3)
     # Runs of missing numbers: before the first, between two, after the
     # last (the whole of them if none arrived).
     bounds = [-1] + seqs + [sent]
@@ -170,16 +178,18 @@ def direction(sent: int, received: Sequence[Any], rate: float,
         w = seen[b][0] - seen[a][0]
         if b - a > 1 and w > window:
             window, window_after = w, seen[a][0]
+    runs = [{"after_s": rel(seen[a][0]) if a >= 0 else None,
+             "lost": b - a - 1}
+            for a, b in zip(bounds, bounds[1:]) if b - a > 1]
 
-    def rel(t: Optional[float]) -> Optional[float]:
-        return None if t is None else round(t - since, 3)
     return {"sent": sent, "received": len(seen),
             "lost": sent - len(seen),
             "max_gap_ms": round(gap * 1000, 3),
             "max_gap_after_s": rel(gap_after),
             "loss_window_ms": round(window * 1000, 3),
             "loss_window_after_s": rel(window_after),
-            "longest_loss_run": run_max, "duplicates": dups,
+            "longest_loss_run": run_max, "loss_runs": runs[:LOSS_RUNS],
+            "duplicates": dups,
             "reordered": reordered, "invalid": invalid}
 
 
