@@ -417,8 +417,9 @@ class Failover(threading.Thread):
         out: Dict[str, Any] = {
             "target": self.target.name, "kind": self.target.kind,
             "spine": self.target.spine,
-            "link": (self.target.name if self.target.link is not None
-                     else None),
+            # (As before targets: what failed, for the plots and the
+            # bench; a spine's is "spine:NAME".)
+            "link": self.target.name,
             "down_at_s": ev.get("down"), "up_at_s": ev.get("up"),
             # (A spine: when its restarted ovs-vswitchd had its ports.)
             "up_done_at_s": ev.get("up_done"),
