@@ -461,9 +461,9 @@ daqring_fq_n_buckets(const struct daqring_fq *fq)
 }
 
 /* Dequeues every packet of 'fq' and its daqring ring 'ring' into 'pkts',
- * which has room for them, in the order in which they would have left, so
- * that each flow's packets stay in order, and returns their number.  Only
- * while no thread sends or receives. */
+ * which has room for them, in the order in which they would have left had
+ * all of them been pulled into the queues (each flow's packets in order),
+ * and returns their number.  Only while no thread sends or receives. */
 size_t
 daqring_fq_drain(struct daqring_fq *fq, struct rte_ring *ring,
                  struct dp_packet **pkts)
@@ -479,8 +479,8 @@ daqring_fq_drain(struct daqring_fq *fq, struct rte_ring *ring,
 
 /* Makes 'fq', whose queues are empty, serve a daqring ring of 'capacity'
  * packets that holds 'n' packets (which the polling thread pulls into the
- * queues at its next dequeue, in the ring's order).  Only while no thread
- * sends or receives. */
+ * queues at its next dequeues, in the ring's order, DAQRING_FQ_PULL_MAX at
+ * a time).  Only while no thread sends or receives. */
 void
 daqring_fq_restart(struct daqring_fq *fq, uint32_t capacity, size_t n)
 {
