@@ -380,8 +380,10 @@ class FabricRunner(Runner):
         for s in self.fplan.switches:
             sw = self.switches[s.name]
             out.append("  %-14s %s --db=%s show" % (s.name, b.vsctl, sw.db))
-            out.append("  %-14s %s dump-flows unix:%s" % (
+            out.append("  %-14s %s --names dump-flows unix:%s" % (
                 "", b.ofctl, os.path.join(sw.dir, s.bridge + ".mgmt")))
+            out.append("  %-14s %s -t %s netdev-daqring/show" % (
+                "", b.appctl, sw.ctl))
             out.append("  %-14s %s -t %s status" % (
                 "", b.appctl, os.path.join(self.workdir, s.name,
                                            "agent.ctl")))
