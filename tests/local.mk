@@ -49,7 +49,8 @@ OVS_REGRESSION_JOBS ?= 8
 CHECK_PARTS ?= daqring ovs-regression ovs-dpdk pytest
 PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
 	utilities/ovs-daqfabric-agent utilities/ovs-daqring-sandbox \
-	utilities/daq-bench utilities/ovs-daqring-exporter build-aux/ovs-test-select build-aux/python-sitelib \
+	utilities/ovs-daqring-exporter \
+	utilities/daq-bench build-aux/ovs-test-select build-aux/python-sitelib \
 	build-aux/pytest-times \
 	python/ovs_daqring \
 	$(wildcard tests/*.py tests/*/*.py rhel/*.py)
