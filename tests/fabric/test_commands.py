@@ -251,6 +251,48 @@ def test_status_text_and_json(cluster: Cluster) -> None:
     assert "dcm2 on hlt1: plane 0 spine spine2" in p.stdout
 
 
+def test_status_verbose_lists_rings_worst_first(cluster: Cluster) -> None:
+    """status -v: per node, its rings as its agent reports them
+    (occupancy, high watermark, drops), those that dropped most first,
+    then the fullest; at most STATUS_RINGS, and how many more."""
+    from ovs_daqring.fabric.commands import STATUS_RINGS
+    from ovs_daqring.fabric.db import now_ms
+    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
+                  cluster.remotes()).returncode == 0
+    n = STATUS_RINGS + 3
+    occ = {"r%02d" % i: i for i in range(n)}
+    drops = {"r%02d" % i: 0 for i in range(n)}
+    drops["r01"] = 7
+    db = FabricDb(cluster.remotes(), 30)
+    try:
+        def build(txn: Any) -> None:
+            rows = {r.name: r for r in db.rows("Node")}
+            r = rows.get("hlt-leaf1") or txn.insert(db.idl.tables["Node"])
+            r.name = "hlt-leaf1"
+            r.agent = "test"
+            r.generation = 1
+            r.report_interval = 60000
+            r.updated = now_ms()
+            r.ring_occupancy = occ
+            r.ring_high_watermark = {k: 2 * v for k, v in occ.items()}
+            r.ring_drops = drops
+        status, _ = db.commit(build, "test node")
+        assert status == "success", status
+    finally:
+        db.close()
+    p = daqctl("fabric", "status", "--db", cluster.remotes())
+    assert "%d rings" % n in p.stdout and "ring r" not in p.stdout
+    p = daqctl("fabric", "status", "-v", "--db", cluster.remotes())
+    assert p.returncode == 0, p.stderr
+    rings = [ln.split()[1] for ln in p.stdout.splitlines()
+             if ln.strip().startswith("ring ")]
+    assert rings == ["r01"] + ["r%02d" % i for i in range(
+        n - 1, 1, -1)][:STATUS_RINGS - 1], p.stdout
+    assert ("ring r01  occupancy 1, high watermark 2, drops 7"
+            in p.stdout), p.stdout
+    assert "... 3 more rings (--json lists them all" in p.stdout
+
+
 def test_concurrent_applies_one_wins_never_a_mix(
         cluster: Cluster, tmp_path: Path) -> None:
     maps = [write_map(str(tmp_path), "a.yaml", 150, rate="100mbit"),

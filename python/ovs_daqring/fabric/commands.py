@@ -405,6 +405,9 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
         if n.get("error"):
             out.write("".join("           %s\n" % line for line in
                               ("error: " + n["error"]).splitlines()))
+        if args.verbose and n.get("rings"):
+            out.write("".join("           %s\n" % line for line in
+                              ring_lines(n["rings"], STATUS_RINGS)))
     for e in bad:
         out.write("  bad row, left out: %s\n" % e)
     unassigned = [d["name"] for d in info["dcms"] if d["plane"] is None]
@@ -420,6 +423,38 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
                          % (d["home"][0], d["home"][1], d.get("reason"))
                          if d["home"] else ""))
     return EXIT_OK
+
+
+# How many rings of a node "status -v" lists (the worst first).
+STATUS_RINGS = 10
+
+
+def ring_lines(rings: Dict[str, Dict[str, Any]], limit: int) -> List[str]:
+    """A node's rings as its report gives them (node_view(): occupancy,
+    high watermark, drops by ring), the worst 'limit' first: those that
+    dropped most, then the fullest, then the highest watermark; and how
+    many more there are."""
+    def num(v: Any) -> int:
+        return v if isinstance(v, int) and v >= 0 else 0
+
+    def key(name: str) -> Any:
+        r = rings[name]
+        return (-num(r.get("drops")), -num(r.get("occupancy")),
+                -num(r.get("high_watermark")), name)
+
+    names = sorted(rings, key=key)
+    width = max(len(n) for n in names[:limit]) if names else 0
+    lines = ["ring %s  occupancy %s, high watermark %s, drops %s"
+             % (n.ljust(width), *("-" if rings[n].get(k) is None
+                                  else rings[n][k]
+                                  for k in ("occupancy", "high_watermark",
+                                            "drops")))
+             for n in names[:limit]]
+    if len(names) > limit:
+        lines.append("... %d more rings (--json lists them all; "
+                     "ovs-daqctl top on the switch shows them live)"
+                     % (len(names) - limit))
+    return lines
 
 
 def _liveness(n: Dict[str, Any]) -> str:
