@@ -357,3 +357,38 @@ def test_parser_catches_each_limit(broken: Tuple[str, str]) -> None:
     e = read(as_csv([d]).replace("\n\n", "\n"), ".csv")
     assert isinstance(e, Exception), "accepted %s=%s" % broken
     assert any(prob.where.endswith(":2") for prob in e.problems), str(e)
+
+
+def test_rate_and_poll_interval_name_their_dcm() -> None:
+    """A DCM with both 'rate' and 'poll_interval' is named in the
+    problem, and its other problems are reported too."""
+    e = read("dcms:\n"
+             "  - {name: dcm1, ip: 10.0.0.1, egress: p1}\n"
+             "  - {name: dcm3, ip: 10.0.0.3, egress: p3, rate: 190mbit,\n"
+             "     poll-interval: 5, max-burst: 99}\n", ".yaml")
+    assert isinstance(e, Exception)
+    reasons = [(prob.where.rsplit(":", 1)[1], prob.reason)
+               for prob in e.problems]
+    assert ("3", "DCM dcm3: give either 'rate' or 'poll-interval', not "
+            "both") in reasons, reasons
+    assert any("DCM dcm3: max-burst" in r for _, r in reasons), reasons
+
+
+def test_reader_keeps_what_it_could_read() -> None:
+    """After a refused map, the reader still has the switches and the
+    DCMs it could read: "apply" checks the switch against them in the
+    same pass (ovs-daqctl.rst, "Bad Maps")."""
+    p = parser()
+    fd, path = tempfile.mkstemp(suffix=".yaml", prefix="map.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write("dcms:\n"
+                    "  - {name: dcm1, ip: 10.0.0.1, egress: p1, "
+                    "ring-size: 0}\n"
+                    "  - {name: dcm2, ip: 10.0.0.2, egress: p9}\n")
+        reader = p.MapReader(path, None, None, None, set(), 0.01)
+        with pytest.raises(p.MapError):
+            reader.read()
+        assert [[d.name for d in s.dcms] for s in reader.specs] == [["dcm2"]]
+    finally:
+        os.unlink(path)

@@ -44,6 +44,7 @@ from ..daqctl.commands import (cmd_add_dcm, cmd_apply, cmd_check, cmd_clear,
 from ..daqctl.model import (DaqctlError, EXIT_BAD_INPUT, EXIT_FAILED,
                             EXIT_OK, MapError, PROG, STATES, STEERING_MODES)
 from ..daqctl.openflow import find_ofctl, set_ssl
+from ..daqctl.top import cmd_top
 from ..options import add_ssl_options
 from ..process import Interrupted
 
@@ -140,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
       --max-burst 32 --poll-interval 500
   %(prog)s add-dcm dcm8 --ip 10.0.0.8 --egress p2 --rate 190mbit
   %(prog)s show
+  %(prog)s top --interval 1
   %(prog)s del-dcm dcm7
 
 exit status: 0 success (also "no changes"), 1 the switch failed or refused
@@ -244,6 +246,21 @@ def add_switch_commands(cmd: Callable[[str, Any, str],
              "watermark, drops, shaping")
     sh.add_argument("--map", metavar="MAP",
                     help="show the switches of MAP")
+
+    tp = cmd("top", cmd_top, "a live view of the switch's daqrings, the "
+             "worst first (dropping, then fullest): occupancy, high "
+             "watermark, drops and drops since the last refresh")
+    tp.add_argument("--interval", "-d", type=float, default=2.0,
+                    metavar="SECS", help="refresh every SECS (default 2; "
+                    "ovs-vswitchd updates the statistics every 5 s)")
+    tp.add_argument("-n", dest="count", type=int, metavar="COUNT",
+                    help="stop after COUNT refreshes (default: until "
+                    "Ctrl-C)")
+    tp.add_argument("--once", action="store_true",
+                    help="print one table and exit (the same as -n 1; "
+                    "for scripts)")
+    tp.add_argument("--limit", type=int, default=20, metavar="N",
+                    help="show the worst N daqrings (default 20; 0: all)")
 
     fl = cmd("flows", cmd_flows, "print the DCM flows installed on the "
              "switch (or, with --expected, those MAP asks for)")

@@ -24,8 +24,9 @@ bundle.  See ovs-daqctl(8).
 """
 
 import argparse
+import re
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 # OVS's Python library is imported by the commands that talk to a switch
 # (reconcile, ovsdb), not here: "check" (without --live), "rate" and
@@ -49,8 +50,25 @@ def cli_spec(args: argparse.Namespace) -> SwitchSpec:
 
 
 def read_map(args: argparse.Namespace, path: str) -> List[SwitchSpec]:
-    specs = MapReader(path, args.db, args.of, args.bridge, args.explicit,
-                      args.rate_tolerance / 100.0).read()
+    specs, problems = read_map_partly(args, path)
+    if problems:
+        raise MapError(problems)
+    return specs
+
+
+def read_map_partly(args: argparse.Namespace, path: str
+                    ) -> Tuple[List[SwitchSpec], List[Problem]]:
+    """The switches of map 'path' with the DCMs that could be read, and
+    the map's problems (MapError only if no switch could be read)."""
+    reader = MapReader(path, args.db, args.of, args.bridge, args.explicit,
+                       args.rate_tolerance / 100.0)
+    try:
+        specs = reader.read()
+        problems: List[Problem] = []
+    except MapError as e:
+        if not reader.specs:
+            raise
+        specs, problems = reader.specs, e.problems
     if args.switch:
         chosen = [s for s in specs if s.name in args.switch]
         missing = set(args.switch) - {s.name for s in specs}
@@ -60,12 +78,50 @@ def read_map(args: argparse.Namespace, path: str) -> List[SwitchSpec]:
                                  ", ".join(s.name for s in specs)),
                               EXIT_BAD_INPUT)
         specs = chosen
-    return specs
+    return specs, problems
+
+
+# How long a switch is given to be checked against a map that is refused
+# anyway (its problems are reported with the map's, or it is left out).
+BAD_MAP_SWITCH_TIMEOUT = 5.0
+
+
+def switch_problems(args: argparse.Namespace,
+                    specs: List[SwitchSpec]) -> List[Problem]:
+    """What the switches of a map that has problems refuse of the DCMs
+    that could be read (unknown egress ports, names or ofports taken), so
+    that every problem is reported in one pass.  A switch that cannot be
+    reached is left out, with a line on standard error: the map is
+    refused anyway."""
+    from .reconcile import Reconciler
+    quick = argparse.Namespace(**vars(args))
+    quick.timeout = min(args.timeout, BAD_MAP_SWITCH_TIMEOUT)
+    problems: List[Problem] = []
+    for spec in specs:
+        try:
+            rec = Reconciler(spec, quick, sys.stdout)
+        except DaqctlError as e:
+            sys.stderr.write("ovs-daqctl: switch %s not checked: %s\n"
+                             % (spec.name, e))
+            continue
+        try:
+            rec.plan(spec.dcms)
+        except MapError as e:
+            problems += e.problems
+        except DaqctlError as e:
+            sys.stderr.write("ovs-daqctl: switch %s not checked: %s\n"
+                             % (spec.name, e))
+        finally:
+            rec.close()
+    return problems
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from .reconcile import Reconciler
-    specs = read_map(args, args.map)
+    specs, problems = read_map_partly(args, args.map)
+    if problems:
+        # The map's problems and the switches', together.
+        raise MapError(problems + switch_problems(args, specs))
     comment = "ovs-daqctl: apply %s" % args.map
     recs = []
     try:
@@ -73,7 +129,6 @@ def cmd_apply(args: argparse.Namespace) -> int:
         for spec in specs:
             rec = Reconciler(spec, args, sys.stdout)
             recs.append(rec)
-        problems: List[Problem] = []
         for rec in recs:
             try:
                 rec.plan(rec.spec.dcms)
@@ -195,6 +250,14 @@ def show_rows(db: Any, bridge: str) -> List[Dict[str, Any]]:
             steering: Optional[str] = d.steering
         else:
             steering = "bound" if bound_to else None
+        if st.get("config_error"):
+            # The switch refused the options in the database and keeps
+            # its previous ones: the steering in force is in its status.
+            bound_to = st.get("egress")
+            if bound_to:
+                steering = "bound"
+            elif steering == "bound":
+                steering = "two-rule" if d else None
         row: Dict[str, Any] = {
             "dcm": d.name if d else None,
             "ring": r.port.name,
@@ -293,7 +356,7 @@ def print_show(sw: Dict[str, Any], out: Any) -> None:
         elif r["poll_interval"] == 0:
             shaping = "unshaped, burst %s" % n(r["max_burst"])
         else:
-            rate = (r["shaping_rate"] or "").split(" (")[0]
+            rate = wire_rate_text((r["shaping_rate"] or "").split(" (")[0])
             shaping = "%s/%sus = %s" % (n(r["max_burst"]),
                                         n(r["poll_interval"]), rate)
             if r["rate"]:
@@ -316,11 +379,23 @@ def print_show(sw: Dict[str, Any], out: Any) -> None:
             notes.append("%s: not bound to its egress port, its packets are "
                          "dropped (egress_drops): %s"
                          % (r["ring"], r["egress_state"] or "not known yet"))
-        table.append([r["dcm"] or "(unmanaged)", r["ring"], n(r["ofport"]),
+        ring = r["ring"]
+        if r["config_error"]:
+            # ovs-vswitchd refused the options in the database: the ring
+            # runs with its previous configuration (what SIZE and SHAPING
+            # show), whatever "ovs-vsctl set" said.
+            ring += "(!)"
+            why = r["config_error"]
+            if why.startswith(r["ring"] + ": "):
+                why = why[len(r["ring"]) + 2:]
+            notes.append("%s: config_error: the switch refused the "
+                         "configuration in the database and keeps its "
+                         "previous one: %s" % (r["ring"], why))
+        table.append([r["dcm"] or "(unmanaged)", ring, n(r["ofport"]),
                       r["match"] or "-", egress, steering, n(r["ring_size"]),
                       n(r["occupancy"]), n(r["high_watermark"]), n(drops),
                       shaping])
-        for key in ("error", "config_error", "mempool_warning"):
+        for key in ("error", "mempool_warning"):
             if r[key]:
                 notes.append("%s: %s: %s" % (r["ring"], key, r[key]))
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
@@ -331,6 +406,17 @@ def print_show(sw: Dict[str, Any], out: Any) -> None:
         out.write("  ".join(cells).rstrip() + "\n")
     for note in notes:
         out.write("  ! %s\n" % note)
+
+
+_SWITCH_RATE_RE = re.compile(r"^([0-9.]+) ([kMG])bps$")
+
+
+def wire_rate_text(text: str) -> str:
+    """A rate as ovs-vswitchd's status writes it ("777.22 Mbps") in the
+    units of ovs-daqctl ("777.22 Mbit/s"): bps would read as bytes per
+    second to tc's users, as parse_rate() says."""
+    m = _SWITCH_RATE_RE.match(text.strip())
+    return "%s %sbit/s" % (m.group(1), m.group(2)) if m else text
 
 
 def cmd_flows(args: argparse.Namespace) -> int:
@@ -374,7 +460,12 @@ def cmd_flows(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    specs = read_map(args, args.map)
+    if args.live:
+        specs, problems = read_map_partly(args, args.map)
+        if problems:
+            raise MapError(problems + switch_problems(args, specs))
+    else:
+        specs = read_map(args, args.map)
     status = EXIT_OK
     for spec in specs:
         sw: Dict[str, Any] = {"switch": spec.name, "db": spec.db,
@@ -384,7 +475,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         args.report["switches"].append(sw)
         for note in sw["notes"]:
             args.say("%s: %s" % (spec.name, note))
-        args.say("%s: %d DCMs, map OK" % (spec.label(), len(spec.dcms)))
+        # Offline, no database was contacted: the switch's name only.
+        args.say("%s: %d DCMs, map OK" % (spec.label() if args.live
+                                          else spec.name, len(spec.dcms)))
         if args.live and not check_live(args, spec, sw):
             status = EXIT_DIFFERS
     return status

@@ -53,6 +53,10 @@ class MapReader:
         self.explicit = explicit
         self.tolerance = tolerance
         self.problems: List[Problem] = []
+        # After read(), also when it raised MapError: the switches and
+        # the DCMs that could be read (a DCM with a problem is left out),
+        # against which "apply" checks the switches in the same pass.
+        self.specs: List[SwitchSpec] = []
 
     # ----------------------------------------------------------- helpers
     def at(self, line: int) -> str:
@@ -81,6 +85,7 @@ class MapReader:
             specs = self._read_yaml(text)
         for spec in specs:
             self.problems += validate_dcms(spec.dcms, spec.where)
+        self.specs = specs
         if self.problems:
             raise MapError(self.problems)
         return specs
@@ -163,8 +168,8 @@ class MapReader:
             return {}
         self._unknown(d, DEFAULT_KEYS, "defaults")
         if "rate" in d and "poll_interval" in d:
-            self.bad(d.line, "give either 'rate' or 'poll_interval', not "
-                     "both")
+            self.bad(d.line, "defaults: give either 'rate' or "
+                     "'poll_interval', not both")
         return {k: (v, d.key_lines[k]) for k, v in d.items()
                 if k in DEFAULT_KEYS}
 
@@ -234,11 +239,9 @@ class MapReader:
                          "each DCM must be a mapping (name, ip, egress...)")
                 continue
             self._unknown(item, DCM_KEYS, "DCM")
+            # (A DCM with both 'rate' and 'poll_interval' keeps both:
+            # build_dcm() refuses it, naming it.)
             values, lines = with_defaults(defaults, item, DCM_KEYS)
-            if "rate" in item and "poll_interval" in item:
-                self.bad(item.line, "give either 'rate' or 'poll_interval', "
-                         "not both")
-                continue
             dcm = build_dcm(values, lines, item.line, self.at, self.problems,
                             self.tolerance, spec.rate_notes)
             if dcm:

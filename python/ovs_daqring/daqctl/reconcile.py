@@ -276,8 +276,11 @@ class Reconciler(FlowSync, Rollback):
         res = self.result
         res["dry_run"] = dry_run
         res["notes"] = _grouped(self.spec.rate_notes)
-        for note in res["notes"]:
-            self.say("%s: %s" % (self.spec.name, note))
+        if plan.create or plan.update:
+            # How the rates of the daqrings it writes were converted: not
+            # when nothing is written ("no changes" alone).
+            for note in res["notes"]:
+                self.say("%s: %s" % (self.spec.name, note))
         if dry_run:
             dumped = self.of.flows(ours=False)
             problems = self.conflicts(dcms, dumped)
