@@ -7,6 +7,7 @@ RST2MAN ?= rst2man
 MAN_PAGES = \
 	Documentation/ref/ovs-daqctl.8 \
 	Documentation/ref/ovs-daqfabric-agent.8 \
+	Documentation/ref/ovs-daqring-exporter.8 \
 	Documentation/ref/daq-incast.1 \
 	Documentation/ref/daq-bench.1 \
 	Documentation/ref/ovs-daqring-setup.8 \

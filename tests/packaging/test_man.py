@@ -17,7 +17,7 @@ TOP = Path(__file__).resolve().parent.parent.parent
 REF = TOP / "Documentation" / "ref"
 PAGES = {"ovs-daqctl": 8, "daq-incast": 1, "daq-bench": 1,
          "ovs-daqring-setup": 8, "ovs-daqring": 7,
-         "ovs-daqfabric-agent": 8}
+         "ovs-daqfabric-agent": 8, "ovs-daqring-exporter": 8}
 RST2MAN = shutil.which("rst2man")
 
 

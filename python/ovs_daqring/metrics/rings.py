@@ -148,7 +148,7 @@ METRICS = [
        "Daqrings on the bridge."),
     _m("daqring_exporter_ovsdb_up", "gauge", (),
        "1 if the last scrape read the switch's OVSDB, 0 if it could not "
-       "(then no daqring_ series is served)."),
+       "(then no daqring series is served)."),
     _m("daqring_exporter_invalid_values", "gauge", (),
        "Values of the last scrape's reading that were not valid (not a "
        "count, out of range) and were left out."),
