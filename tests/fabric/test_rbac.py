@@ -18,6 +18,7 @@ a member started as its unit starts it (init, start, upgrade, rbac) from
 a database of the previous schema, certificates from ovs-pki whose CN
 is the node's name, and what the server lets each client write."""
 
+import errno
 import json
 import os
 import shutil
@@ -25,15 +26,19 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Union
 
+import ovs.jsonrpc
+import ovs.poller
 import ovs.stream
 import pytest
 
 from ovs_daqring.fabric import schema_path
 from ovs_daqring.fabric import rbac
 from ovs_daqring.fabric.db import FabricDb, Txn
+from ovs_daqring.fabric.plannerd import PLANNER_LOCK
 
 from fabric_helpers import ROOT, Pki, _tool, free_ports, wait_for
 
@@ -467,6 +472,98 @@ def test_rbac_rows_written_once(member: Member) -> None:
     assert rbac.ensure(m.sock, [m.agent_target], 30, m.client)
     assert rbac.current({t: m.rows(t) for t in rbac.TABLES}) \
         == rbac.current(before)
+
+
+class LockClient:
+    """A JSON-RPC connection to the member with the certificate of
+    'who', on the agents' remote or the other, that asks for locks."""
+
+    def __init__(self, m: Member, who: str, agent: bool) -> None:
+        key, cert = m.pki.files(who)
+        ovs.stream.Stream.ssl_set_private_key_file(key)
+        ovs.stream.Stream.ssl_set_certificate_file(cert)
+        ovs.stream.Stream.ssl_set_ca_cert_file(m.pki.ca)
+        error, stream = ovs.stream.Stream.open_block(
+            ovs.stream.Stream.open(m.remote(agent)), 30000)
+        assert not error, os.strerror(error)
+        self.rpc = ovs.jsonrpc.Connection(stream)
+        self.notifications: List[Any] = []
+
+    def request(self, method: str) -> ovs.jsonrpc.Message:
+        """The server's answer (a reply or an error) to 'method'
+        ("lock", "steal" or "unlock") of the planner's lock."""
+        req = ovs.jsonrpc.Message.create_request(method, [PLANNER_LOCK])
+        error = self.rpc.send(req)
+        assert not error, os.strerror(error)
+        deadline = time.monotonic() + 30
+        while True:
+            self.rpc.run()
+            error, msg = self.rpc.recv()
+            if error == errno.EAGAIN:
+                left = deadline - time.monotonic()
+                assert left > 0, "no answer to %s" % method
+                poller = ovs.poller.Poller()
+                self.rpc.wait(poller)
+                self.rpc.recv_wait(poller)
+                poller.timer_wait(int(left * 1000) + 1)
+                poller.block()
+            elif error:
+                raise AssertionError("%s: %s" % (method, os.strerror(error)))
+            elif msg.type == ovs.jsonrpc.Message.T_NOTIFY:
+                self.notifications.append((msg.method, msg.params))
+            elif msg.id == req.id:
+                return msg
+
+    def close(self) -> None:
+        self.rpc.close()
+
+
+def lock_refused(msg: ovs.jsonrpc.Message) -> bool:
+    """Whether 'msg' is the server's refusal of a lock operation to a
+    client of a remote with a role."""
+    e = msg.error
+    return (msg.type == ovs.jsonrpc.Message.T_ERROR and isinstance(e, dict)
+            and e.get("error") == "permission error"
+            and "lock operations are not allowed"
+            in str(e.get("details")))
+
+
+def test_agent_cannot_take_the_planners_lock(member: Member) -> None:
+    """RBAC covers what transactions write, not locks: without more, a
+    client of the agents' remote could "steal" PLANNER_LOCK from the
+    planner and stop the fabric's planning.  The server (patch 0025)
+    refuses "lock", "steal" and "unlock" to the clients of a remote with
+    a role; the role-less remote's clients lock as before."""
+    m = member
+    planner = LockClient(m, "admin", False)
+    clients = [planner]
+    try:
+        r = planner.request("lock")
+        assert r.type == ovs.jsonrpc.Message.T_REPLY, r
+        assert r.result == {"locked": True}, r
+        for who in ("leaf1", "intruder"):
+            agent = LockClient(m, who, True)
+            clients.append(agent)
+            for method in ("steal", "lock", "unlock"):
+                r = agent.request(method)
+                assert lock_refused(r), (who, method, str(r))
+        # The planner kept its lock: another role-less client waits.
+        other = LockClient(m, "admin", False)
+        clients.append(other)
+        r = other.request("lock")
+        assert r.result == {"locked": False}, r
+        # And a role-less client may still steal it.
+        thief = LockClient(m, "admin", False)
+        clients.append(thief)
+        r = thief.request("steal")
+        assert r.result == {"locked": True}, r
+        # The server told the planner before it answered the steal, so
+        # before it answers the planner's next request.
+        assert planner.request("unlock").result == {}
+        assert planner.notifications == [("stolen", [PLANNER_LOCK])]
+    finally:
+        for c in clients:
+            c.close()
 
 
 @pytest.mark.parametrize("value,message", [
