@@ -28,6 +28,7 @@
 #include "hash.h"
 #include "openvswitch/hmap.h"
 #include "openvswitch/vlog.h"
+#include "ovs-rcu.h"
 #include "ovs-thread.h"
 #include "timeval.h"
 
@@ -151,6 +152,7 @@ daqring_shaper_create(const struct daqring_shaper_params *p,
         s->depth = depth_bytes * s->byte_ticks;
         deficit = UINT16_MAX * s->byte_ticks + s->overhead_ticks;
         s->fill_cycles = (s->depth + deficit) / s->rate + 1;
+        s->turn_cycles = (full * s->byte_ticks) / s->rate + 1;
     }
     return s;
 }
@@ -341,20 +343,42 @@ daqring_shaper_destroy(struct daqring_shaper *s)
 
 /* Egress sharing, see daqring-shaper.h. */
 
+/* The turn of the ring in one slot of a share. */
+struct daqring_share_turn {
+    /* Whether the slot has a member ring.  Written only with
+     * 'daqring_share_mutex' held, which also clears the two below with
+     * it. */
+    atomic_bool member;
+
+    /* The TSC since which the ring waits for its turn, or 0, and the TSC at
+     * which that wait expires unless the ring claims again.  Written by the
+     * polling thread of the slot's ring. */
+    atomic_uint64_t since;
+    atomic_uint64_t expires;
+};
+
 struct daqring_share {
     /* In 'daqring_shares' while it has members.  Guarded by
      * 'daqring_share_mutex', like the members up to 'n_slots'. */
     struct hmap_node node;
     char *egress;                       /* Name of the egress port. */
-    struct daqring_share_params params;
+    struct daqring_share_params params; /* In force. */
     char *names[DAQRING_SHARE_MAX_RINGS]; /* Member rings, or NULL. */
     unsigned int n_rings;               /* Member rings. */
 
+    /* For each member, whether it asked for parameters other than
+     * 'params', and which (see daqring_share_check__()). */
+    bool requested[DAQRING_SHARE_MAX_RINGS];
+    struct daqring_share_params requests[DAQRING_SHARE_MAX_RINGS];
+
     struct ovs_refcount ref_cnt;        /* The registry's (while it has
                                          * members) and each shaper's. */
-    struct daqring_shaper *shaper;      /* Rate, depth, costs: immutable. */
-    atomic_uint n_slots;                /* Slots ever used: 'waits' beyond
-                                         * are all 0. */
+
+    /* Rate, depth, costs, for 'params': immutable, replaced (through RCU)
+     * when 'params' change. */
+    OVSRCU_TYPE(struct daqring_shaper *) shaper;
+    atomic_uint n_slots;                /* Slots ever used: 'turns' beyond
+                                         * are all clear. */
 
     /* The bucket, written by the polling threads of all the members. */
     PADDED_MEMBERS(CACHE_LINE_SIZE,
@@ -362,9 +386,7 @@ struct daqring_share {
         atomic_uint64_t last_tsc;       /* TSC of the last refill. */
     );
 
-    /* For each slot, the TSC since which its ring waits for its turn, or
-     * 0.  Written by the polling thread of the slot's ring. */
-    atomic_uint64_t waits[DAQRING_SHARE_MAX_RINGS];
+    struct daqring_share_turn turns[DAQRING_SHARE_MAX_RINGS];
 };
 
 static struct ovs_mutex daqring_share_mutex = OVS_MUTEX_INITIALIZER;
@@ -395,17 +417,72 @@ daqring_share_find(const char *egress)
     return NULL;
 }
 
-/* Returns the name of a member of 'sh' other than the one in 'slot'. */
+/* Returns the parameters that the member of 'sh' in 'slot' asks for. */
+static const struct daqring_share_params *
+daqring_share_request(const struct daqring_share *sh, unsigned int slot)
+    OVS_REQUIRES(daqring_share_mutex)
+{
+    return sh->requested[slot] ? &sh->requests[slot] : &sh->params;
+}
+
+/* Returns the name of a member of 'sh' other than the one in 'slot', one
+ * that does not ask for 'p' if there is one. */
 static const char *
-daqring_share_other(const struct daqring_share *sh, unsigned int slot)
+daqring_share_other(const struct daqring_share *sh, unsigned int slot,
+                    const struct daqring_share_params *p)
+    OVS_REQUIRES(daqring_share_mutex)
+{
+    const char *other = "?";
+
+    for (unsigned int i = 0; i < DAQRING_SHARE_MAX_RINGS; i++) {
+        if (i != slot && sh->names[i]) {
+            if (!daqring_share_params_equal(daqring_share_request(sh, i),
+                                            p)) {
+                return sh->names[i];
+            }
+            other = sh->names[i];
+        }
+    }
+    return other;
+}
+
+/* Returns true if every member of 'sh' other than the one in 'slot' asks
+ * for 'p'. */
+static bool
+daqring_share_agree(const struct daqring_share *sh, unsigned int slot,
+                    const struct daqring_share_params *p)
     OVS_REQUIRES(daqring_share_mutex)
 {
     for (unsigned int i = 0; i < DAQRING_SHARE_MAX_RINGS; i++) {
-        if (i != slot && sh->names[i]) {
-            return sh->names[i];
+        if (i != slot && sh->names[i]
+            && !daqring_share_params_equal(daqring_share_request(sh, i), p)) {
+            return false;
         }
     }
-    return "?";
+    return true;
+}
+
+/* Sets the membership of 'slot' of 'sh', with no turn and no request. */
+static void
+daqring_share_set_member(struct daqring_share *sh, unsigned int slot,
+                         bool member)
+    OVS_REQUIRES(daqring_share_mutex)
+{
+    struct daqring_share_turn *t = &sh->turns[slot];
+
+    sh->requested[slot] = false;
+    if (member) {
+        atomic_store_relaxed(&t->since, 0);
+        atomic_store_relaxed(&t->expires, 0);
+        atomic_store(&t->member, true);
+    } else {
+        /* A polling thread still on the shaper of the ring that leaves may
+         * set 'since' again: other rings ignore it, as 'member' is
+         * false. */
+        atomic_store(&t->member, false);
+        atomic_store_relaxed(&t->since, 0);
+        atomic_store_relaxed(&t->expires, 0);
+    }
 }
 
 static void
@@ -415,29 +492,90 @@ daqring_share_leave__(struct daqring_share *sh, unsigned int slot)
     ovs_assert(slot < DAQRING_SHARE_MAX_RINGS && sh->names[slot]);
     free(sh->names[slot]);
     sh->names[slot] = NULL;
-    atomic_store_relaxed(&sh->waits[slot], 0);
+    daqring_share_set_member(sh, slot, false);
     if (!--sh->n_rings) {
         hmap_remove(&daqring_shares, &sh->node);
         daqring_share_unref(sh);
     }
 }
 
+/* Returns a new byte shaper for share parameters 'p'. */
+static struct daqring_shaper *
+daqring_share_shaper_create(const struct daqring_share_params *p,
+                            uint64_t tsc_hz)
+{
+    struct daqring_shaper_params sp = {
+        .max_burst = NETDEV_MAX_BURST,
+        .max_rate = p->max_rate,
+        .frame_overhead = p->frame_overhead,
+        .max_burst_bytes = p->max_burst_bytes,
+    };
+
+    return daqring_shaper_create(&sp, tsc_hz, 0);
+}
+
+/* Gives 'sh' parameters 'p', in a TSC of 'tsc_hz' Hz, keeping the level of
+ * its bucket (at most the new depth) and the turns of its members. */
+static void
+daqring_share_set_params(struct daqring_share *sh,
+                         const struct daqring_share_params *p,
+                         uint64_t tsc_hz)
+    OVS_REQUIRES(daqring_share_mutex)
+{
+    struct daqring_shaper *old, *new;
+    int64_t tokens, level;
+
+    VLOG_INFO("egress %s: egress-max-rate %"PRIu64", egress-max-burst-bytes "
+              "%"PRIu32" and frame-overhead %"PRIu32" for its %u daqrings "
+              "(were %"PRIu64", %"PRIu32" and %"PRIu32")",
+              sh->egress, p->max_rate, p->max_burst_bytes, p->frame_overhead,
+              sh->n_rings, sh->params.max_rate, sh->params.max_burst_bytes,
+              sh->params.frame_overhead);
+    old = ovsrcu_get_protected(struct daqring_shaper *, &sh->shaper);
+    new = daqring_share_shaper_create(p, tsc_hz);
+    sh->params = *p;
+    ovsrcu_set(&sh->shaper, new);
+    ovsrcu_postpone(free, old);
+
+    /* A polling thread still on the old shaper may refill up to the old
+     * depth once more. */
+    atomic_read_relaxed(&sh->tokens, &tokens);
+    do {
+        level = MIN(tokens, new->depth);
+    } while (!atomic_compare_exchange_weak(&sh->tokens, &tokens, level));
+    memset(sh->requested, 0, sizeof sh->requested);
+}
+
 /* Checks whether daqring 'ring', bound to egress port 'egress', may join
  * the share of that egress with parameters 'p', as a member of share 'old'
  * (or NULL) in slot 'slot'.  Returns the share of 'egress' it would join
  * if it exists (NULL if a new one would be created), otherwise sets
- * '*errp'. */
+ * '*errp'.
+ *
+ * A member of the share of 'egress' may ask for other parameters than
+ * those in force: its request is recorded, and granted if all the other
+ * members ask for the same (daqring_share_join() then switches to them);
+ * otherwise, it fails until they do. */
 static struct daqring_share *
 daqring_share_check__(const char *egress, const char *ring,
                       const struct daqring_share_params *p,
-                      const struct daqring_share *old, unsigned int slot,
+                      struct daqring_share *old, unsigned int slot,
                       char **errp)
     OVS_REQUIRES(daqring_share_mutex)
 {
     struct daqring_share *sh = daqring_share_find(egress);
 
+    if (old) {
+        ovs_assert(slot < DAQRING_SHARE_MAX_RINGS && old->names[slot]);
+        if (old == sh && !daqring_share_params_equal(&sh->params, p)) {
+            old->requested[slot] = true;
+            old->requests[slot] = *p;
+        } else {
+            old->requested[slot] = false;
+        }
+    }
     if (sh && !daqring_share_params_equal(&sh->params, p)
-        && !(sh == old && sh->n_rings == 1)) {
+        && !(sh == old && daqring_share_agree(sh, slot, p))) {
         const struct daqring_share_params *q = &sh->params;
 
         *errp = xasprintf("%s: egress-max-rate %"PRIu64", egress-max-burst-"
@@ -447,7 +585,8 @@ daqring_share_check__(const char *egress, const char *ring,
                           "all the daqrings of an egress must give the same",
                           ring, p->max_rate, p->max_burst_bytes,
                           p->frame_overhead,
-                          daqring_share_other(sh, sh == old ? slot : UINT_MAX),
+                          daqring_share_other(sh, sh == old ? slot : UINT_MAX,
+                                              p),
                           egress, q->max_rate, q->max_burst_bytes,
                           q->frame_overhead);
         return NULL;
@@ -466,7 +605,7 @@ daqring_share_check__(const char *egress, const char *ring,
 bool
 daqring_share_check(const char *egress, const char *ring,
                     const struct daqring_share_params *p,
-                    const struct daqring_share *old, unsigned int slot,
+                    struct daqring_share *old, unsigned int slot,
                     char **errp)
 {
     ovs_mutex_lock(&daqring_share_mutex);
@@ -480,7 +619,10 @@ daqring_share_check(const char *egress, const char *ring,
  * at TSC 'now' (in a TSC of 'tsc_hz' Hz) if it has no members, and returns
  * a new reference to it, with the ring's slot in '*slot'.  If 'old' is not
  * NULL, the ring is a member of 'old' in slot '*slot' and remains one if
- * 'old' is the result (its turn is kept), otherwise leaves it.
+ * 'old' is the result (its turn is kept), otherwise leaves it.  If the ring
+ * remains a member and 'p' differs from the share's parameters, which all
+ * the other members then ask for (see daqring_share_check__()), the share
+ * switches to 'p', keeping its bucket's level.
  *
  * Fails, returning NULL with an error message in '*errp' and leaving the
  * ring's membership of 'old' alone, if the other rings bound to 'egress'
@@ -500,38 +642,33 @@ daqring_share_join(const char *egress, const char *ring,
     if (*errp) {
         goto out;
     }
-    if (sh && sh == old && daqring_share_params_equal(&sh->params, p)) {
-        /* Still a member. */
+    if (sh && sh == old) {
+        /* Still a member: the others agree on 'p', if it is new. */
+        if (!daqring_share_params_equal(&sh->params, p)) {
+            daqring_share_set_params(sh, p, tsc_hz);
+        }
         sh = daqring_share_ref(sh);
         goto out;
     }
 
     if (old) {
-        /* Leaves 'old' first: if it is the share of 'egress' with this ring
-         * alone in it, it goes, and a share with 'p' takes its place. */
         daqring_share_leave__(old, *slot);
-        if (sh == old) {
-            sh = daqring_share_find(egress);
-        }
     }
     if (!sh) {
-        struct daqring_shaper_params sp = {
-            .max_burst = NETDEV_MAX_BURST,
-            .max_rate = p->max_rate,
-            .frame_overhead = p->frame_overhead,
-            .max_burst_bytes = p->max_burst_bytes,
-        };
+        struct daqring_shaper *s = daqring_share_shaper_create(p, tsc_hz);
 
         sh = xzalloc(sizeof *sh);
         sh->egress = xstrdup(egress);
         sh->params = *p;
         ovs_refcount_init(&sh->ref_cnt);
-        sh->shaper = daqring_shaper_create(&sp, tsc_hz, 0);
+        ovsrcu_init(&sh->shaper, s);
         atomic_init(&sh->n_slots, 0);
-        atomic_init(&sh->tokens, sh->shaper->depth);
+        atomic_init(&sh->tokens, s->depth);
         atomic_init(&sh->last_tsc, now);
         for (int i = 0; i < DAQRING_SHARE_MAX_RINGS; i++) {
-            atomic_init(&sh->waits[i], 0);
+            atomic_init(&sh->turns[i].member, false);
+            atomic_init(&sh->turns[i].since, 0);
+            atomic_init(&sh->turns[i].expires, 0);
         }
         hmap_insert(&daqring_shares, &sh->node, hash_string(egress, 0));
     }
@@ -541,6 +678,7 @@ daqring_share_join(const char *egress, const char *ring,
 
             sh->names[i] = xstrdup(ring);
             sh->n_rings++;
+            daqring_share_set_member(sh, i, true);
             *slot = i;
             atomic_read_relaxed(&sh->n_slots, &n_slots);
             if (i >= n_slots) {
@@ -581,17 +719,19 @@ void
 daqring_share_unref(struct daqring_share *sh)
 {
     if (sh && ovs_refcount_unref(&sh->ref_cnt) == 1) {
-        free(sh->shaper);
+        /* No polling thread refers to 'sh' any more. */
+        free(ovsrcu_get_protected(struct daqring_shaper *, &sh->shaper));
         free(sh->egress);
         free(sh);
     }
 }
 
-/* Returns the byte shaper of 'sh': its rate, depth and frame costs. */
+/* Returns the byte shaper of 'sh': its rate, depth and frame costs.  It
+ * remains valid until the calling thread quiesces (see ovs-rcu.h). */
 const struct daqring_shaper *
 daqring_share_shaper(const struct daqring_share *sh)
 {
-    return sh->shaper;
+    return ovsrcu_get(struct daqring_shaper *, &sh->shaper);
 }
 
 /* Stores the parameters of 'sh' in '*p' and its number of member rings in
@@ -613,7 +753,7 @@ daqring_share_get(struct daqring_share *sh, struct daqring_share_params *p,
 static int64_t
 daqring_share_fill(struct daqring_share *sh, uint64_t now)
 {
-    const struct daqring_shaper *s = sh->shaper;
+    const struct daqring_shaper *s = daqring_share_shaper(sh);
     uint64_t last;
     int64_t tokens;
 
@@ -636,10 +776,9 @@ daqring_share_fill(struct daqring_share *sh, uint64_t now)
     return tokens;
 }
 
-/* Returns true if a ring other than the one in 'slot' of 'sh' has been
- * waiting, at TSC 'now', for longer than 'mine' (0 if the ring in 'slot'
- * does not wait), and not for so long that its thread must have stopped
- * polling it. */
+/* Returns true if a member ring other than the one in 'slot' of 'sh' has
+ * been waiting, at TSC 'now', for longer than 'mine' (0 if the ring in
+ * 'slot' does not wait), and its wait has not expired. */
 static bool
 daqring_share_other_turn(struct daqring_share *sh, unsigned int slot,
                          uint64_t mine, uint64_t now)
@@ -648,15 +787,34 @@ daqring_share_other_turn(struct daqring_share *sh, unsigned int slot,
 
     atomic_read_relaxed(&sh->n_slots, &n_slots);
     for (unsigned int i = 0; i < n_slots; i++) {
-        uint64_t since;
+        struct daqring_share_turn *t = &sh->turns[i];
+        uint64_t since, expires;
+        bool member;
 
-        atomic_read_relaxed(&sh->waits[i], &since);
-        if (since && i != slot && (!mine || since < mine)
-            && (int64_t) (now - since) < (int64_t) sh->shaper->fill_cycles) {
+        if (i == slot) {
+            continue;
+        }
+        atomic_read_relaxed(&t->since, &since);
+        if (!since || (mine && since >= mine)) {
+            continue;
+        }
+        atomic_read_relaxed(&t->member, &member);
+        atomic_read_relaxed(&t->expires, &expires);
+        if (member && (int64_t) (now - expires) < 0) {
             return true;
         }
     }
     return false;
+}
+
+/* Returns how long, in TSC cycles, a ring that has to wait 'wait' cycles
+ * for the bucket of share shaper 's' keeps its turn. */
+static uint64_t
+daqring_share_stale_cycles(const struct daqring_shaper *s, uint64_t wait)
+{
+    uint64_t min = s->byte_ticks / 8 / (1000000 / DAQRING_SHARE_STALE_MIN_US);
+
+    return wait + MAX(DAQRING_SHARE_STALE_TURNS * s->turn_cycles, min);
 }
 
 /* Called by the polling thread of the ring in 'slot' of 'sh', which has
@@ -665,16 +823,32 @@ daqring_share_other_turn(struct daqring_share *sh, unsigned int slot,
  * DAQRING_SHARE_GRANTED: daqring_shaper_take() then takes the cost of each
  * packet that leaves from '*grant', and daqring_share_return() must follow
  * with what is left of it.  Otherwise returns why the ring must wait (see
- * daqring_share_deadline() for how long) and has it wait its turn. */
+ * daqring_share_deadline() for how long) and has it wait its turn, if it is
+ * still a member of 'sh'; its wait expires if it does not claim again
+ * within a few turns of that deadline. */
 enum daqring_share_claim
 daqring_share_claim(struct daqring_share *sh, unsigned int slot,
                     uint64_t now, int64_t *grant)
 {
+    struct daqring_share_turn *t = &sh->turns[slot];
+    const struct daqring_shaper *s;
     enum daqring_share_claim result;
-    uint64_t mine;
+    uint64_t since, mine, wait = 0;
     int64_t level;
+    bool member;
 
-    atomic_read_relaxed(&sh->waits[slot], &mine);
+    atomic_read_relaxed(&t->member, &member);
+    atomic_read_relaxed(&t->since, &since);
+    mine = since;
+    if (mine) {
+        uint64_t expires;
+
+        /* A wait that expired starts again, behind the others. */
+        atomic_read_relaxed(&t->expires, &expires);
+        if (!member || (int64_t) (now - expires) >= 0) {
+            mine = 0;
+        }
+    }
     if (daqring_share_other_turn(sh, slot, mine, now)) {
         result = DAQRING_SHARE_TURN;
         goto wait;
@@ -683,21 +857,27 @@ daqring_share_claim(struct daqring_share *sh, unsigned int slot,
     for (;;) {
         if (level <= 0) {
             result = DAQRING_SHARE_EMPTY;
+            wait = (uint64_t) -level / daqring_share_shaper(sh)->rate;
             goto wait;
         }
         if (atomic_compare_exchange_weak(&sh->tokens, &level, 0)) {
             break;
         }
     }
-    if (mine) {
-        atomic_store_relaxed(&sh->waits[slot], 0);
+    if (since) {
+        atomic_store_relaxed(&t->since, 0);
     }
     *grant = level;
     return DAQRING_SHARE_GRANTED;
 
 wait:
-    if (!mine) {
-        atomic_store_relaxed(&sh->waits[slot], now ? now : 1);
+    if (member) {
+        s = daqring_share_shaper(sh);
+        if (!mine) {
+            atomic_store_relaxed(&t->since, now ? now : 1);
+        }
+        atomic_store_relaxed(&t->expires,
+                             now + daqring_share_stale_cycles(s, wait));
     }
     return result;
 }
@@ -709,25 +889,26 @@ wait:
 void
 daqring_share_return(struct daqring_share *sh, int64_t left)
 {
+    int64_t depth = daqring_share_shaper(sh)->depth;
     int64_t tokens, level;
 
     atomic_read_relaxed(&sh->tokens, &tokens);
     do {
-        level = left > 0 ? MIN(sh->shaper->depth, tokens + left)
-                         : tokens + left;
+        level = left > 0 ? MIN(depth, tokens + left) : tokens + left;
     } while (!atomic_compare_exchange_weak(&sh->tokens, &tokens, level));
 }
 
 /* Called by the polling thread of the ring in 'slot' of 'sh' when the ring
- * has nothing to send: it no longer waits for a turn. */
+ * does not wait for the share: it has nothing to send, it is down, or its
+ * own shaper holds it.  It leaves its turn to the others. */
 void
 daqring_share_idle(struct daqring_share *sh, unsigned int slot)
 {
     uint64_t mine;
 
-    atomic_read_relaxed(&sh->waits[slot], &mine);
+    atomic_read_relaxed(&sh->turns[slot].since, &mine);
     if (mine) {
-        atomic_store_relaxed(&sh->waits[slot], 0);
+        atomic_store_relaxed(&sh->turns[slot].since, 0);
     }
 }
 
@@ -739,14 +920,11 @@ uint64_t
 daqring_share_deadline(struct daqring_share *sh,
                        enum daqring_share_claim why, uint64_t now)
 {
-    const struct daqring_shaper *s = sh->shaper;
+    const struct daqring_shaper *s = daqring_share_shaper(sh);
     int64_t tokens;
 
     if (why == DAQRING_SHARE_TURN) {
-        uint64_t frame = ((DAQRING_RATE_FRAME_LEN * s->byte_ticks
-                           + s->overhead_ticks) / s->rate);
-
-        return now + frame + 1;
+        return now + s->turn_cycles;
     }
     atomic_read_relaxed(&sh->tokens, &tokens);
     return now + (tokens < 0 ? (uint64_t) -tokens / s->rate : 0) + 1;

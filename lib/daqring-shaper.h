@@ -98,6 +98,9 @@ struct daqring_shaper {
     int64_t depth;              /* Capacity of the bucket, in bit-ticks. */
     uint64_t fill_cycles;       /* TSC cycles that fill the bucket from its
                                  * lowest possible level. */
+    uint64_t turn_cycles;       /* TSC cycles of one full-size frame
+                                 * (DAQRING_RATE_FRAME_LEN plus the
+                                 * overhead) at the rate. */
 
     /* Egress sharing ("egress-max-rate"): the bucket that the daqring
      * shares with the other daqrings bound to its egress, and its member
@@ -187,15 +190,36 @@ void daqring_shaper_destroy(struct daqring_shaper *);
  *
  * Turns: a ring that finds the bucket empty, or that another ring's turn
  * keeps waiting, records since when it waits; a ring may claim only if no
- * other ring has been waiting longer (for less than the time that fills
- * the bucket, so that a ring whose thread stopped polling it does not
- * hold the others up).  Backlogged rings are so served in the order they
- * started waiting: round-robin, whatever order their threads poll them in.
+ * other ring has been waiting longer.  Backlogged rings are so served in
+ * the order they started waiting: round-robin, whatever order their threads
+ * poll them in.  Only the member rings' waits count: a slot's membership is
+ * set and cleared under the registry's mutex, with its wait, so that a
+ * polling thread still on the shaper of a ring that left cannot hold the
+ * others up.  A wait expires unless its ring claims again within
+ * DAQRING_SHARE_STALE_TURNS turns (the time of a full-size frame at the
+ * rate, at least DAQRING_SHARE_STALE_MIN_US) after the time it was told to
+ * wait: a ring whose thread stopped polling it holds the others up for no
+ * longer.  A ring that stops waiting for the share (nothing to send, set
+ * down, held by its own shaper) leaves its turn with daqring_share_idle().
  *
  * The shares are kept in a registry by egress name.  A daqring joins one
  * with daqring_share_join(), which checks that all the rings of the egress
  * give the same parameters, and leaves it with daqring_share_leave(); the
- * memory lives until the last shaper that refers to it is destroyed. */
+ * memory lives until the last shaper that refers to it is destroyed.
+ *
+ * The parameters belong to the egress: they change when every member ring
+ * asks for the same new ones (as when a single OVSDB transaction changes
+ * them for all, and the bridge then configures each ring in turn).  Each
+ * member's request is recorded when it asks; a request that the other
+ * members do not (yet) agree with fails, the share keeping its parameters,
+ * and the one that completes the agreement switches the share to them,
+ * carrying the bucket's level over (at most the new depth).  The callers
+ * then retry the refused requests, which now succeed. */
+
+/* Turns after which the wait of a ring that was not polled again expires,
+ * and the least time, in microseconds, after which it does. */
+#define DAQRING_SHARE_STALE_TURNS 4
+#define DAQRING_SHARE_STALE_MIN_US 50
 
 /* Rings that may share one egress. */
 #define DAQRING_SHARE_MAX_RINGS 64
@@ -214,7 +238,7 @@ struct daqring_share *daqring_share_join(const char *egress,
                                          unsigned int *slot, char **errp);
 bool daqring_share_check(const char *egress, const char *ring,
                          const struct daqring_share_params *,
-                         const struct daqring_share *old, unsigned int slot,
+                         struct daqring_share *old, unsigned int slot,
                          char **errp);
 void daqring_share_leave(struct daqring_share *, unsigned int slot);
 struct daqring_share *daqring_share_ref(struct daqring_share *);

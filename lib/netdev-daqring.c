@@ -241,9 +241,10 @@ struct netdev_daqring {
 
     /* Whether 'last_args' were refused only because the other daqrings of
      * the egress gave other egress-max-rate etc.: they are tried again
-     * whenever a daqring leaves a share (see netdev_daqring_run()), so that
-     * once all the rings of an egress give the same values, which they can
-     * only do one at a time, those values take effect. */
+     * whenever a daqring leaves a share or a share's parameters change (see
+     * netdev_daqring_run()), so that once all the rings of an egress give
+     * the same values, which they can only do one at a time, those values
+     * take effect. */
     bool share_refused OVS_GUARDED;
 
     /* Whether the "status" column last reported a mempool warning. */
@@ -1191,6 +1192,18 @@ netdev_daqring_set_config(struct netdev *netdev, const struct smap *args,
     if (dev->share && share != dev->share) {
         /* Left a share: its other rings may now agree. */
         atomic_store_relaxed(&daqring_check_now, true);
+    } else if (share && share == dev->share) {
+        struct daqring_share_params old_params;
+
+        netdev_daqring_share_params(&dev->cfg, &old_params);
+        if (old_params.max_rate != share_params.max_rate
+            || old_params.max_burst_bytes != share_params.max_burst_bytes
+            || old_params.frame_overhead != share_params.frame_overhead) {
+            /* The share took the parameters that all its rings asked for:
+             * those refused while they did not agree yet are now
+             * accepted. */
+            atomic_store_relaxed(&daqring_check_now, true);
+        }
     }
 
     if (cfg.max_burst != dev->cfg.max_burst
@@ -2171,13 +2184,18 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
      * pmd-maxsleep does not sleep while they do (see struct netdev_rxq). */
     rxq->backlog = false;
 
+    s = ovsrcu_get(struct daqring_shaper *, &dev->shaper);
     atomic_read_relaxed(&dev->admin_up, &up);
     if (OVS_UNLIKELY(!ring || !up)) {
+        if (s->share) {
+            /* Set down while it waited for its turn: it is not polled
+             * again until set up. */
+            daqring_share_idle(s->share, s->share_slot);
+        }
         netdev_daqring_rxq_idle(dev);
         return EAGAIN;
     }
 
-    s = ovsrcu_get(struct daqring_shaper *, &dev->shaper);
     if (OVS_UNLIKELY(s->seq != rx->shaping.seq)) {
         daqring_shaper_state_init(&rx->shaping, s,
                                   s->rate ? rte_get_tsc_cycles() : 0);
@@ -2202,8 +2220,12 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         if ((s->interval || s->rate)
             && !daqring_shaper_admit(&rx->shaping, s, now, &burst,
                                      &budget)) {
-            /* A poll of a shaped daqring that has packets but must wait. */
+            /* A poll of a shaped daqring that has packets but must wait:
+             * for its own shaper, not for a turn of the share. */
             COVERAGE_INC(daqring_wait_poll);
+            if (share) {
+                daqring_share_idle(share, s->share_slot);
+            }
             netdev_daqring_rxq_defer(
                 rx, daqring_shaper_deadline(&rx->shaping, s, now));
             return EAGAIN;

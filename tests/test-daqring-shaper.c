@@ -29,6 +29,7 @@
 #include "command-line.h"
 #include "daqring-shaper.h"
 #include "dp-packet.h"
+#include "openvswitch/vlog.h"
 #include "ovstest.h"
 #include "util.h"
 
@@ -535,6 +536,8 @@ poll_shared(struct sharer *r, uint64_t now)
     }
     if (r->s->rate
         && !daqring_shaper_admit(&r->st, r->s, now, &burst, &budget)) {
+        /* Held by its own shaper, not by the share. */
+        daqring_share_idle(r->share, r->slot);
         return 0;
     }
     if (daqring_share_claim(r->share, r->slot, now, &grant)
@@ -668,7 +671,7 @@ test_share_unused(void)
 
 /* The registry: the rings of one egress share one bucket and must give the
  * same parameters; the last one to leave frees it, and a ring alone in its
- * share may change them. */
+ * share may change them (the share stays, with its bucket). */
 static void
 test_share_join(void)
 {
@@ -702,7 +705,8 @@ test_share_join(void)
     daqring_share_leave(b, sb);
     daqring_share_unref(b);
     c = daqring_share_join("eth-j", "a", &q, TEST_HZ, 0, a, &sa, &error);
-    CHECK(c && c != a && !error, "a alone could not change the rate");
+    CHECK(c && c == a && !error, "a alone could not change the rate of "
+          "its share: %s", error ? error : "a new share");
     daqring_share_unref(a);
     daqring_share_get(c, &got, &n);
     CHECK(n == 1 && got.max_rate == 2000000, "%u rings at %"PRIu64, n,
@@ -720,6 +724,259 @@ test_share_join(void)
     CHECK(n == 1 && got.max_rate == 1000000, "stale share of eth-j");
     daqring_share_leave(a, sa);
     daqring_share_unref(a);
+}
+
+/* Issue 49 item 3: a stale turn must not stall the egress. */
+
+/* Turns (full-size frames at the egress's rate) for which a ring that is
+ * no longer polled may hold the others back at most. */
+#define FEW_TURNS 6
+
+/* Polls ring 'r', bound to the share of 'egress' (not "eth-test"), as
+ * poll_shared() does. */
+static void
+sharer_init_egress(struct sharer *r, const char *egress, const char *name,
+                   uint64_t egress_rate, size_t n)
+{
+    struct daqring_share_params sp = {
+        .max_rate = egress_rate,
+        .frame_overhead = 24,
+    };
+    char *error = NULL;
+
+    memset(r, 0, sizeof *r);
+    r->s = make_shaper(32, 0, 0, 24);
+    daqring_shaper_state_init(&r->st, r->s, 0);
+    r->share = daqring_share_join(egress, name, &sp, TEST_HZ, 0, NULL,
+                                  &r->slot, &error);
+    CHECK(r->share && !error, "%s could not join: %s", name, error);
+    backlog_init(&r->b, n, 1000);
+}
+
+/* Polls 'r' every microsecond from 'now' on until it sends, and returns
+ * the TSC at which it did (CHECKs that it does within 'limit'). */
+static uint64_t
+poll_until_sent(struct sharer *r, uint64_t now, uint64_t limit)
+{
+    for (; now <= limit; now += US) {
+        if (poll_shared(r, now)) {
+            return now;
+        }
+    }
+    CHECK(false, "ring b held back until %"PRIu64" ns at least, by a turn "
+          "that nobody will take", limit);
+    return 0;
+}
+
+/* Ring a is backlogged and waits for its turn (the bucket is empty), with
+ * ring b idle.  Then a stops being polled: it was set down (its thread
+ * never polls it again), or it left the share while its thread, still on
+ * the old shaper, polled it once more.  Ring b then gets a backlog: it
+ * must be held back no longer than a few turns, not for the time that
+ * fills the bucket (more than 9 ms here, 75 turns). */
+static void
+test_share_stale_turn(void)
+{
+    const uint64_t rate = 100000000;
+
+    for (int leave = 0; leave < 2; leave++) {
+        const uint64_t turn = (1518 + 24) * 8 * TEST_HZ / rate;
+        const struct daqring_shaper *cs;
+        struct sharer a, b;
+        uint64_t now, sent, bound;
+
+        sharer_init_egress(&a, "eth-stale", "ring-a", rate, SIZE_MAX);
+        sharer_init_egress(&b, "eth-stale", "ring-b", rate, 0);
+        cs = daqring_share_shaper(a.share);
+
+        /* Ring a drains the bucket until the share makes it wait. */
+        for (now = US; !a.waits; now += US) {
+            poll_shared(&a, now);
+            poll_shared(&b, now);
+        }
+        CHECK(a.bits > 0, "ring a never sent");
+        if (leave) {
+            /* Leaves the share, then is polled once more, on the shaper
+             * that refers to it: it finds the bucket empty. */
+            daqring_share_leave(a.share, a.slot);
+            now += US;
+            CHECK(!poll_shared(&a, now), "the bucket filled in 1 us");
+        }
+
+        /* Ring a is polled no more.  Ring b gets a backlog. */
+        b.b.n = SIZE_MAX;
+        bound = now + FEW_TURNS * turn;
+        sent = poll_until_sent(&b, now + US, now + cs->fill_cycles);
+        CHECK(sent <= bound, "%s, ring a kept ring b waiting for %"PRIu64
+              " ns (%"PRIu64" turns), more than %d turns",
+              leave ? "leaving the share" : "set down", sent - now,
+              (sent - now) / turn, FEW_TURNS);
+
+        if (!leave) {
+            daqring_share_leave(a.share, a.slot);
+        }
+        daqring_share_unref(a.share);
+        backlog_destroy(&a.b);
+        free(a.s);
+        sharer_destroy(&b);
+    }
+}
+
+/* A slot whose ring left is skipped even if its polling thread sets a
+ * wait there afterwards, and a ring that joins it later starts without a
+ * turn: with two rings bound and a third that left, the two share the
+ * egress in turns as if the third had never been. */
+static void
+test_share_member_slot(void)
+{
+    const uint64_t rate = 100000000, start = 5 * US, end = TEST_HZ / 20;
+    const uint64_t want = (end - start) * rate / TEST_HZ;
+    struct sharer r[3];
+    uint64_t total;
+
+    sharer_init_egress(&r[0], "eth-slot", "ring-a", rate, SIZE_MAX);
+    sharer_init_egress(&r[1], "eth-slot", "ring-b", rate, SIZE_MAX);
+    sharer_init_egress(&r[2], "eth-slot", "ring-c", rate, SIZE_MAX);
+    /* All three backlogged, then c leaves and its thread polls it once
+     * more, on the old shaper, after the others' first turns: the bucket
+     * is empty and c waits there. */
+    run_shared(r, 3, US, 3 * US);
+    daqring_share_leave(r[2].share, r[2].slot);
+    CHECK(!poll_shared(&r[2], 4 * US), "the bucket filled");
+    total = 0;
+    for (uint64_t now = start; now <= end; now += US) {
+        total += poll_shared(&r[0], now);
+        total += poll_shared(&r[1], now);
+    }
+    /* To within 3 full-size frames (the deficit at 'start', the frame
+     * that overshoots at 'end' and one more): less than the few turns
+     * after which a stale wait expires. */
+    CHECK(total + 3 * 1542 * 8 >= want, "the two members released "
+          "%"PRIu64" bits of %"PRIu64, total, want);
+    daqring_share_unref(r[2].share);
+    backlog_destroy(&r[2].b);
+    free(r[2].s);
+    sharer_destroy(&r[0]);
+    sharer_destroy(&r[1]);
+}
+
+/* Issue 49 item 4: the parameters of a shared egress change when all its
+ * rings ask for the same new ones (one OVSDB transaction for all of them,
+ * which the bridge applies ring by ring), keeping the bucket's level. */
+static void
+test_share_retune(void)
+{
+    struct daqring_share_params p = { .max_rate = 80000000,
+                                      .frame_overhead = 24 };
+    struct daqring_share_params q = p, got;
+    struct daqring_share *a, *b, *x;
+    unsigned int sa, sb, sx, n;
+    int64_t depth, grant, level;
+    char *error = NULL;
+
+    a = daqring_share_join("eth-r", "a", &p, TEST_HZ, 0, NULL, &sa, &error);
+    b = daqring_share_join("eth-r", "b", &p, TEST_HZ, 0, NULL, &sb, &error);
+    CHECK(a && a == b && !error, "a and b do not share");
+
+    /* Half the bucket goes. */
+    depth = daqring_share_shaper(a)->depth;
+    CHECK(daqring_share_claim(a, sa, 0, &grant) == DAQRING_SHARE_GRANTED
+          && grant == depth, "granted %"PRId64" of %"PRId64, grant, depth);
+    daqring_share_return(a, depth / 2);
+
+    /* a asks for 160 Mbit/s first: b does not yet, the rate stays. */
+    q.max_rate = 160000000;
+    CHECK(!daqring_share_check("eth-r", "a", &q, a, sa, &error)
+          && error && strstr(error, "daqring b"), "a alone changed the "
+          "rate: %s", error ? error : "no error");
+    free(error);
+    error = NULL;
+    x = daqring_share_join("eth-r", "a", &q, TEST_HZ, 0, a, &sa, &error);
+    CHECK(!x && error, "a alone changed the rate");
+    free(error);
+    error = NULL;
+    daqring_share_get(a, &got, &n);
+    CHECK(got.max_rate == 80000000 && n == 2, "rate %"PRIu64" with %u rings",
+          got.max_rate, n);
+
+    /* b asks for the same: the rate changes, the level stays. */
+    CHECK(daqring_share_check("eth-r", "b", &q, b, sb, &error),
+          "b's request, the last, refused: %s", error);
+    x = daqring_share_join("eth-r", "b", &q, TEST_HZ, 0, b, &sb, &error);
+    CHECK(x == b && !error, "the rate of the share could not change: %s",
+          error ? error : "a new share");
+    daqring_share_unref(x);
+    daqring_share_get(a, &got, &n);
+    CHECK(got.max_rate == 160000000 && n == 2, "rate %"PRIu64" with %u rings",
+          got.max_rate, n);
+    CHECK(daqring_share_shaper(a)->rate == 160000000, "the bucket fills at "
+          "%"PRIu64" bit/s", daqring_share_shaper(a)->rate);
+    /* a's request now succeeds (the caller retries it). */
+    x = daqring_share_join("eth-r", "a", &q, TEST_HZ, 0, a, &sa, &error);
+    CHECK(x == a && !error, "a refused once b agreed: %s", error);
+    daqring_share_unref(x);
+    CHECK(daqring_share_claim(b, sb, 0, &grant) == DAQRING_SHARE_GRANTED
+          && grant == depth / 2, "level %"PRId64" after the change, was "
+          "%"PRId64, grant, depth / 2);
+    daqring_share_return(b, grant);
+
+    /* A shallower bucket: the level is at most its depth. */
+    q.max_burst_bytes = 4 * 1542;
+    CHECK(!daqring_share_join("eth-r", "a", &q, TEST_HZ, 0, a, &sa, &error),
+          "a alone changed the burst");
+    free(error);
+    error = NULL;
+    x = daqring_share_join("eth-r", "b", &q, TEST_HZ, 0, b, &sb, &error);
+    CHECK(x == b && !error, "the burst could not change: %s", error);
+    daqring_share_unref(x);
+    level = daqring_share_shaper(a)->depth;
+    CHECK(level < depth / 2, "depth %"PRId64, level);
+    CHECK(daqring_share_claim(b, sb, 0, &grant) == DAQRING_SHARE_GRANTED
+          && grant == level, "level %"PRId64" above the depth %"PRId64,
+          grant, level);
+    daqring_share_return(b, grant);
+    x = daqring_share_join("eth-r", "a", &q, TEST_HZ, 0, a, &sa, &error);
+    CHECK(x == a && !error, "a refused once b agreed: %s", error);
+    daqring_share_unref(x);
+
+    /* A partial change: a asks for 320 Mbit/s, b keeps its rate.  a is
+     * refused and the rate stays, also when b asks again for it; a's
+     * request is withdrawn when it asks for the rate in force. */
+    got = q;
+    q.max_rate = 320000000;
+    CHECK(!daqring_share_join("eth-r", "a", &q, TEST_HZ, 0, a, &sa, &error)
+          && error && strstr(error, "egress-max-rate 320000000"),
+          "a alone changed the rate: %s", error ? error : "no error");
+    free(error);
+    error = NULL;
+    x = daqring_share_join("eth-r", "b", &got, TEST_HZ, 0, b, &sb, &error);
+    CHECK(x == b && !error, "b refused: %s", error);
+    daqring_share_unref(x);
+    CHECK(!daqring_share_check("eth-r", "a", &q, a, sa, &error),
+          "a changed the rate alone");
+    free(error);
+    error = NULL;
+    CHECK(daqring_share_shaper(a)->rate == 160000000, "rate %"PRIu64,
+          daqring_share_shaper(a)->rate);
+    x = daqring_share_join("eth-r", "a", &got, TEST_HZ, 0, a, &sa, &error);
+    CHECK(x == a && !error, "a refused the rate in force: %s", error);
+    daqring_share_unref(x);
+    /* Now b alone asking for 320 Mbit/s is refused: a no longer asks. */
+    CHECK(!daqring_share_check("eth-r", "b", &q, b, sb, &error)
+          && strstr(error, "daqring a"), "b changed the rate alone");
+    free(error);
+    error = NULL;
+
+    /* A ring that is not a member cannot change it either. */
+    CHECK(!daqring_share_join("eth-r", "c", &q, TEST_HZ, 0, NULL, &sx,
+                              &error), "c changed the rate");
+    free(error);
+    error = NULL;
+
+    daqring_share_leave(a, sa);
+    daqring_share_unref(a);
+    daqring_share_leave(b, sb);
+    daqring_share_unref(b);
 }
 
 static void
@@ -740,6 +997,9 @@ run_tests(struct ovs_cmdl_context *ctx OVS_UNUSED)
         { "share-fair", test_share_fair },
         { "share-unused", test_share_unused },
         { "share-join", test_share_join },
+        { "share-stale-turn", test_share_stale_turn },
+        { "share-member-slot", test_share_member_slot },
+        { "share-retune", test_share_retune },
     };
     const char *only = ctx->argc > 1 ? ctx->argv[1] : NULL;
     bool ran = false;
@@ -770,6 +1030,8 @@ test_daqring_shaper_main(int argc, char *argv[])
     };
 
     set_program_name(argv[0]);
+    /* Changes of a share's parameters are logged at INFO level. */
+    vlog_set_levels_from_string_assert("daqring_shaper:console:warn");
     ovs_cmdl_run_command(&ctx, commands);
 }
 
