@@ -78,3 +78,49 @@ def test_page_has_every_option(tmp_path: Path) -> None:
     assert len(want) > 10
     have = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", man))
     assert not want - have - {"--help"}, sorted(want - have)
+
+
+def test_unit_stops_through_its_socket() -> None:
+    """The RPM's unit: ExecStop's "ovs-appctl -t SOCKET exit" reaches the
+    control socket ExecStart gives, after the options of /etc/sysconfig
+    (the last --unixctl counts); "exit" is a command of the exporter."""
+    unit = TOP / "rhel" / "usr_lib_systemd_system_ovs-daqring-exporter" \
+        ".service"
+    text = re.sub(r"\\\n", " ", unit.read_text())
+    start = re.search(r"^ExecStart=(.*)$", text, re.M).group(1).split()
+    stop = re.search(r"^ExecStop=(.*)$", text, re.M).group(1).split()
+    assert start[0] == "/usr/sbin/ovs-daqring-exporter"
+    sockets = [(i, w.partition("=")[2]) for i, w in enumerate(start)
+               if w.startswith("--unixctl=")]
+    expansions = [i for i, w in enumerate(start) if w.startswith("$")]
+    assert sockets and expansions and sockets[-1][0] > max(expansions)
+    assert stop == ["/usr/bin/ovs-appctl", "-t", sockets[-1][1], "exit"]
+    code = (TOP / "python" / "ovs_daqring" / "cmd" /
+            "ovs_daqring_exporter.py").read_text()
+    assert re.search(r'command_register\(\s*"exit"', code)
+    settings = (TOP / "rhel" / "etc_sysconfig_ovs-daqring-exporter") \
+        .read_text()
+    assert "DAQRING_EXPORTER_OPTIONS=" in settings
+
+
+def test_without_the_client_library(tmp_path: Path) -> None:
+    """The RPM only Recommends the Prometheus client library: without it
+    --help works (the RPM's checks start every tool so) and a start
+    fails saying which package is missing, with no traceback."""
+    needs_libraries()
+    hide = ("import sys; sys.modules['prometheus_client'] = None; "
+            "sys.argv = [%r] + sys.argv[1:]; "
+            "exec(compile(open(%r).read(), %r, 'exec'), "
+            "{'__file__': %r, '__name__': '__main__'})"
+            % ((str(EXPORTER),) * 4))
+
+    def run_hidden(*args: str) -> "subprocess.CompletedProcess[str]":
+        return subprocess.run([PYTHON, "-c", hide] + list(args),
+                              capture_output=True, text=True, timeout=60)
+    p = run_hidden("--help")
+    assert p.returncode == 0 and "--metrics-address" in p.stdout, p.stderr
+    p = run_hidden("--db", "unix:" + str(tmp_path / "db.sock"),
+                   "--unixctl=" + str(tmp_path / "e.ctl"))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "python3-prometheus-client" in p.stderr
+    assert "Traceback" not in p.stderr

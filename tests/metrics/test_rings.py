@@ -25,8 +25,9 @@ from prometheus_client.parser import \
     text_string_to_metric_families  # noqa: E402
 from prometheus_client.registry import CollectorRegistry  # noqa: E402
 
+from ovs_daqring.metrics.address import parse_address  # noqa: E402
 from ovs_daqring.metrics.collector import (  # noqa: E402
-    DaqringCollector, ReadError, parse_address)
+    DaqringCollector, ReadError)
 from ovs_daqring.metrics.rings import (  # noqa: E402
     METRICS, STATISTICS_READ, STATUS_NOT_EXPORTED, STATUS_READ,
     RingReading)

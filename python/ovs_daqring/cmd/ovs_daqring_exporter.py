@@ -27,8 +27,9 @@ import threading
 import time
 from typing import Any, List, Optional
 
-# OVS's Python library and the Prometheus client: say which package is
-# missing rather than a traceback.
+# OVS's Python library: say that the package is missing rather than a
+# traceback.  The Prometheus client library (only Recommended by the
+# RPM) is imported by main(), once the arguments are checked.
 try:
     import ovs.daemon
     import ovs.poller
@@ -37,10 +38,9 @@ try:
     import ovs.unixctl.server
     import ovs.util
     import ovs.vlog
-    import prometheus_client  # noqa: F401
 except ImportError as _e:               # pragma: no cover
-    sys.stderr.write("ovs-daqring-exporter: %s (Debian: python3-openvswitch,"
-                     " python3-prometheus-client)\n" % _e)
+    sys.stderr.write("ovs-daqring-exporter: %s (Debian: python3-openvswitch)"
+                     "\n" % _e)
     sys.exit(1)
 
 from .. import VERSION
@@ -48,12 +48,13 @@ from ..daqctl.dcmmap import default_db
 from ..daqctl.model import DaqctlError
 from ..daqctl.openflow import set_ssl
 from ..daqctl.ovsdb import Ovsdb
-from ..metrics.collector import (DEFAULT_ADDRESS, DaqringCollector,
-                                 ReadError, parse_address, serve)
-from ..metrics.rings import RingReading, read_rings
+from ..metrics.address import DEFAULT_ADDRESS, parse_address
 from ..options import SSL_FILES_NEEDED, add_ssl_options, ssl_missing
 
 PROG = "ovs-daqring-exporter"
+LIBRARY_MISSING = ("needs the Prometheus client library (Debian: "
+                   "python3-prometheus-client, EL9 EPEL: "
+                   "python3-prometheus_client)")
 vlog = ovs.vlog.Vlog(PROG)
 # After a failed connection, the next attempt (the IDL itself reconnects
 # a connection it once had).
@@ -137,8 +138,11 @@ class Exporter:
             else None
         return session is not None and session.is_connected()
 
-    def read(self) -> List[RingReading]:
-        """Called with 'lock' held (DaqringCollector)."""
+    def read(self) -> List[Any]:
+        """The daqrings' readings (RingReading); called with 'lock' held
+        (DaqringCollector)."""
+        from ..metrics.collector import ReadError
+        from ..metrics.rings import read_rings
         if self.db is None:
             raise ReadError(self.error)
         if not self.connected():
@@ -179,6 +183,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ovs.vlog.handle_args(args)
     ovs.daemon.handle_args(args)
     set_ssl(args)
+    try:
+        from ..metrics.collector import DaqringCollector, serve
+    except ImportError as e:
+        sys.stderr.write("%s: %s: %s\n" % (PROG, LIBRARY_MISSING, e))
+        return 1
 
     ovs.daemon.daemonize_start()
     exporter = Exporter(args.db, args.timeout)

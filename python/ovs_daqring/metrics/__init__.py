@@ -19,4 +19,7 @@ monitoring.rst), served by ovs-daqring-exporter(8):
                (ring_families()); METRICS documents every name
   collector -- the prometheus_client Collector that reads at each scrape,
                and the HTTP endpoint that serves it
+  address   -- --metrics-address [HOST:]PORT (no prometheus_client
+               needed: the tools' --help and argument checks work
+               without it)
 """

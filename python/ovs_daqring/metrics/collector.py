@@ -17,19 +17,13 @@ HTTP endpoint that serves it (prometheus_client's own server: the
 exposition format is the library's, never ours)."""
 
 import threading
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional
 
 from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
 
 from .rings import BY_NAME, RingReading, ring_families
-
-DEFAULT_HOST = "localhost"
-# Not in Prometheus's list of default port allocations
-# (github.com/prometheus/prometheus/wiki/Default-port-allocations).
-DEFAULT_PORT = 9478
-DEFAULT_ADDRESS = "%s:%d" % (DEFAULT_HOST, DEFAULT_PORT)
 
 
 class ReadError(Exception):
@@ -74,28 +68,6 @@ class DaqringCollector:
         up_family.add_metric([], 1)
         yield up_family
         yield from ring_families(readings)
-
-
-def parse_address(text: str) -> Tuple[str, int]:
-    """--metrics-address [HOST:]PORT: (host, port); HOST may be an IPv6
-    address in brackets.  Raises ValueError with the reason."""
-    host, port = DEFAULT_HOST, text
-    if text.startswith("["):
-        close = text.find("]")
-        if close < 0 or text[close + 1:close + 2] != ":":
-            raise ValueError("%r: expected [IPV6]:PORT" % text)
-        host, port = text[1:close], text[close + 2:]
-    elif ":" in text:
-        host, _, port = text.rpartition(":")
-        if ":" in host:
-            raise ValueError("%r: put an IPv6 address in brackets, "
-                             "[IPV6]:PORT" % text)
-    if not host:
-        raise ValueError("%r: empty host" % text)
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("%r: the port must be a number from 1 to 65535"
-                         % text)
-    return host, int(port)
 
 
 def serve(collector: DaqringCollector, host: str, port: int) -> \
