@@ -33,7 +33,9 @@ OVS_REGRESSION_PMD_AREAS = \
 OVS_REGRESSION_REST_AREAS = \
 	ofproto-dpif.at \
 	'ovs-ofctl.at:tcp.flags' \
-	'ofproto.at:mod-port'
+	'ofproto.at:mod-port' \
+	ovsdb-rbac.at \
+	ovsdb-lock.at
 OVS_REGRESSION_SET ?= all
 ifeq ($(OVS_REGRESSION_SET),pmd)
 OVS_REGRESSION_AREAS = $(OVS_REGRESSION_PMD_AREAS)
