@@ -42,9 +42,12 @@ def _skip_reason() -> str:
 @pytest.mark.skipif(bool(_skip_reason()), reason=_skip_reason())
 def test_a_ros_leafs_uplink_fails_under_the_probe(tmp_path: Any) -> None:
     out = tmp_path / "out.json"
-    cmd = [PYTHON, SCRIPT, "--topology", "fabric", "--ros", "4", "--dcms",
-           "2", "--spines", "2", "--events", "60", "--modes", "daqring",
-           "--failover", "1.5/4", "--failover-target", "link:ros-leaf0:up1",
+    # (Events enough to outlast the failover: 12 ROS x 32 KiB x 4 DCMs x
+    # 100 events, some 10 s at the fabric's 188 Mbit/s.)
+    cmd = [PYTHON, SCRIPT, "--topology", "fabric", "--ros", "12",
+           "--dcms", "4", "--spines", "2", "--events", "100", "--modes",
+           "daqring", "--failover", "1.5/3.5", "--failover-target",
+           "link:ros-leaf0:up1",
            "--json", str(out), "-q", "--timeout", "400"]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as run:
@@ -53,7 +56,7 @@ def test_a_ros_leafs_uplink_fails_under_the_probe(tmp_path: Any) -> None:
     doc = json.loads(out.read_text())
     (m,) = doc["modes"]
     assert m["status"] == "ok", m.get("error")
-    assert m["events"] == 2 * 60
+    assert m["events"] == 4 * 100
     fo = m["failover"]
     assert fo.get("error") is None
     assert fo["target"] == "ros-leaf0:up1-spine1:dn0"
