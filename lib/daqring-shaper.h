@@ -196,11 +196,13 @@ void daqring_shaper_destroy(struct daqring_shaper *);
  * set and cleared under the registry's mutex, with its wait, so that a
  * polling thread still on the shaper of a ring that left cannot hold the
  * others up.  A wait expires unless its ring claims again within
- * DAQRING_SHARE_STALE_TURNS turns (the time of a full-size frame at the
- * rate, at least DAQRING_SHARE_STALE_MIN_US) after the time it was told to
- * wait: a ring whose thread stopped polling it holds the others up for no
- * longer.  A ring that stops waiting for the share (nothing to send, set
- * down, held by its own shaper) leaves its turn with daqring_share_idle().
+ * DAQRING_SHARE_STALE_TURNS turns (each the time of a full-size frame at
+ * the rate; together at least DAQRING_SHARE_STALE_MIN_US) of the deadline
+ * it was given: a ring whose thread stopped polling it, or a slot that a
+ * new ring joined while the thread of the ring that left it still polled
+ * that ring, holds the others up for no longer.  A ring that stops
+ * waiting for the share (nothing to send, set down, held by its own
+ * shaper) leaves its turn with daqring_share_idle().
  *
  * The shares are kept in a registry by egress name.  A daqring joins one
  * with daqring_share_join(), which checks that all the rings of the egress
