@@ -35,7 +35,7 @@ import signal
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import ovs.stream
 import pytest
@@ -884,6 +884,70 @@ def test_vswitchd_restart_while_cluster_down(
     wait_for(lambda: node.routes_once_up() == want, "the routes to be back",
              WAIT_S)
     assert "last applied slice of generation 1" in Path(node.log).read_text()
+
+
+def frw_keys(node: Node) -> Tuple[Optional[str], Optional[str]]:
+    """The switch's other_config:flow-restore-wait and the agent's owner
+    key (None: unset)."""
+    def get(column: str, key: str) -> Optional[str]:
+        out = node.sb.vsctl("--if-exists", "get", "Open_vSwitch", ".",
+                            "%s:%s" % (column, key)).strip()
+        return out.strip('"') or None
+    return (get("other_config", "flow-restore-wait"),
+            get("external_ids", "daqfabric-flow-restore-wait"))
+
+
+@pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)
+def test_bridge_made_secure_and_restart_waits_for_the_slice(
+        fabric: Fabric, tmp_path: Path) -> None:
+    """Issue 47 A4.  A fabric bridge left in standalone mode (NORMAL
+    floods what no flow matches) is made secure.  Once the slice is in
+    and kept on the disk, other_config:flow-restore-wait is set for the
+    next start of ovs-vswitchd (the running one, which read it unset,
+    keeps forwarding); an ovs-vswitchd that restarts then waits --
+    seen by its controller socket, which it does not open while it
+    waits although its management socket, configured in the same pass,
+    is open -- until the agent has applied the slice and removed the
+    key; then the key is set again.  A clean exit removes it."""
+    node = fabric.nodes["ros-leaf1"]
+    node.sb.vsctl("clear", "Bridge", "br0", "fail_mode")
+    assert "actions=NORMAL" in node.sb.ofctl("dump-flows", "br0")
+    node.start_agent()
+    want = apply_four_dcms(fabric, node, tmp_path)
+    assert node.sb.vsctl("get", "Bridge", "br0",
+                         "fail_mode").strip() == "secure"
+    assert "actions=NORMAL" not in node.sb.ofctl("dump-flows", "br0")
+    assert ("bridge br0 was in fail_mode standalone (unset)"
+            in Path(node.log).read_text())
+    wait_for(lambda: frw_keys(node) == ("true", "ros-leaf1"),
+             "flow-restore-wait for the next start", WAIT_S)
+    # (A passive controller's socket must be BRIDGE.* in OVS_RUNDIR.)
+    ctl = os.path.join(node.dir, "br0.controller")
+    node.sb.vsctl("set-controller", "br0", "punix:" + ctl)
+    wait_for(lambda: os.path.exists(ctl),
+             "the running switch to open its controller socket", WAIT_S)
+    # The agent dies (its key stays), then ovs-vswitchd (its socket
+    # file stays: removed).
+    node.kill_agent()
+    assert node.sb.vswitchd is not None
+    node.sb.vswitchd.kill()
+    node.sb.vswitchd.wait(30)
+    os.unlink(ctl)
+    node.restart_vswitchd()
+    wait_for(lambda: node.routes_once_up() is not None,
+             "the restarted switch's bridge", WAIT_S)
+    assert not os.path.exists(ctl)
+    assert node.routes() == {}
+    node.start_agent()
+    wait_for(lambda: node.routes_once_up() == want and os.path.exists(ctl),
+             "the routes back, then the switch released", WAIT_S)
+    wait_for(lambda: frw_keys(node) == ("true", "ros-leaf1"),
+             "flow-restore-wait set again", WAIT_S)
+    assert node.agent_status()["flow_restore_wait"] == (
+        "set for the next start of ovs-vswitchd; released 1 times")
+    assert "released from flow-restore-wait" in Path(node.log).read_text()
+    node.exit_agent()
+    assert frw_keys(node) == (None, None)
 
 
 @pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)
