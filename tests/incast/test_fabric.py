@@ -772,6 +772,12 @@ def test_the_summary_prints_the_balance_and_the_degraded_limit() -> None:
     assert ("%s with N_P 1, N_S 1, N_H 1, N_R 8, b_H 200 Mbit/s, b_R inf, "
             "b_S inf" % degraded["formula"]) in text, text
     assert "(bound by hlt_link)" in text, text
+    assert "degraded limit (one spine fewer while " \
+        "hlt-leaf:up1-spine1:dn1 fails)" in text, text
+    # Whatever --failover-target fails (a spine here).
+    doc["modes"][0]["failover"] = dict(fo, link="spine1")
+    assert "one spine fewer while spine1 fails" in format_fabric(doc)
+    doc["modes"][0]["failover"] = fo
     assert "home after never" in text, text
     doc["modes"][0]["drops"] = _failover_drops(
         links={"spine1:dn1": {"tx_dropped": 10}})

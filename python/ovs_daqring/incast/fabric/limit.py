@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional
 from ..config import Config
 from ..stats import payload_efficiency
 from ..units import format_rate
-from .plan import HLT_LEAF, FabricPlan
+from .plan import FabricPlan
 
 
 def fabric_limit(cfg: Config, plan: FabricPlan,
@@ -52,17 +52,18 @@ def fabric_limit(cfg: Config, plan: FabricPlan,
             "efficiency": eff, "goodput_bps": total * eff}
 
 
-def degraded_formula(lim: Dict[str, Any]) -> str:
+def degraded_formula(lim: Dict[str, Any], failed: str = "a link") -> str:
     """The degraded limit (fabric_limit with one spine fewer) with its
-    formula's inputs, for the summary."""
+    formula's inputs, for the summary; 'failed': what --failover fails
+    (failover.link: a link, or a spine)."""
     i = lim["inputs"]
 
     def r(v: Optional[float]) -> str:
         return "inf" if v is None else format_rate(v)
-    return ("degraded limit (%s's link to one spine lost): %s with N_P %d, "
+    return ("degraded limit (one spine fewer while %s fails): %s with N_P %d, "
             "N_S %d, N_H %d, N_R %d, b_H %s, b_R %s, b_S %s = %s (bound by "
             "%s), x payload efficiency %.3f = %s goodput"
-            % (HLT_LEAF, lim["formula"], i["N_P"], i["N_S"], i["N_H"],
+            % (failed, lim["formula"], i["N_P"], i["N_S"], i["N_H"],
                i["N_R"], r(i["b_H_bps"]), r(i["b_R_bps"]), r(i["b_S_bps"]),
                format_rate(lim["limit_bps"]), lim["bound_by"],
                lim["efficiency"], format_rate(lim["goodput_bps"])))

@@ -106,7 +106,8 @@ def format_fabric(doc: Dict[str, Any]) -> str:
                 s_(fo["back_after_s"])))
         lines += probe_lines(fo.get("probe"))
         if fo.get("degraded_limit"):
-            lines.append("  " + degraded_formula(fo["degraded_limit"]))
+            lines.append("  " + degraded_formula(fo["degraded_limit"],
+                                                 fo.get("link", "a link")))
         lines.append(
             "  goodput >= %d%% of the degraded limit (%s) %s after the "
             "loss; >= %d%% of the limit (%s) %s after the recovery"
