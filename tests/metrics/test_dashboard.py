@@ -21,13 +21,14 @@ import pytest
 pytest.importorskip("prometheus_client",
                     reason="needs python3-prometheus-client")
 
+from ovs_daqring.metrics.pmd import PMD_METRICS  # noqa: E402
 from ovs_daqring.metrics.rings import METRICS  # noqa: E402
 
 TOP = Path(__file__).resolve().parent.parent.parent
 ALERTS = TOP / "utilities" / "prometheus" / "daqring-alerts.yml"
 DASHBOARD = TOP / "utilities" / "prometheus" / "daqring-dashboard.json"
 MONITORING = TOP / "Documentation" / "topics" / "monitoring.rst"
-EXPOSED = {m.exposed() for m in METRICS}
+EXPOSED = {m.exposed() for m in METRICS + PMD_METRICS}
 
 
 def names_in(expr: str) -> Set[str]:
@@ -99,5 +100,17 @@ def test_every_metric_documented() -> None:
     if not MONITORING.exists():
         pytest.skip("no Documentation/topics/monitoring.rst")
     text = MONITORING.read_text()
-    missing = [m.exposed() for m in METRICS if m.exposed() not in text]
+    missing = [m.exposed() for m in METRICS + PMD_METRICS
+               if m.exposed() not in text]
     assert not missing, missing
+
+
+def test_monitoring_page_renders() -> None:
+    """Strictly, as Sphinx or rst2man would read it (a name ending in
+    "_" is a reference in reStructuredText)."""
+    docutils_core = pytest.importorskip("docutils.core")
+    if not MONITORING.exists():
+        pytest.skip("no Documentation/topics/monitoring.rst")
+    docutils_core.publish_string(
+        MONITORING.read_text(), writer_name="null",
+        settings_overrides={"halt_level": 2, "report_level": 5})

@@ -120,7 +120,7 @@ def parse_map(text: str) -> Dict[str, str]:
 class Exporter:
     """ovs-daqring-exporter (the tree's, in the foreground) on DB."""
 
-    def __init__(self, db: str, workdir: str) -> None:
+    def __init__(self, db: str, workdir: str, vswitchd: str) -> None:
         self.port = free_port()
         self.dir = workdir
         self.proc = subprocess.Popen(
@@ -128,6 +128,7 @@ class Exporter:
              "--metrics-address", "127.0.0.1:%d" % self.port,
              "--unixctl=" + os.path.join(workdir, "exporter.ctl"),
              "--log-file=" + os.path.join(workdir, "exporter.log"),
+             "--vswitchd", vswitchd, "--appctl", tool("ovs-appctl"),
              "-vconsole:off", "--timeout", "10"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             preexec_fn=die_with_parent)
@@ -340,7 +341,9 @@ def test_prometheus_scrapes_the_exporter(bare_db: Dict[str, Any]) -> None:
     def stats(ring: str) -> Dict[str, str]:
         return parse_map(vsctl("get", "Interface", ring, "statistics"))
 
-    exporter = Exporter(bare_db["db"], bare_db["dir"])
+    # No ovs-vswitchd: no PMD metrics.
+    exporter = Exporter(bare_db["db"], bare_db["dir"],
+                        os.path.join(bare_db["dir"], "ovs-vswitchd.ctl"))
     prom = None
     try:
         p = subprocess.run([shutil.which("promtool") or "promtool",
@@ -358,6 +361,8 @@ def test_prometheus_scrapes_the_exporter(bare_db: Dict[str, Any]) -> None:
         prom.wait_value(selector("daqring_shaping_rate_bytes_per_second",
                                  bridge="br0", ring="r2"), 125000000)
         prom.wait_value('daqring_rings{bridge="br0"}', 2)
+        prom.wait_value("daqring_exporter_vswitchd_up", 0)
+        prom.wait_value("count(daqring_pmd_cycles_total) or vector(0)", 0)
         # A change of the switch's statistics reaches Prometheus; a ring
         # that starts dropping fires DaqringDropping, r3's watermark (88%
         # of its ring) DaqringHighWatermarkHigh, for no other ring.
@@ -465,7 +470,7 @@ def test_prometheus_counters_equal_a_real_switch(tmp_path: Path) -> None:
         for ring in ("r1", "r2", "r3"):
             wait_for(lambda: drained(ring), "%s to drain" % ring, 120)
         assert int(stats("r3")["ring_full_drops"]) > 0, stats("r3")
-        exporter = Exporter(sw.db, str(tmp_path))
+        exporter = Exporter(sw.db, str(tmp_path), sw.ctl)
         prom = Prometheus("127.0.0.1:%d" % exporter.port, str(tmp_path))
         assert_rings_equal(prom, {"r1": "br0", "r2": "br0", "r3": "br0"},
                            stats)
@@ -475,6 +480,24 @@ def test_prometheus_counters_equal_a_real_switch(tmp_path: Path) -> None:
                                  ring="r3"), 16)
         prom.wait_value(selector("daqring_shaping_rate_bytes_per_second",
                                  bridge="br0", ring="r3"), 12500)
+        # The PMD thread (core 1) polls the three rings; what it received
+        # (every packet that left a ring) is what the switch says.
+        prom.wait_value("daqring_exporter_vswitchd_up", 1)
+        from ovs_daqring.metrics.pmd import parse_pmd_stats
+        pmds, _ = parse_pmd_stats(
+            sw.appctl("dpif-netdev/pmd-stats-show"),
+            sw.appctl("dpif-netdev/pmd-rxq-show"))
+        assert [(p.core, p.rx_queues) for p in pmds] == [("1", 3)], pmds
+        received = pmds[0].counters["packets_received"]
+        assert received == sum(int(stats(r)["rx_packets"])
+                               for r in ("r1", "r2", "r3"))
+        prom.wait_value(selector("daqring_pmd_received_packets_total",
+                                 core="1", numa=pmds[0].numa), received)
+        prom.wait_value(selector("daqring_pmd_rx_queues", core="1",
+                                 numa=pmds[0].numa), 3)
+        assert (prom.value(selector("daqring_pmd_cycles_total", core="1",
+                                    numa=pmds[0].numa, state="idle"))
+                or 0) > 0
     finally:
         if prom is not None:
             prom.stop()

@@ -28,6 +28,7 @@ from prometheus_client.registry import CollectorRegistry  # noqa: E402
 from ovs_daqring.metrics.address import parse_address  # noqa: E402
 from ovs_daqring.metrics.collector import (  # noqa: E402
     DaqringCollector, ReadError)
+from ovs_daqring.metrics.pmd import PMD_METRICS  # noqa: E402
 from ovs_daqring.metrics.rings import (  # noqa: E402
     METRICS, STATISTICS_READ, STATUS_NOT_EXPORTED, STATUS_READ,
     RingReading)
@@ -254,20 +255,22 @@ def test_names_follow_the_conventions() -> None:
                 "daqring_config_error", "daqring_mempool_short",
                 "daqring_rings", "daqring_exporter_ovsdb_up",
                 "daqring_exporter_invalid_values",
-                "daqring_shaper_intervals", "daqring_egress_share_waits"}
+                "daqring_shaper_intervals", "daqring_egress_share_waits",
+                "daqring_pmd_rx_queues", "daqring_exporter_vswitchd_up"}
     seen = set()
-    for m in METRICS:
+    for m in METRICS + PMD_METRICS:
         assert re.match(r"^daqring_[a-z][a-z0-9_]*[a-z]$", m.name), m.name
         assert m.name not in seen
         seen.add(m.name)
         assert not m.name.endswith("_total")
-        assert m.name.endswith(units) or m.name in unitless, m.name
+        assert m.name.endswith(units + ("_cycles",)) \
+            or m.name in unitless, m.name
         assert m.kind in ("counter", "gauge")
         if m.kind == "counter":
             assert m.name in unitless or m.name.endswith(
-                ("_packets", "_bytes")), m.name
+                ("_packets", "_bytes", "_cycles")), m.name
         assert set(m.labels) <= {"bridge", "ring", "egress", "reason",
-                                 "dcm"}
+                                 "dcm", "numa", "core", "state"}
         assert m.help.endswith(".")
     smp = samples(scrape(two_rings()))
     exposed = {m.exposed() for m in METRICS}

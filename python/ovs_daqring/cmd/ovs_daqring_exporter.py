@@ -22,10 +22,12 @@ executable (an unexpected exception is logged and exits with the status
 that makes --monitor restart the daemon)."""
 
 import argparse
+import shutil
+import subprocess
 import sys
 import threading
 import time
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 # OVS's Python library: say that the package is missing rather than a
 # traceback.  The Prometheus client library (only Recommended by the
@@ -78,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", "-t", type=float, default=30,
                    metavar="SECS", help="give up connecting to the OVSDB "
                    "after SECS, then try again (default 30)")
+    p.add_argument("--vswitchd", metavar="TARGET", default="ovs-vswitchd",
+                   help="ovs-vswitchd's control socket or pid file, as "
+                   "ovs-appctl -t takes it, for the PMD metrics (default "
+                   "ovs-vswitchd: the one of $OVS_RUNDIR)")
+    p.add_argument("--appctl", metavar="PATH",
+                   default=shutil.which("ovs-appctl") or "ovs-appctl",
+                   help="ovs-appctl to ask ovs-vswitchd with (default: "
+                   "the one in PATH)")
+    p.add_argument("--no-pmd-metrics", action="store_true",
+                   help="do not ask ovs-vswitchd for its PMD threads")
     p.add_argument("--unixctl", metavar="SOCKET",
                    help="control socket (default "
                    "$OVS_RUNDIR/ovs-daqring-exporter.PID.ctl)")
@@ -110,9 +122,12 @@ class Exporter:
     wait()) and read by the scrapes' thread (read()), one at a time
     ('lock')."""
 
-    def __init__(self, remote: str, timeout: float) -> None:
+    def __init__(self, remote: str, timeout: float, vswitchd: str = "",
+                 appctl: str = "") -> None:
         self.remote = remote
         self.timeout = timeout
+        self.vswitchd = vswitchd
+        self.appctl = appctl
         self.lock = threading.Lock()
         self.db: Optional[Ovsdb] = None
         self.error = "%s: not connected yet" % remote
@@ -137,6 +152,26 @@ class Exporter:
         session = getattr(self.db.idl, "_session", None) if self.db \
             else None
         return session is not None and session.is_connected()
+
+    def read_pmds(self) -> Tuple[str, str]:
+        """What pmd-stats-show and pmd-rxq-show print, through ovs-appctl
+        (its --timeout bounds a switch that does not answer); called by
+        the scrapes' thread, without 'lock'."""
+        from ..metrics.collector import ReadError
+        out = []
+        for cmd in ("dpif-netdev/pmd-stats-show",
+                    "dpif-netdev/pmd-rxq-show"):
+            argv = [self.appctl, "-t", self.vswitchd, "--timeout=5", cmd]
+            try:
+                p = subprocess.run(argv, capture_output=True, text=True,
+                                   timeout=15)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise ReadError("%s: %s" % (" ".join(argv), e))
+            if p.returncode != 0:
+                raise ReadError("%s: %s" % (" ".join(argv), (
+                    p.stderr.strip() or "exit status %d" % p.returncode)))
+            out.append(p.stdout)
+        return out[0], out[1]
 
     def read(self) -> List[Any]:
         """The daqrings' readings (RingReading); called with 'lock' held
@@ -190,9 +225,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
 
     ovs.daemon.daemonize_start()
-    exporter = Exporter(args.db, args.timeout)
-    collector = DaqringCollector(exporter.read, exporter.lock,
-                                 log=vlog.warn)
+    exporter = Exporter(args.db, args.timeout, args.vswitchd, args.appctl)
+    collector = DaqringCollector(
+        exporter.read, exporter.lock, log=vlog.warn,
+        read_pmds=None if args.no_pmd_metrics else exporter.read_pmds)
     try:
         serve(collector, args.host, args.port)
     except OSError as e:

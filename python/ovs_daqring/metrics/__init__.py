@@ -17,6 +17,8 @@ monitoring.rst), served by ovs-daqring-exporter(8):
   rings     -- what one scrape reads of the switch's OVSDB (RingReading,
                read_rings()) and the metric families made of it
                (ring_families()); METRICS documents every name
+  pmd       -- the PMD threads, from what ovs-vswitchd's pmd-stats-show
+               and pmd-rxq-show print (parse_pmd_stats(), pmd_families())
   collector -- the prometheus_client Collector that reads at each scrape,
                and the HTTP endpoint that serves it
   address   -- --metrics-address [HOST:]PORT (no prometheus_client

@@ -17,12 +17,13 @@ HTTP endpoint that serves it (prometheus_client's own server: the
 exposition format is the library's, never ours)."""
 
 import threading
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
 
+from .pmd import PMD_METRICS, PmdReading, parse_pmd_stats, pmd_families
 from .rings import BY_NAME, RingReading, ring_families
 
 
@@ -40,11 +41,32 @@ class DaqringCollector:
 
     def __init__(self, read: Callable[[], List[RingReading]],
                  lock: Optional[Any] = None,
-                 log: Optional[Callable[[str], None]] = None) -> None:
+                 log: Optional[Callable[[str], None]] = None,
+                 read_pmds: Optional[Callable[[], Tuple[str, str]]] = None
+                 ) -> None:
+        """read_pmds: what ovs-vswitchd's pmd-stats-show and pmd-rxq-show
+        print (a ReadError if it cannot be asked; called without
+        'lock'), or None for no PMD metrics."""
         self.read = read
         self.lock = lock if lock is not None else threading.Lock()
         self.log = log
+        self.read_pmds = read_pmds
         self.last_error: Optional[str] = None
+        self.last_pmd_error: Optional[str] = None
+
+    def _pmds(self) -> Tuple[Optional[List[PmdReading]], int]:
+        """The PMD threads (None: ovs-vswitchd could not be asked) and the
+        values left out."""
+        assert self.read_pmds is not None
+        try:
+            stats, rxqs = self.read_pmds()
+        except ReadError as e:
+            if self.log is not None and str(e) != self.last_pmd_error:
+                self.log(str(e))
+            self.last_pmd_error = str(e)
+            return None, 0
+        self.last_pmd_error = None
+        return parse_pmd_stats(stats, rxqs)
 
     def describe(self) -> List[Metric]:
         # Registration must not read the switch (it would, to learn the
@@ -67,7 +89,16 @@ class DaqringCollector:
         self.last_error = None
         up_family.add_metric([], 1)
         yield up_family
-        yield from ring_families(readings)
+        invalid = 0
+        if self.read_pmds is not None:
+            pmds, invalid = self._pmds()
+            doc = PMD_METRICS[-1]
+            vs_up = GaugeMetricFamily(doc.name, doc.help)
+            vs_up.add_metric([], 0 if pmds is None else 1)
+            yield vs_up
+            if pmds is not None:
+                yield from pmd_families(pmds)
+        yield from ring_families(readings, invalid)
 
 
 def serve(collector: DaqringCollector, host: str, port: int) -> \

@@ -317,12 +317,15 @@ def _ring_status(f: _Families, r: RingReading, lab: List[str]) -> None:
           else 0)
 
 
-def ring_families(readings: Iterable[RingReading]) -> List[Metric]:
+def ring_families(readings: Iterable[RingReading],
+                  invalid: int = 0) -> List[Metric]:
     """The metric families of one scrape: every METRICS family but the
     exporter's own up gauge (the collector adds it), in METRICS' order.
     A value that is not valid is left out and counted in
-    daqring_exporter_invalid_values."""
+    daqring_exporter_invalid_values, with INVALID more (found
+    elsewhere in the scrape)."""
     f = _Families()
+    f.invalid = invalid
     per_bridge: Dict[str, int] = {}
     for r in readings:
         lab = [r.bridge, r.ring]

@@ -1,0 +1,125 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The PMD threads of a switch as Prometheus metric families, from what
+ovs-vswitchd's unixctl commands dpif-netdev/pmd-stats-show and
+dpif-netdev/pmd-rxq-show print (read from the main thread's copy of the
+PMDs' counters: a scrape adds no work to the PMD path)."""
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                    Metric)
+
+from .rings import MetricDoc
+
+PMD = ("numa", "core")
+
+PMD_METRICS = [
+    MetricDoc("daqring_pmd_received_packets", "counter", PMD,
+              "Packets the PMD thread received from its rx queues "
+              "(pmd-stats-show: packets received)."),
+    MetricDoc("daqring_pmd_cycles", "counter", PMD + ("state",),
+              "TSC cycles of the PMD thread, by state: idle (polling "
+              "found nothing) or processing (pmd-stats-show: idle "
+              "cycles, processing cycles); their rates give its busy "
+              "share."),
+    MetricDoc("daqring_pmd_rx_queues", "gauge", PMD,
+              "Rx queues the PMD thread polls (pmd-rxq-show): the "
+              "daqrings and ports assigned to it."),
+    MetricDoc("daqring_exporter_vswitchd_up", "gauge", (),
+              "1 if the last scrape read the PMD threads from "
+              "ovs-vswitchd, 0 if it could not (then no PMD series is "
+              "served)."),
+]
+
+# pmd-stats-show's lines read, and the cycle states.
+_COUNTERS = {"packets received": "packets_received",
+             "idle cycles": "idle", "processing cycles": "processing"}
+_HEADER = re.compile(r"^pmd thread numa_id (\d{1,5}) core_id (\d{1,5}):$")
+_VALUE = re.compile(r"^\s+([a-z][a-z .]*[a-z]):\s+(\d{1,20})(?:\s|$)")
+COUNTER_MAX = 2 ** 64
+
+
+@dataclass
+class PmdReading:
+    """One PMD thread: its counters and how many rx queues it polls."""
+    numa: str
+    core: str
+    counters: Dict[str, int] = field(default_factory=dict)
+    rx_queues: Optional[int] = None
+
+
+def parse_pmd_stats(stats: str, rxqs: str) -> Tuple[List[PmdReading], int]:
+    """The PMD threads in pmd-stats-show's STATS and pmd-rxq-show's RXQS
+    ("main thread" left out), and how many lines that looked like a
+    counter were not valid (out of range)."""
+    pmds: Dict[Tuple[str, str], PmdReading] = {}
+    invalid = 0
+    cur: Optional[PmdReading] = None
+    for line in stats.splitlines():
+        m = _HEADER.match(line)
+        if m:
+            cur = pmds.setdefault(m.groups(), PmdReading(*m.groups()))
+            continue
+        if not line.startswith(" "):
+            cur = None              # "main thread:", or anything else
+            continue
+        m = _VALUE.match(line)
+        if cur is None or not m or m.group(1) not in _COUNTERS:
+            continue
+        n = int(m.group(2))
+        if n >= COUNTER_MAX:
+            invalid += 1
+            continue
+        cur.counters[_COUNTERS[m.group(1)]] = n
+    cur = None
+    for line in rxqs.splitlines():
+        m = _HEADER.match(line)
+        if m:
+            cur = pmds.setdefault(m.groups(), PmdReading(*m.groups()))
+            cur.rx_queues = 0
+        elif not line.startswith(" "):
+            cur = None
+        elif cur is not None and line.strip().startswith("port:"):
+            cur.rx_queues = (cur.rx_queues or 0) + 1
+    return [pmds[k] for k in sorted(pmds, key=lambda k: (int(k[0]),
+                                                         int(k[1])))], \
+        invalid
+
+
+def pmd_families(readings: Iterable[PmdReading]) -> List[Metric]:
+    """The PMD families (PMD_METRICS but the up gauge)."""
+    docs = {m.name: m for m in PMD_METRICS}
+
+    def fam(name: str) -> Metric:
+        m = docs[name]
+        cls = CounterMetricFamily if m.kind == "counter" \
+            else GaugeMetricFamily
+        return cls(m.name, m.help, labels=list(m.labels))
+    packets = fam("daqring_pmd_received_packets")
+    cycles = fam("daqring_pmd_cycles")
+    rxq = fam("daqring_pmd_rx_queues")
+    for p in readings:
+        lab = [p.numa, p.core]
+        if "packets_received" in p.counters:
+            packets.add_metric(lab, p.counters["packets_received"])
+        for state in ("idle", "processing"):
+            if state in p.counters:
+                cycles.add_metric(lab + [state], p.counters[state])
+        if p.rx_queues is not None:
+            rxq.add_metric(lab, p.rx_queues)
+    return [packets, cycles, rxq]

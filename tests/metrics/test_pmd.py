@@ -1,0 +1,133 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License.  You may obtain
+# a copy of the License at http://www.apache.org/licenses/LICENSE-2.0
+"""ovs_daqring.metrics.pmd: the PMD threads as ovs-vswitchd 3.1's
+pmd-stats-show and pmd-rxq-show print them, turned into metrics; a
+switch that cannot be asked."""
+
+from typing import Any, List, Tuple
+
+import pytest
+
+pytest.importorskip("prometheus_client",
+                    reason="needs python3-prometheus-client")
+
+from prometheus_client import generate_latest  # noqa: E402
+from prometheus_client.parser import \
+    text_string_to_metric_families  # noqa: E402
+from prometheus_client.registry import CollectorRegistry  # noqa: E402
+
+from ovs_daqring.metrics.collector import (  # noqa: E402
+    DaqringCollector, ReadError)
+from ovs_daqring.metrics.pmd import parse_pmd_stats  # noqa: E402
+
+# As OVS 3.1 prints them (a DPDK switch, one PMD on core 1; the second
+# PMD added by hand).
+STATS = """\
+pmd thread numa_id 0 core_id 1:
+  packets received: 48
+  packet recirculations: 0
+  avg. datapath passes per packet: 1.00
+  phwol hits: 0
+  mfex opt hits: 0
+  simple match hits: 0
+  emc hits: 40
+  smc hits: 0
+  megaflow hits: 5
+  avg. subtable lookups per megaflow hit: 1.00
+  miss with success upcall: 3
+  miss with failed upcall: 0
+  avg. packets per output batch: 1.00
+  idle cycles: 5252403174 (99.99%)
+  processing cycles: 512345 (0.01%)
+pmd thread numa_id 1 core_id 13:
+  packets received: 0
+  idle cycles: 77 (100.00%)
+  processing cycles: 0 (0.00%)
+main thread:
+  packets received: 9
+  packet recirculations: 0
+"""
+RXQS = """\
+Displaying last 60 seconds pmd usage %
+pmd thread numa_id 0 core_id 1:
+  isolated : false
+  port: r1                queue-id:  0 (enabled)   pmd usage:  0 %
+  port: r2                queue-id:  0 (enabled)   pmd usage: NOT AVAIL
+  overhead: NOT AVAIL
+pmd thread numa_id 1 core_id 13:
+  isolated : false
+  overhead: NOT AVAIL
+"""
+
+
+def scrape(read_pmds: Any) -> List[Tuple[str, dict, float]]:
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(DaqringCollector(lambda: [], read_pmds=read_pmds))
+    text = generate_latest(reg).decode()
+    return [(s.name, s.labels, s.value)
+            for f in text_string_to_metric_families(text)
+            for s in f.samples]
+
+
+def test_parse() -> None:
+    pmds, invalid = parse_pmd_stats(STATS, RXQS)
+    assert invalid == 0
+    assert [(p.numa, p.core, p.counters, p.rx_queues) for p in pmds] == [
+        ("0", "1", {"packets_received": 48, "idle": 5252403174,
+                    "processing": 512345}, 2),
+        ("1", "13", {"packets_received": 0, "idle": 77, "processing": 0},
+         0)]
+
+
+def test_metrics() -> None:
+    got = scrape(lambda: (STATS, RXQS))
+    c1 = {"numa": "0", "core": "1"}
+    assert ("daqring_exporter_vswitchd_up", {}, 1) in got
+    assert ("daqring_pmd_received_packets_total", c1, 48) in got
+    assert ("daqring_pmd_cycles_total", dict(c1, state="idle"),
+            5252403174) in got
+    assert ("daqring_pmd_cycles_total", dict(c1, state="processing"),
+            512345) in got
+    assert ("daqring_pmd_rx_queues", c1, 2) in got
+    assert ("daqring_pmd_rx_queues", {"numa": "1", "core": "13"}, 0) in got
+    # The main thread is no PMD.
+    assert not [s for s in got if s[1].get("core") not in (None, "1",
+                                                           "13")]
+
+
+@pytest.mark.parametrize("stats", [
+    "pmd thread numa_id 0 core_id 1:\n  packets received: "
+    "99999999999999999999\n",
+    "pmd thread numa_id 0 core_id 1:\n  packets received: -3\n",
+    "pmd thread numa_id 0 core_id 1:\n  packets received: lots\n",
+    "pmd thread numa_id x core_id 1:\n  packets received: 3\n",
+    "garbage\n\x00\n  packets received: 3\n",
+])
+def test_bad_output(stats: str) -> None:
+    """What is not a count of a PMD thread is left out (too large:
+    counted as invalid); the rest of the scrape is served."""
+    got = scrape(lambda: (stats, ""))
+    assert not [s for s in got if s[0] == "daqring_pmd_received_packets"
+                "_total"]
+    invalid = [s[2] for s in got
+               if s[0] == "daqring_exporter_invalid_values"]
+    assert invalid == [1 if "9999" in stats else 0]
+
+
+def test_switch_not_asked() -> None:
+    told: List[str] = []
+
+    def fail() -> Tuple[str, str]:
+        raise ReadError("ovs-appctl: cannot connect")
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(DaqringCollector(lambda: [], read_pmds=fail,
+                                  log=told.append))
+    for _ in range(2):
+        text = generate_latest(reg).decode()
+    assert "daqring_exporter_vswitchd_up 0.0" in text
+    assert "daqring_exporter_ovsdb_up 1.0" in text
+    assert "\ndaqring_pmd_" not in text
+    assert told == ["ovs-appctl: cannot connect"]
