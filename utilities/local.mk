@@ -85,6 +85,12 @@ install-tools: man
 	    $(DESTDIR)$(sbindir)/ovs-daqring-setup
 	install -p -m 0755 utilities/ovs-daqfabric-agent \
 	    $(DESTDIR)$(sbindir)/ovs-daqfabric-agent
+	install -p -m 0755 utilities/ovs-daqring-exporter \
+	    $(DESTDIR)$(sbindir)/ovs-daqring-exporter
+	for f in daqring-alerts.yml daqring-dashboard.json; do \
+	    install -p -D -m 0644 utilities/prometheus/$$f \
+	        $(DESTDIR)$(datadir)/ovs-daqring/prometheus/$$f || exit 1; \
+	done
 	cd python && find ovs_daqring -name '*.py' -o -name '*.ovsschema' | \
 	LC_ALL=C sort | while read -r f; do \
 	    install -p -D -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f || exit 1; \

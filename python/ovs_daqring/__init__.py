@@ -11,6 +11,8 @@ from its own floor and below, never up):
   fabric   -- the leaf-spine fabric through its clustered database
               (ovs-daqctl fabric, ovs-daqfabric-agent)
   incast   -- daq-incast: the ATLAS-style incast emulator
+  metrics  -- Prometheus metrics of a switch's daqrings and PMD threads
+              (ovs-daqring-exporter), on incast's floor
   bench    -- daq-bench: the benchmark suite
   cmd      -- the executables' entry points: one module per executable,
               its argument parser and main(); utilities/ calls them
