@@ -28,6 +28,9 @@ The convention, rst comments that a reader of the page never sees
     OFPORT column.  Lines before the first command (the start of
     ``make sandbox``) are not checked, and ``exit`` is not run.  A command
     that fails stops the script (sh -e), which fails the test.
+``.. sandbox-example: exit N``
+    The same, for a block whose commands show a failure: each must exit
+    with status N (a bad map's 2).
 ``.. sandbox-file: NAME``
     The next literal block is written to the file NAME, for the commands
     after it (a map the page shows, then applies).
@@ -69,7 +72,7 @@ class Step(NamedTuple):
     kind: str             # "command", "file" or "run"
     text: str             # the command, or the file's contents
     expected: List[str]   # expected output lines ("command" only)
-    arg: str              # the file's name ("file" only)
+    arg: str              # the file's name, or a command's exit status
 
 
 # ================================================================ extract
@@ -106,7 +109,7 @@ def literal_block(lines: List[str], i: int, where: str
     return block, i
 
 
-def commands(block: List[Tuple[int, str]], name: str
+def commands(block: List[Tuple[int, str]], name: str, status: str = ""
              ) -> Iterator[Step]:
     """The commands of one example block, with their expected output."""
     cmd: List[str] = []
@@ -117,7 +120,7 @@ def commands(block: List[Tuple[int, str]], name: str
         prompt = next((p for p in PROMPTS if line.startswith(p)), None)
         if prompt is not None:
             if cmd:
-                yield Step(where, "command", "\n".join(cmd), out, "")
+                yield Step(where, "command", "\n".join(cmd), out, status)
             cmd, out, where = [line[len(prompt):]], [], "%s:%d" % (
                 name, lineno)
             cont = len(prompt)
@@ -128,7 +131,7 @@ def commands(block: List[Tuple[int, str]], name: str
         elif cmd:
             out.append(line)
     if cmd:
-        yield Step(where, "command", "\n".join(cmd), out, "")
+        yield Step(where, "command", "\n".join(cmd), out, status)
 
 
 def extract(path: Path) -> List[Step]:
@@ -156,8 +159,9 @@ def extract(path: Path) -> List[Step]:
             steps.append(Step(where, "file", "\n".join(
                 line for _, line in block) + "\n", [], arg))
             continue
-        assert not arg, "%s: sandbox-example takes no argument" % where
-        found = [s for s in commands(block, name)
+        m = re.match(r"^(?:exit ([1-9]\d{0,2}))?$", arg)
+        assert m, "%s: sandbox-example takes only 'exit N'" % where
+        found = [s for s in commands(block, name, m.group(1) or "")
                  if s.text.strip() != "exit"]
         assert found, "%s: no command in the example" % where
         steps.extend(found)
@@ -183,6 +187,12 @@ def script(steps: List[Step]) -> str:
         elif s.kind == "run":
             out.append("echo %s" % quote("%s%d run" % (SEP, n)))
             out.append(s.text)
+        elif s.arg:
+            # The page shows it failing: its exit status, not sh -e.
+            out.append("echo %s" % quote("%s%d" % (SEP, n)))
+            out.append("if %s\nthen rc=0; else rc=$?; fi" % s.text)
+            out.append('[ "$rc" = %s ] || { echo "%s%d exit $rc"; exit 1; }'
+                       % (s.arg, SEP, n))
         else:
             out.append("echo %s" % quote("%s%d" % (SEP, n)))
             out.append(s.text)
@@ -262,6 +272,8 @@ def test_extract_conventions(tmp_path: Path) -> None:
              (3, "          x"), (4, "  done"), (5, "1 x"), (6, "..."),
              (7, "$ true")]
     got = list(commands(block, "p.rst"))
+    assert got[0].arg == "" and \
+        list(commands(block, "p.rst", "2"))[0].arg == "2"
     assert [s.text for s in got] == [
         "for i in 1 2; do\n    echo $i \\\n        x\ndone", "true"]
     assert got[0].expected == ["1 x", "..."] and got[1].expected == []
@@ -302,8 +314,9 @@ def test_docs_examples_run(tmp_path: Path) -> None:
         n = int(tok[0]) if tok and tok[0].isdigit() else None
         s = steps[n] if n is not None else None
         problems.append(
-            "%s: the example did not run as written (exit status %d):\n"
-            "$ %s\n%s" % (s.where if s else "?", p.returncode,
+            "%s: the example did not run as written (exit status %d, "
+            "the script's last mark: %r):\n"
+            "$ %s\n%s" % (s.where if s else "?", p.returncode, last,
                           s.text if s else "",
                           "\n".join(got.get(n, [])) if n is not None
                           else p.stdout[-2000:]))
