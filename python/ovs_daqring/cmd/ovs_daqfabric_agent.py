@@ -46,6 +46,7 @@ except ImportError as _e:               # pragma: no cover
     sys.exit(1)
 
 from .. import VERSION
+from ..daemonloop import restarting, serve
 from ..daqctl.openflow import find_ofctl, set_ssl
 from ..fabric import default_fabric_db
 from ..fabric.agent import Agent
@@ -229,33 +230,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         ", planner candidate" if args.planner else
         ", planes %s" % " ".join("%d=%s" % pd for pd in args.plane_dev)
         if args.host is not None else ""))
-    try:
-        while not agent.exiting:
-            server.run()
-            if agent.exiting:
-                break
-            agent.run()
-            poller = ovs.poller.Poller()
-            server.wait(poller)
-            agent.wait(poller)
-            poller.block()
-    finally:
-        agent.close()
-        server.close()
+    serve(server, agent)
     vlog.info("exiting")
     return 0
 
 
 def run() -> int:
-    try:
-        return main()
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
-        return 130
-    except Exception:               # noqa: B902 -- logged, then restarted
-        vlog.exception("traceback")
-        return ovs.daemon.RESTART_EXIT_CODE
+    return restarting(main, vlog)
 
 
 if __name__ == "__main__":          # pragma: no cover

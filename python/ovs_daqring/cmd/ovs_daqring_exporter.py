@@ -46,6 +46,7 @@ except ImportError as _e:               # pragma: no cover
     sys.exit(1)
 
 from .. import VERSION
+from .. import daemonloop
 from ..daqctl.dcmmap import default_db
 from ..daqctl.model import DaqctlError
 from ..daqctl.openflow import set_ssl
@@ -248,33 +249,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     ovs.daemon.daemonize_complete()
     vlog.info("%s %s: switch %s, metrics on http://%s:%d/metrics"
               % (PROG, VERSION, args.db, args.host, args.port))
-    try:
-        while not exporter.exiting:
-            server.run()
-            if exporter.exiting:
-                break
-            exporter.run()
-            poller = ovs.poller.Poller()
-            server.wait(poller)
-            exporter.wait(poller)
-            poller.block()
-    finally:
-        exporter.close()
-        server.close()
+    daemonloop.serve(server, exporter)
     vlog.info("exiting")
     return 0
 
 
 def run() -> int:
-    try:
-        return main()
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
-        return 130
-    except Exception:               # noqa: B902 -- logged, then restarted
-        vlog.exception("traceback")
-        return ovs.daemon.RESTART_EXIT_CODE
+    return daemonloop.restarting(main, vlog)
 
 
 if __name__ == "__main__":          # pragma: no cover
