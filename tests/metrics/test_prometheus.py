@@ -505,3 +505,7 @@ def test_prometheus_counters_equal_a_real_switch(tmp_path: Path) -> None:
             exporter.stop()
         sw.stop()
         shutil.rmtree(work, ignore_errors=True)
+        # DPDK's runtime directory of the prefix (made even with
+        # --in-memory: its telemetry socket).
+        shutil.rmtree(os.path.join(hugepages.DPDK_RUNDIR, ns),
+                      ignore_errors=True)
