@@ -131,3 +131,32 @@ def test_switch_not_asked() -> None:
     assert "daqring_exporter_ovsdb_up 1.0" in text
     assert "\ndaqring_pmd_" not in text
     assert told == ["ovs-appctl: cannot connect"]
+
+
+# OVS 4.0: pmd-stats-show is pmd-perf-show.
+PERF_STATS = """\
+Time: 09:10:00.000
+Measurement duration: 12.345 s
+
+pmd thread numa_id 0 core_id 1:
+
+  Iterations:               123456  (1.23 us/it)
+  - Used TSC cycles:     987654321  (  2.5 % of total cycles)
+  - idle iterations:        123400  ( 99.0 % of used cycles)
+  - busy iterations:            56  (  1.0 % of used cycles)
+  - sleep iterations:            0  (  0.0 % of iterations)
+  Sleep time (us):               0  (  0 us/iteration avg.)
+  Rx packets:                   48  (0 Kpps, 2000 cycles/pkt)
+  Datapath passes:              48  (1.00 passes/pkt)
+
+"""
+
+
+def test_parse_ovs_4_0_perf_show() -> None:
+    """OVS 4.0's pmd-stats-show (pmd-perf-show): its Rx packets are the
+    packets received; it prints no cycle counts, so none is read (a
+    share of cycles would make no counter)."""
+    pmds, invalid = parse_pmd_stats(PERF_STATS, "")
+    assert invalid == 0
+    assert [(p.numa, p.core, p.counters) for p in pmds] == [
+        ("0", "1", {"packets_received": 48})]

@@ -495,9 +495,11 @@ def test_prometheus_counters_equal_a_real_switch(tmp_path: Path) -> None:
                                  core="1", numa=pmds[0].numa), received)
         prom.wait_value(selector("daqring_pmd_rx_queues", core="1",
                                  numa=pmds[0].numa), 3)
-        assert (prom.value(selector("daqring_pmd_cycles_total", core="1",
-                                    numa=pmds[0].numa, state="idle"))
-                or 0) > 0
+        # (OVS 4.0's pmd-stats-show prints no cycle counts: no series.)
+        if "idle" in pmds[0].counters:
+            assert (prom.value(selector("daqring_pmd_cycles_total",
+                                        core="1", numa=pmds[0].numa,
+                                        state="idle")) or 0) > 0
     finally:
         if prom is not None:
             prom.stop()

@@ -46,11 +46,15 @@ PMD_METRICS = [
               "served)."),
 ]
 
-# pmd-stats-show's lines read, and the cycle states.
+# pmd-stats-show's lines read (lowercased), and the cycle states.  OVS
+# 4.0's pmd-stats-show is pmd-perf-show: "Rx packets" (printed once a
+# packet arrived), and no idle or processing cycles (only shares of them,
+# which would make no counter: those series are left out there).
 _COUNTERS = {"packets received": "packets_received",
+             "rx packets": "packets_received",
              "idle cycles": "idle", "processing cycles": "processing"}
 _HEADER = re.compile(r"^pmd thread numa_id (\d{1,5}) core_id (\d{1,5}):$")
-_VALUE = re.compile(r"^\s+([a-z][a-z .]*[a-z]):\s+(\d{1,20})(?:\s|$)")
+_VALUE = re.compile(r"^\s+([A-Za-z][a-z .]*[a-z]):\s+(\d{1,20})(?:\s|$)")
 COUNTER_MAX = 2 ** 64
 
 
@@ -75,17 +79,20 @@ def parse_pmd_stats(stats: str, rxqs: str) -> Tuple[List[PmdReading], int]:
         if m:
             cur = pmds.setdefault(m.groups(), PmdReading(*m.groups()))
             continue
+        if not line.strip():
+            continue                # (4.0: a blank line after the header)
         if not line.startswith(" "):
             cur = None              # "main thread:", or anything else
             continue
         m = _VALUE.match(line)
-        if cur is None or not m or m.group(1) not in _COUNTERS:
+        key = m.group(1).lower() if m else ""
+        if cur is None or key not in _COUNTERS:
             continue
         n = int(m.group(2))
         if n >= COUNTER_MAX:
             invalid += 1
             continue
-        cur.counters[_COUNTERS[m.group(1)]] = n
+        cur.counters[_COUNTERS[key]] = n
     cur = None
     for line in rxqs.splitlines():
         m = _HEADER.match(line)
