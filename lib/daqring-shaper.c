@@ -204,21 +204,70 @@ daqring_shaper_state_init(struct daqring_shaper_state *st,
     st->seq = s->seq;
     st->next_tsc = 0;
     st->burst_left = 0;
+    st->idle = true;
+    st->packet_shaped = s->interval != 0;
+    st->byte_shaped = s->rate != 0;
     st->tokens = s->depth;
     st->last_tsc = now;
 }
 
+/* Makes 'st', the state of another shaper than 's' (a configuration
+ * change) or of none yet, the state of 's' at TSC 'now'.  What the
+ * daqring released under the old shaper still counts: a bucket keeps its
+ * level (at most the new depth) and its time of update, so that a change
+ * (or many) never releases a new burst, and an interval in progress goes
+ * on with what is left of its burst (at most the new 'max_burst') until
+ * it ends, or for the new interval, whichever comes first.  Only a shaper
+ * that starts to shape packets or bytes starts a new interval at the next
+ * poll or with a full bucket, as the daqring released at will before. */
+static void
+daqring_shaper_state_sync(struct daqring_shaper_state *st,
+                          const struct daqring_shaper *s, uint64_t now)
+{
+    bool packet_shaped = st->seq && st->packet_shaped;
+    bool byte_shaped = st->seq && st->byte_shaped;
+    struct daqring_shaper_state old = *st;
+
+    daqring_shaper_state_init(st, s, now);
+    if (s->interval && packet_shaped) {
+        st->idle = old.idle;
+        st->burst_left = MIN(old.burst_left, s->max_burst);
+        st->next_tsc = ((int64_t) (old.next_tsc - (now + s->interval)) > 0
+                        ? now + s->interval : old.next_tsc);
+    }
+    if (s->rate && byte_shaped) {
+        st->tokens = MIN(old.tokens, s->depth);
+        st->last_tsc = old.last_tsc;
+    }
+}
+
+/* Tells 'st' that its daqring was found empty: packet shaping re-anchors
+ * its grid of intervals at the next poll that sends, rather than catching
+ * up (see daqring_shaper_admit()), so that idle time earns no credit. */
+void
+daqring_shaper_idle(struct daqring_shaper_state *st)
+{
+    st->idle = true;
+}
+
 /* Adds the tokens that accrued since the last update to the bucket of 'st'
  * under byte shaper 's', at TSC 'now'.  Returns true if a frame may leave
- * now. */
+ * now.
+ *
+ * 'now' may be behind the last update: the TSCs of two cores need not
+ * agree (a daqring's rx queue moved to a thread on a vCPU whose TSC has
+ * another offset), and then nothing accrues, the bucket counting from
+ * 'now' on.  (An unsigned difference would wrap and fill the bucket.) */
 static bool
 daqring_shaper_fill(struct daqring_shaper_state *st,
                     const struct daqring_shaper *s, uint64_t now)
 {
-    uint64_t elapsed = now - st->last_tsc;
+    int64_t elapsed = now - st->last_tsc;
 
     st->last_tsc = now;
-    if (elapsed >= s->fill_cycles) {
+    if (elapsed <= 0) {
+        /* Nothing accrued, or a TSC behind: see above. */
+    } else if (elapsed >= s->fill_cycles) {
         st->tokens = s->depth;
     } else {
         /* No overflow: 'elapsed * rate' is below 'depth' plus the deepest
@@ -238,11 +287,16 @@ daqring_shaper_fill(struct daqring_shaper_state *st,
  *
  * Packet shaping is a buffered leaky bucket: at most 'max_burst' packets
  * per interval, in intervals on a TSC grid ('next_tsc' advances by exactly
- * one interval per interval used, so late polls do not lower the rate),
- * except that a daqring that had nothing to send re-anchors the grid to
- * now: idle time earns no credit, and the first burst after idle is at most
- * 'max_burst'.  What a poll did not use of the burst may leave at later
- * polls within the same interval. */
+ * one interval per interval used, so late polls do not lower the rate: a
+ * backlogged daqring whose poll comes late catches up on up to
+ * DAQRING_SHAPER_CATCHUP_INTERVALS intervals at its next polls), except
+ * that a daqring that had nothing to send (daqring_shaper_idle())
+ * re-anchors the grid to now: idle time earns no credit, and the first
+ * burst after idle is at most 'max_burst'.  What a poll did not use of the
+ * burst may leave at later polls within the same interval.
+ *
+ * 's' may be another shaper than the one 'st' was used with (a
+ * configuration change): see daqring_shaper_state_sync(). */
 bool
 daqring_shaper_admit(struct daqring_shaper_state *st,
                      const struct daqring_shaper *s, uint64_t now,
@@ -250,10 +304,20 @@ daqring_shaper_admit(struct daqring_shaper_state *st,
 {
     bool ok;
 
+    if (OVS_UNLIKELY(st->seq != s->seq)) {
+        daqring_shaper_state_sync(st, s, now);
+    }
     *burst = s->max_burst;
     if (s->interval) {
+        if (OVS_UNLIKELY((int64_t) (st->next_tsc - now)
+                         > (int64_t) s->interval)) {
+            /* The current interval ends more than an interval from now:
+             * this TSC is behind the one that started it (see
+             * daqring_shaper_fill()).  It ends an interval from now. */
+            st->next_tsc = now + s->interval;
+        }
         /* A new interval, or what is left of the current one's burst. */
-        if (now < st->next_tsc) {
+        if ((int64_t) (now - st->next_tsc) < 0) {
             *burst = st->burst_left;
         }
         ok = *burst > 0;
@@ -278,11 +342,20 @@ daqring_shaper_charge(struct daqring_shaper_state *st,
     bool new_interval = false;
 
     if (s->interval) {
-        if (now >= st->next_tsc) {
-            st->next_tsc += s->interval;
-            if (st->next_tsc <= now) {
-                st->next_tsc = now + s->interval;
+        if ((int64_t) (now - st->next_tsc) >= 0) {
+            uint64_t catchup = DAQRING_SHAPER_CATCHUP_INTERVALS * s->interval;
+
+            /* The new interval started at 'next_tsc', on the grid, if the
+             * daqring was backlogged: its next polls catch up on the
+             * intervals it missed, up to 'catchup'.  After idle time, it
+             * starts now. */
+            if (st->idle) {
+                st->next_tsc = now;
+            } else if (now - st->next_tsc > catchup) {
+                st->next_tsc = now - catchup;
             }
+            st->next_tsc += s->interval;
+            st->idle = false;
             st->burst_left = s->max_burst;
             new_interval = true;
         }

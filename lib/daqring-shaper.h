@@ -110,14 +110,27 @@ struct daqring_shaper {
     unsigned int share_slot;
 };
 
+/* Packet shaping: intervals that a backlogged daqring whose polls come
+ * late (a polling thread that woke up late, or was preempted) may still
+ * catch up on, each with its own 'max_burst', before the grid of intervals
+ * moves on without them.  A poll late by more loses the intervals beyond,
+ * so that a daqring never releases more than (1 +
+ * DAQRING_SHAPER_CATCHUP_INTERVALS) x 'max_burst' packets at once. */
+#define DAQRING_SHAPER_CATCHUP_INTERVALS 4
+
 /* The state of a shaper in the thread that polls its daqring. */
 struct daqring_shaper_state {
     uint64_t seq;               /* 'seq' of the shaper that the members
-                                 * below refer to. */
+                                 * below refer to, 0 if none yet. */
     uint64_t next_tsc;          /* Packet shaping: TSC at which the current
                                  * interval ends. */
     uint32_t burst_left;        /* Packet shaping: packets that the current
                                  * interval may still release. */
+    bool idle;                  /* Packet shaping: the daqring was found
+                                 * empty since the current interval
+                                 * started (see daqring_shaper_idle()). */
+    bool packet_shaped;         /* 'next_tsc' and 'burst_left' are valid. */
+    bool byte_shaped;           /* 'tokens' and 'last_tsc' are valid. */
     int64_t tokens;             /* Byte shaping: bucket level, in bit-ticks
                                  * (may be negative). */
     uint64_t last_tsc;          /* Byte shaping: TSC of the last bucket
@@ -155,6 +168,7 @@ size_t daqring_shaper_dequeue(struct rte_ring *,
 
 void daqring_shaper_state_init(struct daqring_shaper_state *,
                                const struct daqring_shaper *, uint64_t now);
+void daqring_shaper_idle(struct daqring_shaper_state *);
 bool daqring_shaper_admit(struct daqring_shaper_state *,
                           const struct daqring_shaper *, uint64_t now,
                           uint32_t *burst, int64_t *budget);

@@ -250,6 +250,12 @@ struct netdev_daqring {
     /* Whether the "status" column last reported a mempool warning. */
     bool published_mempool_warning OVS_GUARDED;
 
+    /* The shaper state of the rx queue while it is closed: an rx queue
+     * reopened (the datapath reconfiguring the port, or moving it to
+     * another thread) goes on with the bucket level and interval of the
+     * one closed, rather than with a new burst. */
+    struct daqring_shaper_state shaping OVS_GUARDED;
+
     /* Interface properties. */
     struct eth_addr hwaddr OVS_GUARDED;     /* Ethernet address. */
     int mtu OVS_GUARDED;                    /* Maximum transmission unit. */
@@ -260,7 +266,11 @@ struct netdev_daqring {
 struct netdev_rxq_daqring {
     struct netdev_rxq up;               /* The embedded generic rx queue. */
     struct netdev_daqring *dev;         /* The daqring of 'up'. */
-    struct daqring_shaper_state shaping; /* Of the shaper in force. */
+    struct daqring_shaper_state shaping; /* Of the shaper in force, taken
+                                          * from and given back to
+                                          * 'dev->shaping' (see
+                                          * netdev_daqring_rxq_construct()).
+                                          */
 };
 
 /* All daqrings. */
@@ -655,6 +665,7 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->cfg.flow_buckets = 0;
     dev->cfg.numa_id = NETDEV_NUMA_UNSPEC;
     dev->shaper_seq = 1;
+    memset(&dev->shaping, 0, sizeof dev->shaping);
     ovsrcu_init(&dev->shaper,
                 netdev_daqring_shaper_create(&dev->cfg, dev->shaper_seq,
                                              NULL, 0));
@@ -1988,7 +1999,9 @@ netdev_daqring_rxq_construct(struct netdev_rxq *rxq)
     struct netdev_rxq_daqring *rx = netdev_rxq_daqring_cast(rxq);
 
     rx->dev = netdev_daqring_cast(rxq->netdev);
-    memset(&rx->shaping, 0, sizeof rx->shaping);
+    ovs_mutex_lock(&rx->dev->mutex);
+    rx->shaping = rx->dev->shaping;
+    ovs_mutex_unlock(&rx->dev->mutex);
     netdev_rxq_doorbell_ring(rx->dev->doorbell);
 
     return 0;
@@ -2001,8 +2014,14 @@ netdev_daqring_rxq_doorbell(const struct netdev_rxq *rxq)
 }
 
 static void
-netdev_daqring_rxq_destruct(struct netdev_rxq *rxq OVS_UNUSED)
+netdev_daqring_rxq_destruct(struct netdev_rxq *rxq)
 {
+    struct netdev_rxq_daqring *rx = netdev_rxq_daqring_cast(rxq);
+
+    /* No thread polls 'rxq' any more. */
+    ovs_mutex_lock(&rx->dev->mutex);
+    rx->dev->shaping = rx->shaping;
+    ovs_mutex_unlock(&rx->dev->mutex);
 }
 
 static void
@@ -2196,10 +2215,8 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
         return EAGAIN;
     }
 
-    if (OVS_UNLIKELY(s->seq != rx->shaping.seq)) {
-        daqring_shaper_state_init(&rx->shaping, s,
-                                  s->rate ? rte_get_tsc_cycles() : 0);
-    }
+    /* A new shaper takes 'rx->shaping' over in daqring_shaper_admit(),
+     * which carries the bucket's level and the interval over. */
     burst = s->max_burst;
     shaped = daqring_shaper_shapes(s);
     share = s->share;
@@ -2213,6 +2230,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
             if (share) {
                 daqring_share_idle(share, s->share_slot);
             }
+            daqring_shaper_idle(&rx->shaping);
             netdev_daqring_rxq_idle(dev);
             return EAGAIN;
         }
@@ -2278,6 +2296,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
             daqring_share_return(share, grant);
             daqring_share_idle(share, s->share_slot);
         }
+        daqring_shaper_idle(&rx->shaping);
         netdev_daqring_rxq_idle(dev);
         return EAGAIN;
     }

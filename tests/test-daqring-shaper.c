@@ -148,7 +148,12 @@ poll_once(struct daqring_shaper_state *st, const struct daqring_shaper *s,
 
     *new_interval = false;
     *bytes = 0;
-    if (!avail || !daqring_shaper_admit(st, s, now, &burst, &budget)) {
+    if (!avail) {
+        /* The receive path finds the ring empty. */
+        daqring_shaper_idle(st);
+        return 0;
+    }
+    if (!daqring_shaper_admit(st, s, now, &burst, &budget)) {
         return 0;
     }
     n = MIN(avail, burst);
@@ -461,8 +466,9 @@ test_byte_burst_bound(void)
     free(s);
 }
 
-/* A new shaper (a configuration change) starts from a full bucket and a
- * new interval. */
+/* A shaper's first state starts from a full bucket and a new interval
+ * (a configuration change carries the state over: see test_state_carry()).
+ */
 static void
 test_state_init(void)
 {
@@ -475,6 +481,204 @@ test_state_init(void)
     CHECK(s->depth == (int64_t) 32 * (1518 + 24) * 8 * TEST_HZ,
           "depth %"PRId64, s->depth);
     free(s);
+}
+
+/* Polls 'b' at TSC 'now' as a PMD thread does while the ring's deadline
+ * is due: again and again, until a poll releases nothing.  Returns the
+ * number of packets released. */
+static size_t
+poll_due(struct daqring_shaper_state *st, const struct daqring_shaper *s,
+         struct backlog *b, uint64_t now)
+{
+    size_t total = 0;
+
+    for (int i = 0; i < 100; i++) {
+        bool new_interval;
+        uint64_t bytes;
+        size_t n = poll_once(st, s, b, now, SIZE_MAX, &new_interval, &bytes);
+
+        if (!n) {
+            return total;
+        }
+        total += n;
+    }
+    CHECK(false, "still releasing after 100 polls at %"PRIu64, now);
+}
+
+/* Issue 49 item 7: a backlogged ring whose poll comes late (its thread
+ * woke up late) catches up on the intervals it missed, up to
+ * DAQRING_SHAPER_CATCHUP_INTERVALS, instead of re-anchoring the grid and
+ * losing them; later than that, it releases at most (1 +
+ * DAQRING_SHAPER_CATCHUP_INTERVALS) x max-burst at once; after idle time,
+ * max-burst. */
+static void
+test_packet_catch_up(void)
+{
+    struct daqring_shaper *s = make_shaper(4, 100, 0, 0);
+    uint64_t interval = 100 * US;
+    struct daqring_shaper_state st;
+    size_t total = 0, n;
+    struct backlog b;
+
+    backlog_init(&b, 1000, 64);
+    daqring_shaper_state_init(&st, s, 0);
+
+    /* On time for intervals 1 to 10, then a poll 2.5 intervals late, then
+     * every 10 us up to interval 30: every interval of the grid from 1 to
+     * 29 released its 4 packets. */
+    for (uint64_t i = 1; i <= 10; i++) {
+        total += poll_due(&st, s, &b, i * interval);
+    }
+    n = poll_due(&st, s, &b, 12 * interval + interval / 2);
+    CHECK(n == 8, "a poll 1.5 intervals after its deadline released "
+          "%"PRIuSIZE" packets, expected 2 intervals' 8", n);
+    total += n;
+    for (uint64_t now = 12 * interval + interval / 2 + 10 * US;
+         now < 30 * interval; now += 10 * US) {
+        total += poll_due(&st, s, &b, now);
+    }
+    CHECK(total == 29 * 4, "%"PRIuSIZE" packets in 29 intervals, expected "
+          "%d", total, 29 * 4);
+
+    /* 20 intervals late: the catch-up is bounded. */
+    n = poll_due(&st, s, &b, 50 * interval + interval / 2);
+    CHECK(n == (1 + DAQRING_SHAPER_CATCHUP_INTERVALS) * 4,
+          "a poll 20 intervals late released %"PRIuSIZE" packets, expected "
+          "%d", n, (1 + DAQRING_SHAPER_CATCHUP_INTERVALS) * 4);
+    n = poll_due(&st, s, &b, 50 * interval + interval / 2 + 10 * US);
+    CHECK(n == 0, "released %"PRIuSIZE" more within the interval", n);
+
+    /* Drained, idle, then a backlog again: max-burst, then the grid. */
+    b.next = b.n;
+    CHECK(poll_due(&st, s, &b, 60 * interval) == 0, "an empty ring sent");
+    b.n += 100;
+    n = poll_due(&st, s, &b, 100 * interval);
+    CHECK(n == 4, "first poll after idle released %"PRIuSIZE" packets", n);
+    n = poll_due(&st, s, &b, 100 * interval + interval - 1);
+    CHECK(n == 0, "released %"PRIuSIZE" within the interval", n);
+
+    backlog_destroy(&b);
+    free(s);
+}
+
+/* Issue 49 item 9: a TSC behind the one the shaper last saw (an rx queue
+ * moved to a thread on a vCPU whose TSC has another offset) neither fills
+ * the bucket (the unsigned difference wrapped past the fill time) nor
+ * holds a packet-shaped ring until the old TSC's deadline. */
+static void
+test_backward_tsc(void)
+{
+    struct daqring_shaper *s = make_shaper(32, 0, 1000000000, 24);
+    struct daqring_shaper *p = make_shaper(4, 100, 0, 0);
+    uint64_t t = 1000 * 1000 * US, now;
+    struct daqring_shaper_state st;
+    int64_t budget, level;
+    struct backlog b;
+    uint32_t burst;
+
+    /* Byte shaping: empty the bucket at 1 s, then look 1 us earlier. */
+    backlog_init(&b, 1000, 1500);
+    daqring_shaper_state_init(&st, s, t);
+    CHECK(poll_due(&st, s, &b, t) > 0, "a full bucket released nothing");
+    level = st.tokens;
+    CHECK(level <= 0, "bucket left at %"PRId64, level);
+    now = t - 1 * US;
+    CHECK(!daqring_shaper_admit(&st, s, now, &burst, &budget),
+          "a TSC 1 us behind admitted %"PRId64" bit-ticks (the bucket "
+          "refilled)", budget);
+    CHECK(st.tokens == level, "bucket went from %"PRId64" to %"PRId64,
+          level, st.tokens);
+    /* Time counts from the earlier TSC on. */
+    now += (uint64_t) -level / s->rate + 1;
+    CHECK(daqring_shaper_admit(&st, s, now, &burst, &budget)
+          && budget <= (int64_t) s->rate,
+          "bucket at %"PRId64" after the deficit's time", budget);
+    backlog_destroy(&b);
+
+    /* Packet shaping: an interval started at 1 s, then a TSC 1 ms behind:
+     * the ring may send an interval from then, not 1.1 ms later. */
+    backlog_init(&b, 1000, 64);
+    daqring_shaper_state_init(&st, p, t);
+    CHECK(poll_due(&st, p, &b, t) == 4, "first interval");
+    now = t - 1000 * US;
+    CHECK(poll_due(&st, p, &b, now) == 0, "sent within the interval");
+    CHECK(daqring_shaper_deadline(&st, p, now) <= now + p->interval,
+          "deadline %"PRIu64" cycles away, more than an interval",
+          daqring_shaper_deadline(&st, p, now) - now);
+    CHECK(poll_due(&st, p, &b, now + p->interval) == 4, "next interval");
+    backlog_destroy(&b);
+
+    free(s);
+    free(p);
+}
+
+/* Issue 49 item 9: a new shaper (a configuration change) takes the state
+ * over: the bucket keeps its level (at most the new depth) and a packet
+ * shaper's interval goes on with what is left of its burst, so a change
+ * releases no new burst.  A ring that starts to be shaped starts full. */
+static void
+test_state_carry(void)
+{
+    struct daqring_shaper_params bp = {
+        .max_burst = 32, .max_rate = 1000000000, .frame_overhead = 24,
+    };
+    struct daqring_shaper_params pp = {
+        .max_burst = 8, .poll_interval = 100,
+    };
+    struct daqring_shaper *s1 = daqring_shaper_create(&bp, TEST_HZ, 1);
+    struct daqring_shaper *s2, *s3, *p1, *p2;
+    uint64_t t = 1000 * US;
+    struct daqring_shaper_state st;
+    int64_t budget, level;
+    struct backlog b;
+    uint32_t burst;
+
+    backlog_init(&b, 1000, 1500);
+    daqring_shaper_state_init(&st, s1, t);
+    CHECK(poll_due(&st, s1, &b, t) > 0, "a full bucket released nothing");
+    level = st.tokens;
+
+    /* Another rate, the same depth: the level stays. */
+    bp.max_rate = 2000000000;
+    s2 = daqring_shaper_create(&bp, TEST_HZ, 2);
+    CHECK(!daqring_shaper_admit(&st, s2, t, &burst, &budget),
+          "a new shaper admitted %"PRId64" bit-ticks: the bucket refilled",
+          budget);
+    CHECK(st.seq == s2->seq && st.tokens == level,
+          "state of shaper %"PRIu64" at level %"PRId64", expected %"PRIu64
+          " at %"PRId64, st.seq, st.tokens, s2->seq, level);
+
+    /* A shallower bucket: at most its depth. */
+    daqring_shaper_state_init(&st, s2, t);
+    bp.max_burst = 4;
+    s3 = daqring_shaper_create(&bp, TEST_HZ, 3);
+    CHECK(daqring_shaper_admit(&st, s3, t, &burst, &budget)
+          && budget == s3->depth, "level %"PRId64", depth %"PRId64,
+          budget, s3->depth);
+
+    /* Packet shaping: 8 left at t, then 16 per interval: nothing more
+     * before the interval ends, then 16. */
+    p1 = daqring_shaper_create(&pp, TEST_HZ, 4);
+    pp.max_burst = 16;
+    p2 = daqring_shaper_create(&pp, TEST_HZ, 5);
+    daqring_shaper_state_init(&st, p1, t);
+    CHECK(poll_due(&st, p1, &b, t) == 8, "first interval");
+    CHECK(poll_due(&st, p2, &b, t + 10 * US) == 0,
+          "a new shaper released a new burst within the interval");
+    CHECK(st.seq == p2->seq, "state of shaper %"PRIu64, st.seq);
+    CHECK(poll_due(&st, p2, &b, t + p2->interval) == 16, "next interval");
+
+    /* From packet to byte shaping: the bucket starts full. */
+    CHECK(daqring_shaper_admit(&st, s3, t + p2->interval, &burst, &budget)
+          && budget == s3->depth, "level %"PRId64" from packet shaping",
+          budget);
+
+    backlog_destroy(&b);
+    free(s1);
+    free(s2);
+    free(s3);
+    free(p1);
+    free(p2);
 }
 
 /* Egress sharing (issue 27 item 3, issue 28 item 2): daqrings bound to one
@@ -994,6 +1198,9 @@ run_tests(struct ovs_cmdl_context *ctx OVS_UNUSED)
         { "byte-deadline", test_byte_deadline },
         { "byte-burst-bound", test_byte_burst_bound },
         { "state-init", test_state_init },
+        { "packet-catch-up", test_packet_catch_up },
+        { "backward-tsc", test_backward_tsc },
+        { "state-carry", test_state_carry },
         { "share-fair", test_share_fair },
         { "share-unused", test_share_unused },
         { "share-join", test_share_join },
