@@ -1799,6 +1799,10 @@ netdev_daqring_run(const struct netdev_class *netdev_class OVS_UNUSED)
 
     atomic_read_relaxed(&daqring_check_now, &check_now);
     if (check_now) {
+        /* Cleared before the retries, which may leave shares and so set it
+         * again: what they set is then done at the next call (which
+         * netdev_daqring_wait() makes immediate), not lost. */
+        atomic_store_relaxed(&daqring_check_now, false);
         netdev_daqring_retry_shares();
     }
     ovs_mutex_lock(&daqring_list_mutex);
@@ -1807,7 +1811,6 @@ netdev_daqring_run(const struct netdev_class *netdev_class OVS_UNUSED)
         return;
     }
     daqring_next_check = now + DAQRING_CHECK_INTERVAL;
-    atomic_store_relaxed(&daqring_check_now, false);
     if (ovs_list_is_empty(&daqring_list) || !dpdk_available()) {
         ovs_mutex_unlock(&daqring_list_mutex);
         return;
