@@ -51,7 +51,10 @@ VLOG_DEFINE_THIS_MODULE(daqring_shaper);
  * would keep whatever correction was in force at that moment).  Each end
  * of the interval is the TSC read between two reads of the clock, the
  * tightest pair of a few tries, so the error is that pair's half-width
- * (tens of nanoseconds) over the interval: below 1 ppm. */
+ * (tens of nanoseconds) over the interval: below 1 ppm.  The interval
+ * starts when the process starts (daqring_tsc_calibrate_start()), not on
+ * the configuration path, and ends when a shaper first needs the
+ * frequency. */
 #define DAQRING_TSC_CALIBRATION_NS (200 * 1000 * 1000)
 
 static uint64_t
@@ -84,8 +87,31 @@ daqring_tsc_sample(uint64_t *tsc, uint64_t *ns)
     }
 }
 
-/* Returns the calibrated TSC frequency in Hz, measuring it the first time
- * (which takes DAQRING_TSC_CALIBRATION_NS, once per process). */
+/* The first end of the calibration interval, taken by
+ * daqring_tsc_calibrate_start(). */
+static struct ovsthread_once daqring_tsc_start_once
+    = OVSTHREAD_ONCE_INITIALIZER;
+static uint64_t daqring_tsc_t0, daqring_tsc_n0;
+
+/* Starts timing the TSC for daqring_tsc_hz(), if not yet done: takes the
+ * first end of the interval, which costs a few clock reads.  Called when
+ * the daqring provider is registered, at the start of the process, so that
+ * the interval has usually passed when the first shaped daqring is
+ * configured, and the main thread never waits for it. */
+void
+daqring_tsc_calibrate_start(void)
+{
+    if (ovsthread_once_start(&daqring_tsc_start_once)) {
+        daqring_tsc_sample(&daqring_tsc_t0, &daqring_tsc_n0);
+        ovsthread_once_done(&daqring_tsc_start_once);
+    }
+}
+
+/* Returns the calibrated TSC frequency in Hz, measuring it the first time,
+ * once per process: the TSC over the time since
+ * daqring_tsc_calibrate_start(), at least DAQRING_TSC_CALIBRATION_NS (so
+ * the first call sleeps for what is left of that, only if it comes that
+ * early). */
 uint64_t
 daqring_tsc_hz(void)
 {
@@ -96,8 +122,13 @@ daqring_tsc_hz(void)
         uint64_t t0, n0, t1, n1;
         uint64_t dpdk_hz = rte_get_tsc_hz();
 
-        daqring_tsc_sample(&t0, &n0);
-        xnanosleep(DAQRING_TSC_CALIBRATION_NS);
+        daqring_tsc_calibrate_start();
+        t0 = daqring_tsc_t0;
+        n0 = daqring_tsc_n0;
+        n1 = daqring_raw_ns();
+        if (n1 - n0 < DAQRING_TSC_CALIBRATION_NS) {
+            xnanosleep(DAQRING_TSC_CALIBRATION_NS - (n1 - n0));
+        }
         daqring_tsc_sample(&t1, &n1);
         if (n1 > n0 && t1 > t0) {
             tsc_hz = (unsigned __int128) (t1 - t0) * 1000000000 / (n1 - n0);
@@ -108,9 +139,10 @@ daqring_tsc_hz(void)
             tsc_hz = dpdk_hz;
         } else {
             VLOG_INFO("TSC at %"PRIu64" Hz against CLOCK_MONOTONIC_RAW "
-                      "(DPDK reports %"PRIu64" Hz, %+.3f%%): shaping counts "
-                      "in the former", tsc_hz, dpdk_hz,
-                      100.0 * ((double) dpdk_hz - tsc_hz) / tsc_hz);
+                      "(DPDK reports %"PRIu64" Hz, %+.3f%%), over %.3f s: "
+                      "shaping counts in the former", tsc_hz, dpdk_hz,
+                      100.0 * ((double) dpdk_hz - tsc_hz) / tsc_hz,
+                      (n1 - n0) / 1e9);
         }
         ovsthread_once_done(&once);
     }

@@ -137,6 +137,7 @@ struct daqring_shaper_state {
                                  * update. */
 };
 
+void daqring_tsc_calibrate_start(void);
 uint64_t daqring_tsc_hz(void);
 
 struct daqring_shaper *daqring_shaper_create(

@@ -2541,6 +2541,9 @@ static const struct netdev_class netdev_daqring_class = {
 void
 netdev_daqring_register(void)
 {
+    /* The TSC frequency that shaping counts in is measured from now on, so
+     * that configuring the first shaped daqring does not wait for it. */
+    daqring_tsc_calibrate_start();
     unixctl_command_register("netdev-daqring/show", "[port]", 0, 1,
                              netdev_daqring_unixctl_show, NULL);
     unixctl_command_register("netdev-daqring/reset-watermark", "[port]", 0, 1,
