@@ -144,8 +144,8 @@ pmd thread numa_id 0 core_id 1:
   - Used TSC cycles:     987654321  (  2.5 % of total cycles)
   - idle iterations:        123400  ( 99.0 % of used cycles)
   - busy iterations:            56  (  1.0 % of used cycles)
-  - sleep iterations:            0  (  0.0 % of iterations)
-  Sleep time (us):               0  (  0 us/iteration avg.)
+  - sleep iterations:          700  (  0.6 % of iterations)
+  Sleep time (us):         3500000  (5000 us/iteration avg.)
   Rx packets:                   48  (0 Kpps, 2000 cycles/pkt)
   Datapath passes:              48  (1.00 passes/pkt)
 
@@ -154,9 +154,50 @@ pmd thread numa_id 0 core_id 1:
 
 def test_parse_ovs_4_0_perf_show() -> None:
     """OVS 4.0's pmd-stats-show (pmd-perf-show): its Rx packets are the
-    packets received; it prints no cycle counts, so none is read (a
-    share of cycles would make no counter)."""
+    packets received, its sleep lines the sleep; it prints no cycle
+    counts, so none is read (a share of cycles would make no
+    counter)."""
     pmds, invalid = parse_pmd_stats(PERF_STATS, "")
     assert invalid == 0
     assert [(p.numa, p.core, p.counters) for p in pmds] == [
-        ("0", "1", {"packets_received": 48})]
+        ("0", "1", {"packets_received": 48, "sleep_iterations": 700,
+                    "sleep_us": 3500000})]
+
+
+# OVS 3.1 and 3.5: the sleep is in pmd-perf-show only (its header as
+# pmd_info_show_perf() prints it), besides pmd-stats-show's counters.
+PERF_3_1 = """
+Time: 09:10:00.000
+Measurement duration: 12.345 s
+
+pmd thread numa_id 0 core_id 1:
+
+  Iterations:               123456  (1.23 us/it)
+  - Used TSC cycles:     987654321  (  2.5 % of total cycles)
+  - idle iterations:        123400  ( 99.0 % of used cycles)
+  - busy iterations:            56  (  1.0 % of used cycles)
+  - sleep iterations:         1234  (  1.0 % of iterations)
+  Sleep time (us):        98765432  (80036 us/iteration avg.)
+  Rx packets:                    0
+
+"""
+
+
+def test_sleep_of_ovs_3_1_perf_show() -> None:
+    """pmd-perf-show's sleep joins pmd-stats-show's counters of the same
+    PMD, and becomes daqring_pmd_sleep_seconds_total (in seconds) and
+    daqring_pmd_sleep_iterations_total; the second PMD, which
+    pmd-perf-show did not print, has no sleep series."""
+    pmds, invalid = parse_pmd_stats(STATS, RXQS, PERF_3_1)
+    assert invalid == 0
+    assert pmds[0].counters == {
+        "packets_received": 48, "idle": 5252403174, "processing": 512345,
+        "sleep_iterations": 1234, "sleep_us": 98765432}
+    assert "sleep_us" not in pmds[1].counters
+    got = scrape(lambda: (STATS, RXQS, PERF_3_1))
+    assert ("daqring_pmd_sleep_seconds_total", {"numa": "0", "core": "1"},
+            98.765432) in got
+    assert ("daqring_pmd_sleep_iterations_total",
+            {"numa": "0", "core": "1"}, 1234) in got
+    assert not [s for s in got if s[0].startswith("daqring_pmd_sleep")
+                and s[1].get("core") == "13"]

@@ -128,7 +128,7 @@ class Exporter:
              "--metrics-address", "127.0.0.1:%d" % self.port,
              "--unixctl=" + os.path.join(workdir, "exporter.ctl"),
              "--log-file=" + os.path.join(workdir, "exporter.log"),
-             "--vswitchd", vswitchd, "--appctl", tool("ovs-appctl"),
+             "--vswitchd", vswitchd,
              "-vconsole:off", "--timeout", "10"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             preexec_fn=die_with_parent)

@@ -256,7 +256,8 @@ def test_names_follow_the_conventions() -> None:
                 "daqring_rings", "daqring_exporter_ovsdb_up",
                 "daqring_exporter_invalid_values",
                 "daqring_shaper_intervals", "daqring_egress_share_waits",
-                "daqring_pmd_rx_queues", "daqring_exporter_vswitchd_up"}
+                "daqring_pmd_rx_queues", "daqring_exporter_vswitchd_up",
+                "daqring_pmd_sleep_iterations"}
     seen = set()
     for m in METRICS + PMD_METRICS:
         assert re.match(r"^daqring_[a-z][a-z0-9_]*[a-z]$", m.name), m.name
@@ -268,7 +269,7 @@ def test_names_follow_the_conventions() -> None:
         assert m.kind in ("counter", "gauge")
         if m.kind == "counter":
             assert m.name in unitless or m.name.endswith(
-                ("_packets", "_bytes", "_cycles")), m.name
+                ("_packets", "_bytes", "_cycles", "_seconds")), m.name
         assert set(m.labels) <= {"bridge", "ring", "egress", "reason",
                                  "dcm", "numa", "core", "state"}
         assert m.help.endswith(".")

@@ -22,12 +22,10 @@ executable (an unexpected exception is logged and exits with the status
 that makes --monitor restart the daemon)."""
 
 import argparse
-import shutil
-import subprocess
 import sys
 import threading
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional
 
 # OVS's Python library: say that the package is missing rather than a
 # traceback.  The Prometheus client library (only Recommended by the
@@ -85,10 +83,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ovs-vswitchd's control socket or pid file, as "
                    "ovs-appctl -t takes it, for the PMD metrics (default "
                    "ovs-vswitchd: the one of $OVS_RUNDIR)")
-    p.add_argument("--appctl", metavar="PATH",
-                   default=shutil.which("ovs-appctl") or "ovs-appctl",
-                   help="ovs-appctl to ask ovs-vswitchd with (default: "
-                   "the one in PATH)")
     p.add_argument("--no-pmd-metrics", action="store_true",
                    help="do not ask ovs-vswitchd for its PMD threads")
     p.add_argument("--unixctl", metavar="SOCKET",
@@ -123,12 +117,11 @@ class Exporter:
     wait()) and read by the scrapes' thread (read()), one at a time
     ('lock')."""
 
-    def __init__(self, remote: str, timeout: float, vswitchd: str = "",
-                 appctl: str = "") -> None:
+    def __init__(self, remote: str, timeout: float,
+                 vswitchd: str = "") -> None:
         self.remote = remote
         self.timeout = timeout
         self.vswitchd = vswitchd
-        self.appctl = appctl
         self.lock = threading.Lock()
         self.db: Optional[Ovsdb] = None
         self.error = "%s: not connected yet" % remote
@@ -154,25 +147,13 @@ class Exporter:
             else None
         return session is not None and session.is_connected()
 
-    def read_pmds(self) -> Tuple[str, str]:
-        """What pmd-stats-show and pmd-rxq-show print, through ovs-appctl
-        (its --timeout bounds a switch that does not answer); called by
-        the scrapes' thread, without 'lock'."""
-        from ..metrics.collector import ReadError
-        out = []
-        for cmd in ("dpif-netdev/pmd-stats-show",
-                    "dpif-netdev/pmd-rxq-show"):
-            argv = [self.appctl, "-t", self.vswitchd, "--timeout=5", cmd]
-            try:
-                p = subprocess.run(argv, capture_output=True, text=True,
-                                   timeout=15)
-            except (OSError, subprocess.TimeoutExpired) as e:
-                raise ReadError("%s: %s" % (" ".join(argv), e))
-            if p.returncode != 0:
-                raise ReadError("%s: %s" % (" ".join(argv), (
-                    p.stderr.strip() or "exit status %d" % p.returncode)))
-            out.append(p.stdout)
-        return out[0], out[1]
+    def read_pmds(self) -> List[str]:
+        """What pmd-stats-show, pmd-rxq-show and pmd-perf-show print,
+        asked over one connection to ovs-vswitchd's control socket (no
+        ovs-appctl started per scrape; 5 s at most); called by the
+        scrapes' thread, without 'lock'."""
+        from ..metrics.collector import ask_vswitchd
+        return ask_vswitchd(self.vswitchd, 5.0)
 
     def read(self) -> List[Any]:
         """The daqrings' readings (RingReading); called with 'lock' held
@@ -226,7 +207,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
 
     ovs.daemon.daemonize_start()
-    exporter = Exporter(args.db, args.timeout, args.vswitchd, args.appctl)
+    exporter = Exporter(args.db, args.timeout, args.vswitchd)
     collector = DaqringCollector(
         exporter.read, exporter.lock, log=vlog.warn,
         read_pmds=None if args.no_pmd_metrics else exporter.read_pmds)

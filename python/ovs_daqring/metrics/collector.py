@@ -16,8 +16,11 @@
 HTTP endpoint that serves it (prometheus_client's own server: the
 exposition format is the library's, never ours)."""
 
+import errno
+import os
 import threading
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+import time
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -32,6 +35,68 @@ class ReadError(Exception):
     (daqring_exporter_ovsdb_up 0)."""
 
 
+# What the PMD metrics are read from (pmd.py): pmd-stats-show (packets
+# and cycles), pmd-rxq-show (rx queues), pmd-perf-show (sleep: OVS 3.1
+# and 3.5 print it there only; 4.0's pmd-stats-show is pmd-perf-show).
+PMD_COMMANDS = ("dpif-netdev/pmd-stats-show", "dpif-netdev/pmd-rxq-show",
+                "dpif-netdev/pmd-perf-show")
+
+
+def ask_vswitchd(target: str, timeout: float,
+                 commands: Sequence[str] = PMD_COMMANDS) -> List[str]:
+    """What ovs-vswitchd's unixctl COMMANDS print, asked over one
+    connection to its control socket (TARGET as ovs-appctl -t takes it:
+    a socket path, or a daemon's name in $OVS_RUNDIR): no process
+    started per scrape.  ReadError if it cannot be asked in TIMEOUT
+    seconds (the library's own client waits for ever)."""
+    import ovs.jsonrpc
+    import ovs.poller
+    import ovs.stream
+    import ovs.unixctl
+    error, path = ovs.unixctl.socket_name_from_target(target)
+    if error:
+        raise ReadError("%s: %s" % (target, path))
+    deadline = time.monotonic() + timeout
+    error, stream = ovs.stream.Stream.open_block(
+        ovs.stream.Stream.open("unix:" + path), int(timeout * 1000))
+    if error:
+        raise ReadError("%s: cannot connect: %s" % (path,
+                                                    os.strerror(error)))
+    rpc = ovs.jsonrpc.Connection(stream)
+    out = []
+    try:
+        for cmd in commands:
+            req = ovs.jsonrpc.Message.create_request(cmd, [])
+            error = rpc.send(req)
+            reply = None
+            while not error and reply is None:
+                rpc.run()
+                error, msg = rpc.recv()
+                if error == errno.EAGAIN:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise ReadError("%s: %s: no answer in %g s"
+                                        % (path, cmd, timeout))
+                    poller = ovs.poller.Poller()
+                    rpc.wait(poller)
+                    rpc.recv_wait(poller)
+                    poller.timer_wait(int(left * 1000) + 1)
+                    poller.block()
+                    error = 0
+                elif not error and msg.id == req.id:
+                    reply = msg
+            if error:
+                raise ReadError("%s: %s: %s" % (path, cmd,
+                                                os.strerror(error)))
+            assert reply is not None
+            if reply.error is not None:
+                raise ReadError("%s: %s: %s" % (path, cmd, reply.error))
+            out.append(str(reply.result))
+    finally:
+        rpc.close()
+    return out
+
+
 class DaqringCollector:
     """A prometheus_client collector: at each scrape, read() (under
     'lock', which the caller shares with whatever else uses the OVSDB
@@ -42,11 +107,11 @@ class DaqringCollector:
     def __init__(self, read: Callable[[], List[RingReading]],
                  lock: Optional[Any] = None,
                  log: Optional[Callable[[str], None]] = None,
-                 read_pmds: Optional[Callable[[], Tuple[str, str]]] = None
+                 read_pmds: Optional[Callable[[], Sequence[str]]] = None
                  ) -> None:
-        """read_pmds: what ovs-vswitchd's pmd-stats-show and pmd-rxq-show
-        print (a ReadError if it cannot be asked; called without
-        'lock'), or None for no PMD metrics."""
+        """read_pmds: what ovs-vswitchd's pmd-stats-show, pmd-rxq-show
+        and (optionally) pmd-perf-show print (a ReadError if it cannot
+        be asked; called without 'lock'), or None for no PMD metrics."""
         self.read = read
         self.lock = lock if lock is not None else threading.Lock()
         self.log = log
@@ -59,14 +124,14 @@ class DaqringCollector:
         values left out."""
         assert self.read_pmds is not None
         try:
-            stats, rxqs = self.read_pmds()
+            texts = self.read_pmds()
         except ReadError as e:
             if self.log is not None and str(e) != self.last_pmd_error:
                 self.log(str(e))
             self.last_pmd_error = str(e)
             return None, 0
         self.last_pmd_error = None
-        return parse_pmd_stats(stats, rxqs)
+        return parse_pmd_stats(*texts)
 
     def describe(self) -> List[Metric]:
         # Registration must not read the switch (it would, to learn the
