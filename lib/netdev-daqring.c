@@ -2402,6 +2402,22 @@ netdev_daqring_lookup(const char *name)
     return NULL;
 }
 
+/* Appends to 'flags' the conditions of 'dev' that "netdev-daqring/show"
+ * flags, comma-separated, or "-" if none. */
+static void
+netdev_daqring_format_flags(struct ds *flags, const struct netdev_daqring *dev)
+    OVS_REQUIRES(dev->mutex)
+{
+    /* "config_error": the switch refused the options in the database and
+     * keeps its previous configuration, which the other columns show. */
+    if (dev->config_error) {
+        ds_put_cstr(flags, "config_error");
+    }
+    if (!flags->length) {
+        ds_put_char(flags, '-');
+    }
+}
+
 static void
 netdev_daqring_unixctl_show(struct unixctl_conn *conn, int argc,
                             const char *argv[], void *aux OVS_UNUSED)
@@ -2409,6 +2425,7 @@ netdev_daqring_unixctl_show(struct unixctl_conn *conn, int argc,
     struct ds reply = DS_EMPTY_INITIALIZER;
     struct netdev_daqring *dev;
     int width = strlen("port");
+    int egress_width = strlen("egress");
 
     ovs_mutex_lock(&daqring_list_mutex);
     if (argc > 1 && !netdev_daqring_lookup(argv[1])) {
@@ -2419,19 +2436,32 @@ netdev_daqring_unixctl_show(struct unixctl_conn *conn, int argc,
         free(error);
         return;
     }
+    if (ovs_list_is_empty(&daqring_list)) {
+        ovs_mutex_unlock(&daqring_list_mutex);
+        unixctl_command_reply(conn, "no daqrings\n");
+        return;
+    }
 
     LIST_FOR_EACH (dev, list_node, &daqring_list) {
         width = MAX(width, strlen(netdev_get_name(&dev->up)));
+        ovs_mutex_lock(&dev->mutex);
+        if (dev->egress) {
+            egress_width = MAX(egress_width, strlen(dev->egress) + 1);
+        }
+        ovs_mutex_unlock(&dev->mutex);
     }
     ds_put_format(&reply, "%-*s %8s %8s %8s %12s %12s %10s %5s %8s %10s "
-                  "%4s %10s %s\n", width, "port", "size", "occup", "high-wm",
-                  "enqueued", "dequeued", "full-drops", "burst", "interval",
-                  "rate", "numa", "egr-drops", "egress");
+                  "%4s %10s %-*s %s\n", width, "port", "size", "occup",
+                  "high-wm", "enqueued", "dequeued", "full-drops", "burst",
+                  "interval", "rate", "numa", "egr-drops", egress_width,
+                  "egress", "flags");
 
     LIST_FOR_EACH (dev, list_node, &daqring_list) {
         const char *name = netdev_get_name(&dev->up);
         uint64_t tx, tx_bytes, rx, drops, hwm, egress_drops;
+        struct ds flags = DS_EMPTY_INITIALIZER;
         struct ds rate = DS_EMPTY_INITIALIZER;
+        char *egress;
 
         if (argc > 1 && strcmp(name, argv[1])) {
             continue;
@@ -2449,16 +2479,20 @@ netdev_daqring_unixctl_show(struct unixctl_conn *conn, int argc,
          * steering. */
         ovs_mutex_lock(&dev->mutex);
         netdev_daqring_format_rate(&rate, &dev->cfg, false);
+        netdev_daqring_format_flags(&flags, dev);
+        egress = xasprintf("%s%s", dev->egress ? dev->egress : "-",
+                           dev->egress && dev->egress_error ? "!" : "");
         ds_put_format(&reply, "%-*s %8"PRIu32" %8"PRIu64" %8"PRIu64
                       " %12"PRIu64" %12"PRIu64" %10"PRIu64" %5"PRIu32
-                      " %8"PRIu32" %10s %4d %10"PRIu64" %s%s\n", width,
+                      " %8"PRIu32" %10s %4d %10"PRIu64" %-*s %s\n", width,
                       name, dev->ring_size, netdev_daqring_occupancy(dev),
                       hwm, tx, rx, drops, dev->cfg.max_burst,
                       dev->cfg.poll_interval, ds_cstr(&rate),
-                      dev->ring_numa_id, egress_drops,
-                      dev->egress ? dev->egress : "-",
-                      dev->egress && dev->egress_error ? "!" : "");
+                      dev->ring_numa_id, egress_drops, egress_width, egress,
+                      ds_cstr(&flags));
         ovs_mutex_unlock(&dev->mutex);
+        free(egress);
+        ds_destroy(&flags);
         ds_destroy(&rate);
     }
     ovs_mutex_unlock(&daqring_list_mutex);
