@@ -1328,15 +1328,34 @@ netdev_daqring_get_egress_refusal(const struct netdev *netdev)
     return reason;
 }
 
+/* Whether the switch is removing 'netdev': its bridge has let go of it (the
+ * name no longer opens it, see netdev_remove()), and only the datapath,
+ * which is deleting its ports, still holds it.  "ovs-appctl exit --cleanup"
+ * has the datapath delete its ports one at a time, in no particular order,
+ * so a bound ring may outlive its egress by a moment. */
+static bool
+netdev_daqring_is_being_removed(const struct netdev *netdev)
+{
+    struct netdev *named = netdev_from_name(netdev_get_name(netdev));
+    bool removed = named != netdev;
+
+    netdev_close(named);
+    return removed;
+}
+
 static void
 netdev_daqring_set_egress_error(struct netdev *netdev, const char *error)
 {
     struct netdev_daqring *dev = netdev_daqring_cast(netdev);
     const char *name = netdev_get_name(netdev);
+    bool removed = error && netdev_daqring_is_being_removed(netdev);
 
     ovs_mutex_lock(&dev->mutex);
     if (!nullable_string_is_equal(error, dev->egress_error)) {
-        if (error) {
+        if (removed) {
+            /* Nothing to warn about: the ring goes too. */
+            VLOG_INFO("%s: %s: the ring is being removed", name, error);
+        } else if (error) {
             VLOG_WARN("%s: %s; the packets that the ring delivers are "
                       "dropped and counted (egress_drops) until it "
                       "resolves", name, error);
