@@ -156,19 +156,22 @@ class Exporter:
 
 class Prometheus:
     """A Prometheus server of its own (temporary storage, loopback),
-    scraping TARGET every second, with the project's alerting rules."""
+    scraping TARGET (HOST:PORT, or a list of them) every second, as job
+    JOB, with the project's alerting rules."""
 
-    def __init__(self, target: str, workdir: str) -> None:
+    def __init__(self, target: Any, workdir: str,
+                 job: str = "daqring") -> None:
         self.port = free_port()
         self.dir = workdir
         config = os.path.join(workdir, "prometheus.yml")
+        targets = [target] if isinstance(target, str) else list(target)
         with open(config, "w") as f:
             f.write("global:\n  scrape_interval: 1s\n"
                     "  evaluation_interval: 1s\n"
                     "rule_files:\n  - %s\n"
-                    "scrape_configs:\n  - job_name: daqring\n"
-                    "    static_configs:\n      - targets: ['%s']\n"
-                    % (json.dumps(str(ALERTS)), target))
+                    "scrape_configs:\n  - job_name: %s\n"
+                    "    static_configs:\n      - targets: %s\n"
+                    % (json.dumps(str(ALERTS)), job, json.dumps(targets)))
         self.log_path = os.path.join(workdir, "prometheus.log")
         with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen(

@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 from typing import Any, Dict, List, Optional
 
 # The modules below need OVS's Python library and PyYAML: say which
@@ -54,6 +55,7 @@ from ..fabric.hostagent import HostAgent
 from ..fabric.model import PLANE_MAX
 from ..fabric.node import INTERVAL_MIN, PROG, vlog
 from ..fabric.switchhold import FULL_CHECK_EVERY
+from ..metrics.address import parse_address
 from ..options import SSL_FILES_NEEDED, add_ssl_options, ssl_missing
 
 
@@ -118,6 +120,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unixctl", metavar="SOCKET",
                    help="control socket (default "
                    "$OVS_RUNDIR/ovs-daqfabric-agent.PID.ctl)")
+    m = p.add_argument_group(
+        "Prometheus metrics (Documentation/topics/monitoring.rst; needs "
+        "python3-prometheus-client)")
+    m.add_argument("--metrics-address", metavar="[HOST:]PORT",
+                   help="serve the switch's daqring and PMD metrics, the "
+                   "node's and (while it plans) the planner's on "
+                   "http://HOST:PORT/metrics (HOST localhost unless "
+                   "given; an IPv6 HOST in brackets; default: none)")
+    m.add_argument("--vswitchd", metavar="TARGET", default="ovs-vswitchd",
+                   help="with --metrics-address: the switch's "
+                   "ovs-vswitchd, as ovs-appctl -t takes it, for the PMD "
+                   "metrics (default ovs-vswitchd: the one of "
+                   "$OVS_RUNDIR)")
+    m.add_argument("--no-pmd-metrics", action="store_true",
+                   help="with --metrics-address: do not ask ovs-vswitchd "
+                   "for its PMD threads")
     add_ssl_options(p)
     p.add_argument("--version", "-V", action="version",
                    version="%s (ovs-daqring) %s" % (PROG, VERSION))
@@ -132,7 +150,8 @@ def check_host_args(p: argparse.ArgumentParser,
     parsed into args.plane_dev: [(plane, device)]."""
     for opt, v in (("--ovsdb", args.ovsdb), ("--bridge", args.bridge),
                    ("--of", args.of), ("--planner", args.planner),
-                   ("--state-file", args.state_file)):
+                   ("--state-file", args.state_file),
+                   ("--metrics-address", args.metrics_address)):
         if v:
             p.error("%s: a switch's option; not with --host" % opt)
     if not args.host.strip() or "/" in args.host:
@@ -184,6 +203,12 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         d = os.path.dirname(args.state_file)
         if not os.path.isdir(d):
             p.error("--state-file: directory %s does not exist" % d)
+    args.metrics = None
+    if args.metrics_address is not None:
+        try:
+            args.metrics = parse_address(args.metrics_address)
+        except ValueError as e:
+            p.error("--metrics-address: %s" % e)
     if ssl_missing(args, (args.db, args.ovsdb, args.of)):
         p.error(SSL_FILES_NEEDED)
     # What the reconcile core reads from 'args'.
@@ -198,6 +223,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     ovs.daemon.handle_args(args)
     set_ssl(args)
 
+    if args.metrics is not None:
+        try:
+            import prometheus_client  # noqa: F401
+        except ImportError as e:
+            sys.stderr.write("%s: --metrics-address needs the Prometheus "
+                             "client library (Debian: "
+                             "python3-prometheus-client, EL9 EPEL: "
+                             "python3-prometheus_client): %s\n" % (PROG, e))
+            return 1
+
     ovs.daemon.daemonize_start()
     error, server = ovs.unixctl.server.UnixctlServer.create(
         args.unixctl, version=VERSION)
@@ -205,6 +240,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         ovs.util.ovs_fatal(error, "could not create the unixctl server",
                            vlog)
     agent = HostAgent(args) if args.host is not None else Agent(args)
+    daemon: Any = agent
+    if args.metrics is not None:
+        daemon = serve_metrics(args, agent)
 
     def unixctl_exit(conn: Any, _argv: Any, _aux: Any) -> None:
         agent.exiting = True
@@ -230,9 +268,49 @@ def main(argv: Optional[List[str]] = None) -> int:
         ", planner candidate" if args.planner else
         ", planes %s" % " ".join("%d=%s" % pd for pd in args.plane_dev)
         if args.host is not None else ""))
-    serve(server, agent)
+    serve(server, daemon)
     vlog.info("exiting")
     return 0
+
+
+def serve_metrics(args: argparse.Namespace, agent: Agent) -> Any:
+    """--metrics-address: the switch's daqring and PMD metrics (the
+    exporter's collector, on the agent's replica of its switch) and the
+    node's and planner's (metrics/fabric.py), served from
+    prometheus_client's thread; returns the agent for the main loop,
+    its rounds under the lock the scrapes take."""
+    from ..metrics.collector import (DaqringCollector, ReadError,
+                                     ask_vswitchd, serve as serve_http)
+    from ..metrics.fabric import AgentLock, FabricCollector
+    from ..metrics.rings import read_rings
+    lock = threading.Lock()
+    fabric = FabricCollector(agent, lock)
+
+    def read() -> List[Any]:
+        rec = agent.rec
+        if rec is None:
+            raise ReadError("not connected to the switch (%s)"
+                            % (agent.error or "no slice yet"))
+        try:
+            return read_rings(rec.db)
+        except (AttributeError, KeyError, TypeError, ValueError) as e:
+            raise ReadError("could not read the daqrings: %s" % e)
+
+    def read_pmds() -> List[str]:
+        return ask_vswitchd(args.vswitchd, min(5.0, args.timeout))
+
+    switch = DaqringCollector(
+        read, lock, log=vlog.warn,
+        read_pmds=None if args.no_pmd_metrics else read_pmds)
+    host, port = args.metrics
+    try:
+        registry = serve_http(switch, host, port)
+    except OSError as e:
+        ovs.util.ovs_fatal(0, "cannot serve metrics on %s: %s"
+                           % (args.metrics_address, e.strerror or e), vlog)
+    registry.register(fabric)
+    vlog.info("metrics on http://%s:%d/metrics" % (host, port))
+    return AgentLock(agent, lock, fabric.observe)
 
 
 def run() -> int:

@@ -53,6 +53,10 @@ Txn = ovs.db.idl.Transaction
 # others landed on top of it (apply_history()).
 APPLY_HISTORY = 64
 APPLY_KEY = "apply:"
+# Fabric:external_ids' key that says when (ms since the epoch, by the
+# applying client's clock) the generation the row holds was committed:
+# the agents' metrics measure from it (as OVN's nb_cfg_timestamp).
+COMMITTED_AT_KEY = "generation-committed-at"
 # The exit status of an apply whose outcome is not known: it was sent,
 # and the answer never came (the leader died with it, the database
 # stayed unreachable): it may have been committed.
@@ -651,7 +655,8 @@ class FabricDb:
             sent[0] = True
             fab.generation = gen + 1
             fab.apply_id = apply_id
-            fab.external_ids = history_with(ext, apply_id, gen + 1)
+            fab.external_ids = dict(history_with(ext, apply_id, gen + 1),
+                                    **{COMMITTED_AT_KEY: str(now_ms())})
             fab.map_digest = digest
             fab.applied_by = who
             fab.hold_down = state.hold_down
