@@ -38,7 +38,7 @@ import pytest
 from ovs_daqring.fabric import schema_path
 from ovs_daqring.fabric import rbac
 from ovs_daqring.fabric.db import FabricDb, Txn
-from ovs_daqring.fabric.plannerd import PLANNER_LOCK
+from ovs_daqring.fabric.plannerd import PLANNER_LOCK, Planner
 
 from fabric_helpers import ROOT, Pki, _tool, free_ports, wait_for
 
@@ -564,6 +564,39 @@ def test_agent_cannot_take_the_planners_lock(member: Member) -> None:
     finally:
         for c in clients:
             c.close()
+
+
+def test_planner_on_the_agents_remote_says_its_lock_is_refused(
+        member: Member) -> None:
+    """A planner given the agents' remote (a node's certificate on a
+    remote with a role) never gets its lock: it says so, rather than
+    waiting for the lock for ever (OVS's Python IDL drops the server's
+    error reply to "lock")."""
+    m = member
+    # The node's certificate, as an agent run with --planner has.
+    LockClient(m, "leaf1", True).close()
+    p = Planner(m.remote(True), "leaf1", 30, wait=False)
+    try:
+        what: List[str] = []
+        wait_for(lambda: what.append(p.take_over())
+                 or "refused the planner's lock" in what[-1],
+                 "the planner to say its lock is refused")
+        assert "permission error" in what[-1], what[-1]
+        assert "without an RBAC role" in what[-1], what[-1]
+        assert p.epoch is None and not p.has_lock()
+    finally:
+        p.close()
+    # Through the role-less remote, the same planner takes over.
+    LockClient(m, "admin", False).close()
+    p = Planner(m.remote(False), "admin", 30, wait=False)
+    try:
+        what = []
+        wait_for(lambda: what.append(p.take_over())
+                 or what[-1].startswith("took over")
+                 or "no fabric yet" in what[-1], "the planner's lock")
+        assert p.db.idl.lock_error is None
+    finally:
+        p.close()
 
 
 @pytest.mark.parametrize("value,message", [

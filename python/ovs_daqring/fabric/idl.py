@@ -120,6 +120,34 @@ class FabricIdl(ovs.db.idl.Idl):
         # until when it is fresh).  The planner judges reports by its own
         # clock, never by the writers' (heard(), fresh_nodes()).
         self.heard_at: Dict[str, Tuple[int, float, float]] = {}
+        # Why the server refused this IDL's lock request (its error), or
+        # None.  OVS's Python IDL ignores an error reply to "lock" (it
+        # logs it at debug level and goes on waiting for "locked"); a
+        # server refuses locks for good to the clients of a remote with
+        # an RBAC role (and of a read-only one), so a planner that
+        # connects through one would wait for ever, saying nothing.
+        self.lock_error: Optional[str] = None
+
+    def _Idl__txn_process_reply(self, msg: Any) -> bool:
+        """Takes an error reply to the lock request (see lock_error)
+        before the base class's handler of transaction replies, which
+        every reply it does not know reaches (name-mangled: the base
+        class's private method); the others go to that handler."""
+        if (msg.type == ovs.jsonrpc.Message.T_ERROR
+                and self._lock_request_id is not None
+                and msg.id == self._lock_request_id):
+            self._lock_request_id = None
+            err = msg.error
+            if isinstance(err, dict):
+                err = ": ".join(str(err[k]) for k in ("error", "details")
+                                if k in err)
+            self.lock_error = str(err)
+            vlog.err("%s: the server refused lock %s: %s"
+                     % (self.session_name(), self.lock_name,
+                        self.lock_error))
+            return True
+        handled: bool = ovs.db.idl.Idl._Idl__txn_process_reply(self, msg)
+        return handled
 
     def run(self) -> Any:
         ret = super().run()

@@ -206,6 +206,12 @@ class Planner:
             return "not connected: %s" % self.db.unreachable()
         if not self.has_lock():
             self.epoch = None
+            if self.db.idl.lock_error is not None:
+                # For good: a remote with an RBAC role (the agents')
+                # gives its clients no locks (fabric.rst, "RBAC").
+                return ("the server refused the planner's lock (%s): a "
+                        "planner must connect through a remote without "
+                        "an RBAC role" % self.db.idl.lock_error)
             return "waiting for the lock"
         conn = self.db.idl._session.get_seqno()
         if self.epoch is not None and conn == self.conn:
