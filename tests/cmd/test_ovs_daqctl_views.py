@@ -220,7 +220,7 @@ def test_hold_hints_name_the_ring_view() -> None:
         fplan=SimpleNamespace(
             switches=[SimpleNamespace(name="spine1", bridge="br0")],
             ros_hosts=[], hlt_hosts=[], links=[]),
-        switches={"spine1": sw}, workdir="/w")
+        switches={"spine1": sw}, workdir="/w", target=None)
     text = FabricRunner.hold_text(fake)    # type: ignore[arg-type]
     assert "ovs-appctl -t /w/spine1/ovs-vswitchd.ctl netdev-daqring/show" \
         in text, text

@@ -198,6 +198,41 @@ def test_a_spine_and_a_link_of_a_second_plane() -> None:
     assert t.link == ("p1-hlt-leaf", "p1-up0", "p1-spine0", "dn1")
 
 
+def _hold_text(plan: Any, target: Any) -> str:
+    """daq-incast --hold's hints for PLAN, --failover-target TARGET, its
+    switches' ovs-vswitchd running as pid 4242."""
+    from types import SimpleNamespace
+    from ovs_daqring.incast.fabric.runner import FabricRunner
+    proc = SimpleNamespace(pid=4242, poll=lambda: None)
+    fake = SimpleNamespace(
+        db=SimpleNamespace(remotes=lambda: "unix:/w/db1.sock",
+                           path=lambda i, what: "/w/db%d.%s" % (i, what)),
+        cfg=SimpleNamespace(binaries=SimpleNamespace(
+            appctl="ovs-appctl", vsctl="ovs-vsctl", ofctl="ovs-ofctl"),
+            spines=2),
+        fplan=plan, workdir="/w", target=target,
+        switches={s.name: SimpleNamespace(
+            db="unix:/w/%s/db.sock" % s.name, dir="/w/" + s.name,
+            ctl="/w/%s/ovs-vswitchd.ctl" % s.name, vswitchd=proc)
+            for s in plan.switches})
+    return str(FabricRunner.hold_text(fake))   # type: ignore[arg-type]
+
+
+def test_hold_hints_fail_the_target() -> None:
+    """--hold's hint of a failure to inject is --failover-target's, not
+    always the default link."""
+    p = _plan()
+    text = _hold_text(p, resolve_target(p, "link:ros-leaf0:up1"))
+    assert "a link failure (ros-leaf0:up1 - spine1:dn0)" in text, text
+    ns = p.switch("spine1").ns
+    assert "ip -n %s link set dn0 down" % ns in text, text
+    text = _hold_text(p, resolve_target(p, ""))
+    assert "a link failure (hlt-leaf:up1 - spine1:dn1)" in text, text
+    text = _hold_text(p, resolve_target(p, "spine:spine0"))
+    assert "spine0's ovs-vswitchd killed" in text, text
+    assert "kill -9 4242" in text and "link set" not in text, text
+
+
 @pytest.mark.parametrize("text,words", [
     ("link:ros-leaf0:up7", "ros-leaf0:up7 is not an end of a leaf-spine "
      "link of this fabric; its links: link:ros-leaf0:up0 "

@@ -31,8 +31,8 @@ from ..switch import STATS_INTERVAL, ModeUnavailable, Switch, daqctl_path
 from ..topology import parse_snmp
 from .counters import fabric_drops, link_counters, qdisc_counters
 from .failover import (FAILOVER_SETTLE, RECOVERY_FRACTION, SPINE_BFD,
-                       Failover, FailTarget, dcms_on, failover_link,
-                       probe_ends, recovery, resolve_target, timeline)
+                       Failover, FailTarget, dcms_on, probe_ends, recovery,
+                       resolve_target, timeline)
 from .limit import fabric_limit
 from .maps import HOLD_DOWN, fabric_map
 from .netns import GARP, access_links, create_topology, host_arp_state
@@ -390,9 +390,19 @@ class FabricRunner(Runner):
         hosts = ([h.ns for h in self.fplan.ros_hosts]
                  + [h.ns for h in self.fplan.hlt_hosts])
         out += ["", "  hosts (network namespaces): %s" % " ".join(hosts)]
-        if self.fplan.links:
+        target = self.target
+        if target is not None and target.link is None:
+            # --failover-target spine:NAME: the failure it injects.
+            p = self.switches[target.spine].vswitchd
+            if p is not None and p.poll() is None:
+                out += ["", "  a spine failure (%s's ovs-vswitchd killed; "
+                        "only BFD tells the leaves):" % target.spine,
+                        "  kill -9 %d" % p.pid]
+        elif self.fplan.links:
+            # The link of --failover-target, else its default
+            # (failover_link()), else the only one.
             leaf, lport, spine, sport = (
-                failover_link(self.fplan) if self.cfg.spines > 1
+                target.link if target is not None and target.link
                 else self.fplan.links[0])
             ns = self.fplan.switch(spine).ns
             out += ["", "  a link failure (%s:%s - %s:%s), and its repair:"
