@@ -149,6 +149,12 @@ daqring_tsc_hz(void)
     return tsc_hz;
 }
 
+/* The most that one packet costs, in bytes on the wire: a TSO packet of at
+ * most UINT16_MAX bytes whose headers and overhead, repeated in every
+ * segment, at most double it (a segment size below the headers' is no
+ * use to anyone).  Bounds the deficit a packet can leave in a bucket. */
+#define DAQRING_MAX_PACKET_WIRE_BYTES (2 * UINT16_MAX)
+
 /* Returns a new shaper for 'p', counting in a TSC of 'tsc_hz' Hz (see
  * daqring_tsc_hz(); unused if 'p' does not shape), with sequence number
  * 'seq'.  The caller frees it with free(). */
@@ -182,11 +188,45 @@ daqring_shaper_create(const struct daqring_shaper_params *p,
         s->byte_ticks = 8 * tsc_hz;
         s->overhead_ticks = p->frame_overhead * s->byte_ticks;
         s->depth = depth_bytes * s->byte_ticks;
-        deficit = UINT16_MAX * s->byte_ticks + s->overhead_ticks;
+        deficit = DAQRING_MAX_PACKET_WIRE_BYTES * s->byte_ticks;
         s->fill_cycles = (s->depth + deficit) / s->rate + 1;
         s->turn_cycles = (full * s->byte_ticks) / s->rate + 1;
     }
     return s;
+}
+
+/* Returns what TSO packet 'p', of TCP segment size 'segsz', costs under
+ * byte shaper 's', in bit-ticks: the frames it leaves as, the payload cut
+ * into 'segsz' bytes, each segment with the packet's headers up to its TCP
+ * payload (at least DAQRING_MIN_FRAME_LEN) and the frame overhead.  (The
+ * frame overhead and headers of the extra segments made a 64 kB TSO
+ * packet, charged as one frame, leave about 5% more than the rate.)  A
+ * packet without a TCP payload where its offsets say is charged as one
+ * frame. */
+int64_t
+daqring_shaper_tso_cost(const struct daqring_shaper *s,
+                        const struct dp_packet *p, uint16_t segsz)
+{
+    const char *payload = dp_packet_get_tcp_payload(p);
+    uint32_t len = MAX(dp_packet_size(p), DAQRING_MIN_FRAME_LEN);
+    uint32_t hdr, data, n, last;
+    uint64_t wire;
+
+    if (!payload) {
+        return len * s->byte_ticks + s->overhead_ticks;
+    }
+    hdr = payload - (const char *) dp_packet_data(p);
+    data = dp_packet_size(p) - hdr;
+    if (data <= segsz) {
+        return len * s->byte_ticks + s->overhead_ticks;
+    }
+    n = DIV_ROUND_UP(data, segsz);
+    last = data - (n - 1) * segsz;
+    wire = ((uint64_t) (n - 1) * (hdr + segsz)
+            + MAX(hdr + last, DAQRING_MIN_FRAME_LEN));
+    wire = MIN(wire + (uint64_t) n * s->overhead_ticks / s->byte_ticks,
+               DAQRING_MAX_PACKET_WIRE_BYTES);
+    return wire * s->byte_ticks;
 }
 
 /* Returns how many of the 'n' packets in 'pkts' may leave under byte

@@ -35,7 +35,9 @@
  * 'rate'.  A frame may leave while the bucket holds any positive amount
  * and the bucket may go negative by one frame (a deficit the next frames
  * wait for), so frames of any size pass and the rate stays exact; the
- * bucket holds at most 'depth', 'max_burst' full-size frames.
+ * bucket holds at most 'depth', 'max_burst' full-size frames.  A TSO
+ * packet, which the egress port (or its NIC) sends as several frames, costs
+ * those frames, each with the packet's headers and the overhead.
  *
  * The burst of a byte shaper, what it releases beyond its rate (after an
  * idle or preempted polling thread, at once), is the bucket's depth plus
@@ -150,13 +152,37 @@ daqring_shaper_shapes(const struct daqring_shaper *s)
     return s->interval || s->rate || s->share;
 }
 
-/* Returns what 'packet' costs under byte shaper 's', in bit-ticks. */
+/* Returns the TCP segment size of 'packet' if it asks for TCP segmentation
+ * offload (TSO), otherwise 0.  Every base keeps it in the mbuf, where DPDK
+ * (a vhost port's receive) sets it and which OVS clears for other packets
+ * (dp_packet_init_specific()). */
+static inline uint16_t
+daqring_packet_tso_segsz(const struct dp_packet *packet OVS_UNUSED)
+{
+#ifdef DPDK_NETDEV
+    return packet->mbuf.tso_segsz;
+#else
+    return 0;
+#endif
+}
+
+int64_t daqring_shaper_tso_cost(const struct daqring_shaper *,
+                                const struct dp_packet *, uint16_t segsz);
+
+/* Returns what 'packet' costs under byte shaper 's', in bit-ticks: a frame
+ * of its length (at least DAQRING_MIN_FRAME_LEN) plus the overhead or, for
+ * a TSO packet, the frames it leaves the egress port as (see
+ * daqring_shaper_tso_cost()). */
 static inline int64_t
 daqring_shaper_frame_cost(const struct daqring_shaper *s,
                           const struct dp_packet *packet)
 {
     uint32_t len = MAX(dp_packet_size(packet), DAQRING_MIN_FRAME_LEN);
+    uint16_t segsz = daqring_packet_tso_segsz(packet);
 
+    if (OVS_UNLIKELY(segsz) && len > segsz) {
+        return daqring_shaper_tso_cost(s, packet, segsz);
+    }
     return len * s->byte_ticks + s->overhead_ticks;
 }
 

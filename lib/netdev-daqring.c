@@ -697,7 +697,9 @@ netdev_daqring_construct(struct netdev *netdev)
      * that finally transmits them checks its own capabilities.  netdev_send()
      * does not prepare packets for a daqring at all ('queues_for_datapath'
      * in its class); these flags say the same where OVS reports a port's
-     * offloads (the Interface's status on base 3.5). */
+     * offloads (the Interface's status on base 3.5).  Byte shaping charges a
+     * TSO packet for the segments it leaves the egress as (see
+     * daqring_shaper_frame_cost()), so advertising TSO costs no accuracy. */
     netdev->ol_flags = (NETDEV_TX_OFFLOAD_IPV4_CKSUM
                         | NETDEV_TX_OFFLOAD_TCP_CKSUM
                         | NETDEV_TX_OFFLOAD_UDP_CKSUM

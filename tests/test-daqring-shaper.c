@@ -31,6 +31,7 @@
 #include "dp-packet.h"
 #include "openvswitch/vlog.h"
 #include "ovstest.h"
+#include "packets.h"
 #include "util.h"
 
 /* 1 GHz: one TSC cycle per nanosecond. */
@@ -681,6 +682,63 @@ test_state_carry(void)
     free(p2);
 }
 
+/* Returns a TCP packet of 'payload' bytes after Ethernet, IPv4 and TCP
+ * headers (54 bytes), parsed as the datapath leaves it, asking for TSO
+ * with segments of 'segsz' bytes (0: no TSO). */
+static struct dp_packet *
+make_tcp_packet(size_t payload, uint16_t segsz)
+{
+    struct dp_packet *p = dp_packet_new(54 + payload);
+    struct tcp_header *tcp;
+
+    dp_packet_put_zeros(p, 54 + payload);
+    dp_packet_set_l2_pad_size(p, 0);
+    p->l3_ofs = ETH_HEADER_LEN;
+    p->l4_ofs = ETH_HEADER_LEN + IP_HEADER_LEN;
+    tcp = dp_packet_l4(p);
+    tcp->tcp_ctl = TCP_CTL(0, 5);
+#ifdef DPDK_NETDEV
+    p->mbuf.tso_segsz = segsz;
+#else
+    CHECK(!segsz, "TSO needs DPDK");
+#endif
+    return p;
+}
+
+/* Issue 49 item 6: a TSO packet costs the frames it leaves as, each with
+ * the packet's headers and the frame overhead, not one frame: 64000 bytes
+ * of payload in segments of 1448 are 45 segments, 44 full (1502 bytes)
+ * and one of 288 + 54 bytes.  (Charged as one frame of 64054 bytes plus
+ * 24, it was 5% short of what the egress sends.)  A TSO packet that fits
+ * one segment, and a packet without TSO, cost one frame. */
+static void
+test_byte_tso(void)
+{
+    struct daqring_shaper *s = make_shaper(32, 0, 1000000000, 24);
+    struct dp_packet *tso = make_tcp_packet(64000, 1448);
+    struct dp_packet *small = make_tcp_packet(1000, 1448);
+    struct dp_packet *plain = make_tcp_packet(1448, 0);
+    int64_t wire = 44 * (1502 + 24) + (288 + 54 + 24);
+    int64_t cost = daqring_shaper_frame_cost(s, tso);
+
+    CHECK(cost == wire * (int64_t) s->byte_ticks,
+          "a 64054-byte TSO packet costs %"PRId64" bytes, expected "
+          "%"PRId64, cost / (int64_t) s->byte_ticks, wire);
+    cost = daqring_shaper_frame_cost(s, small);
+    CHECK(cost == (1054 + 24) * (int64_t) s->byte_ticks,
+          "a TSO packet of one segment costs %"PRId64" bytes",
+          cost / (int64_t) s->byte_ticks);
+    cost = daqring_shaper_frame_cost(s, plain);
+    CHECK(cost == (1502 + 24) * (int64_t) s->byte_ticks,
+          "a packet without TSO costs %"PRId64" bytes",
+          cost / (int64_t) s->byte_ticks);
+
+    dp_packet_delete(tso);
+    dp_packet_delete(small);
+    dp_packet_delete(plain);
+    free(s);
+}
+
 /* Egress sharing (issue 27 item 3, issue 28 item 2): daqrings bound to one
  * egress draw from one shared bucket, each through its own shaper (byte
  * shaping as its cap, or none). */
@@ -1201,6 +1259,7 @@ run_tests(struct ovs_cmdl_context *ctx OVS_UNUSED)
         { "packet-catch-up", test_packet_catch_up },
         { "backward-tsc", test_backward_tsc },
         { "state-carry", test_state_carry },
+        { "byte-tso", test_byte_tso },
         { "share-fair", test_share_fair },
         { "share-unused", test_share_unused },
         { "share-join", test_share_join },
