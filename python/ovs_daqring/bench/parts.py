@@ -9,16 +9,19 @@ targets of all of them."""
 
 from typing import Callable, Dict
 
-from . import (builds, fabric_incast, fairness, hop, incast, lossless,
-               peers, scale, shaping, sleep, waiting)
+from . import (builds, fabric_failover, fabric_incast, fairness, hop,
+               incast, lossless, peers, scale, shaping, sleep, waiting)
 from .runner import Bench
 
 PARTS = ["hop", "scale", "waiting", "sleep", "shaping", "fairness",
-         "builds", "incast", "peers", "lossless", "fabric-incast"]
+         "builds", "incast", "peers", "lossless", "fabric-incast",
+         "fabric-failover"]
 # What --parts runs unless told: fabric-incast (two daq-incast runs of an
-# emulated leaf-spine per repeat, about 15 minutes) and lossless (20 runs
-# at each of its points, about 40 minutes) only when asked.
-DEFAULT_PARTS = [p for p in PARTS if p not in ("fabric-incast", "lossless")]
+# emulated leaf-spine per repeat, about 15 minutes), lossless (20 runs
+# at each of its points, about 40 minutes) and fabric-failover (10 runs
+# of each of three failures, about 25 minutes) only when asked.
+DEFAULT_PARTS = [p for p in PARTS
+                 if p not in ("fabric-incast", "lossless", "fabric-failover")]
 
 MEASURE: Dict[str, Callable[[Bench], None]] = {
     "hop": hop.measure, "scale": scale.measure, "waiting": waiting.measure,
@@ -26,6 +29,7 @@ MEASURE: Dict[str, Callable[[Bench], None]] = {
     "fairness": fairness.measure, "builds": builds.measure,
     "incast": incast.measure, "peers": peers.measure,
     "lossless": lossless.measure, "fabric-incast": fabric_incast.measure,
+    "fabric-failover": fabric_failover.measure,
 }
 
 # The targets of the issues, every part's: key -> what it asks.
@@ -34,3 +38,4 @@ TARGETS: Dict[str, str] = {
                            builds, incast, peers, lossless)
     for key, text in part.TARGETS.items()}
 TARGETS.update(fabric_incast.FABRIC_TARGETS)
+TARGETS.update(fabric_failover.FAILOVER_TARGETS)

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from . import (builds, fairness, hop, incast, lossless, peers, scale,
                shaping, sleep, waiting)
+from .fabric_failover import failover_markdown, failover_verdicts
 from .fabric_incast import (FABRIC_TARGETS, fabric_markdown,
                             fabric_verdicts)
 from .parts import TARGETS
@@ -50,6 +51,7 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
         for k in FABRIC_TARGETS:
             add(k, "not run" if not fab else "FAILED: " + fab["error"],
                 None if not fab else False)
+    failover_verdicts(res.get("fabric-failover"), add)
     return rows
 
 
@@ -121,6 +123,7 @@ def markdown(res: Dict[str, Any]) -> str:
         L.extend(fabric_markdown(fab) if not fab.get("error") else [
             "## Fabric incast (daq-incast --topology fabric)", "",
             "Not completed: %s" % fab["error"], ""])
+    L.extend(failover_markdown(res.get("fabric-failover")))
 
     if res.get("notes"):
         L.append("## Notes")

@@ -22,6 +22,7 @@ from typing import List, Optional
 from .. import TOP, VERSION
 from ..bench import lossless
 from ..bench.driver import cleanup_stale, render, run_bench
+from ..bench import fabric_failover
 from ..bench.fabric_incast import FAILOVER_ARGS, STEADY_ARGS
 from ..bench.fabric_incast import RATES as FABRIC_RATES
 from ..bench.fabric_incast import TWO_PLANE_RATES
@@ -72,6 +73,12 @@ ovsdb-server, ovs-vswitchd in a network namespace of its own):
             failing under load, at each of --fabric-incast-rates (one
             plane) and --fabric-incast-two-planes; valid runs only (PMD
             >= 90% of its core)
+  fabric-failover  (only when named) daq-incast --failover-target of
+            each of --failover-targets (a ROS leaf's uplink, the HLT
+            leaf's, a whole spine), --failover-runs times, under the
+            incast of make demo-fabric, with the loss probe: what is lost
+            where the failure is seen and where it needs the planner, on
+            the return home, RTOs, every frame counted; every run counts
 
 and writes OUT/bench.json and OUT/summary.md, with the PMD thread's share
 of its core (schedstat) next to every number.""",
@@ -177,6 +184,14 @@ def add_incast_options(g: argparse._ArgumentGroup) -> None:
                    "2) at these access-link rates, more points judged "
                    "alike; '' for none (default: %(default)s, the same "
                    "limits as the one-plane default's)")
+    g.add_argument("--failover-targets", metavar="TARGETS",
+                   default=fabric_failover.TARGETS,
+                   help="fabric-failover: the failures, daq-incast "
+                   "--failover-target values, comma-separated (default: "
+                   "%(default)s)")
+    g.add_argument("--failover-runs", type=int, metavar="N",
+                   help="fabric-failover: runs of each failure (default: "
+                   "%d, quick 1)" % fabric_failover.RUNS)
     g.add_argument("--skip-incast", action="store_true",
                    help="leave out the incast part")
     g.add_argument("--peers-points", metavar="NAMES",
@@ -390,8 +405,13 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     if any(w.split("=")[0] == "--planes" for w in words):
         p.error("--fabric-incast-args: give two planes' rates with "
                 "--fabric-incast-two-planes, not --planes")
+    try:
+        ns.failover_targets = fabric_failover.parse_targets(
+            ns.failover_targets)
+    except ValueError as e:
+        p.error(str(e))
     for name in ("peers_runs", "peers_events", "lossless_runs",
-                 "lossless_events"):
+                 "lossless_events", "failover_runs"):
         v = getattr(ns, name)
         if v is not None and v < 1:
             p.error("--%s must be >= 1" % name.replace("_", "-"))

@@ -1,0 +1,317 @@
+# Copyright (c) 2026 The ovs-daqring authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at:
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""daq-bench --parts fabric-failover: the fabric's failover targets
+(issue 47), under the incast load of `make demo-fabric`, with the loss
+probe (100 datagrams/s each way between a ROS host and a DCM whose
+path crosses what fails: daq-incast --failover's probe).  Each failure
+(--failover-targets: a ROS leaf's uplink, the HLT leaf's uplink, a whole
+spine) runs --failover-runs times (10, quick 1).
+
+What each run is judged on, from daq-incast's JSON:
+- the direction whose failure its own leaf sees (a leaf's uplink: what
+  that leaf sends up, its fast_failover group) loses at most what was
+  in flight on the failed link (IN_FLIGHT datagrams of the probe);
+- the direction that needs the planner (what comes down through the
+  failed spine; both directions when a spine dies, which only BFD
+  tells) is rerouted within PLANNER_MS: the probe's longest run of
+  losses, from the send of the last datagram before it to the first
+  after it, is at most that long;
+- the return home after the hold-down loses nothing (both directions);
+- no TCP RTO, no event slower than twice the ideal;
+- every frame lost counted where it was lost (sent = delivered +
+  counted drops).
+
+Every run of every failure counts: a run that failed (daq-incast exited
+without results, the mode or the probe in error) fails the targets it
+would have been judged on; an invalid one (the PMD had too little of its
+core) is not judged for goodput-like targets only: the loss counts and
+the RTOs hold whatever the PMD's share (a loaded machine makes loss
+more likely, not less)."""
+
+import os
+import shlex
+from typing import Any, Callable, Dict, List, Optional
+
+from .fabric_incast import FAILOVER_ARGS
+from .incast_tool import command, run_incast, shown
+from .runner import Bench
+from .source import rel_top
+
+FAILOVER_TARGETS = {
+    "failover_local": "fabric failover: what a leaf sends up over a failed "
+                      "link loses only what was in flight on it",
+    "failover_planner": "fabric failover: traffic that needs the planner "
+                        "rerouted within 100 ms",
+    "failover_home": "fabric failover: 0 probe datagrams lost on the "
+                     "return home",
+    "failover_tcp": "fabric failover: 0 TCP RTOs, no event longer than "
+                    "twice the ideal",
+    "failover_counted": "fabric failover: every frame lost counted where "
+                        "it was lost",
+}
+# The failures, as daq-incast --failover-target names them: a ROS leaf's
+# uplink to spine1, the HLT leaf's (the default of --failover), spine1.
+TARGETS = "link:ros-leaf0:up1,link:hlt-leaf:up1,spine:spine1"
+# The load: `make demo-fabric`'s (one plane, two spines, 12 ROS, 4 DCMs,
+# its access links), daqrings only, the failure 2 s into the run and its
+# repair 5 s in: fabric-incast's failover runs.
+ARGS = FAILOVER_ARGS
+RUNS = 10
+# The probe's datagrams in flight on a link at 100/s: at most one.
+IN_FLIGHT = 1
+PLANNER_MS = 100.0
+# No event longer than this many times the ideal.
+SLOWEST = 2.0
+
+
+def parse_targets(text: str) -> List[str]:
+    """--failover-targets: daq-incast --failover-target values,
+    comma-separated, at least one, none twice; ValueError says why
+    (daq-incast checks each against its fabric)."""
+    got = [t.strip() for t in (text or "").split(",") if t.strip()]
+    if not got:
+        raise ValueError("--failover-targets: at least one, e.g. %s"
+                         % TARGETS)
+    for t in got:
+        if t.split(":", 1)[0] not in ("link", "spine"):
+            raise ValueError("--failover-targets: %r: link:SWITCH:PORT or "
+                             "spine:NAME" % t)
+    dup = sorted({t for t in got if got.count(t) > 1})
+    if dup:
+        raise ValueError("--failover-targets: %s twice" % ", ".join(dup))
+    return got
+
+
+def measure(bench: Bench) -> None:
+    """daq-incast --topology fabric with each --failover-targets failure,
+    --failover-runs times each; the rows (failover_row()) per
+    failure."""
+    runs = bench.args.failover_runs or (1 if bench.quick else RUNS)
+    top = os.path.join(bench.out, "fabric-failover")
+    base = (command(bench)
+            + ["--hugepages", bench.args.hugepages, "--topology", "fabric"]
+            + shlex.split(ARGS))
+    failures: List[Dict[str, Any]] = []
+    bench.res["fabric-failover"] = {"dir": rel_top(top), "runs": runs,
+                                    "failures": failures}
+    for target in bench.args.failover_targets:
+        d = os.path.join(top, target.replace(":", "-"))
+        os.makedirs(d, exist_ok=True)
+        cmd = base + ["--failover-target", target]
+        out: Dict[str, Any] = {"target": target, "dir": rel_top(d),
+                               "command": shown(cmd), "rows": []}
+        failures.append(out)
+        for i in range(runs):
+            bench.say("fabric failover of %s: run %d/%d"
+                      % (target, i + 1, runs))
+            doc = run_incast(bench, cmd, d, "run%d" % (i + 1),
+                             i == runs - 1)
+            out["rows"].append(failover_row(doc, i + 1))
+
+
+def _losses(d: Dict[str, Any], down: Optional[float],
+            up: Optional[float]) -> Dict[str, Any]:
+    """One probe direction's losses split by when they began: during the
+    failure (from DOWN until UP) and after UP (the return home), from
+    its loss runs (after_s: the send before each run, the failover's
+    clock); loss_ms: the longest loss window of the failure."""
+    failure = home = other = 0
+    for r in d.get("loss_runs") or []:
+        at = r.get("after_s")
+        if at is None or down is None or at < down - 1.0:
+            other += r["lost"]
+        elif up is None or at < up:
+            failure += r["lost"]
+        else:
+            home += r["lost"]
+    # The runs listed may be only the first few (probe.LOSS_RUNS): what
+    # they leave out counts as lost during the failure (the worse case
+    # for every verdict but the return home's, which then cannot be met).
+    rest = d.get("lost", 0) - (failure + home + other)
+    return {"lost": d.get("lost", 0), "failure": failure + max(0, rest),
+            "home": home, "other": other, "unlisted": max(0, rest),
+            "window_ms": d.get("loss_window_ms"),
+            "longest_run": d.get("longest_loss_run")}
+
+
+def failover_row(doc: Optional[Dict[str, Any]], run: int
+                 ) -> Dict[str, Any]:
+    """One run (daq-incast's JSON, None: no results) as the verdicts
+    judge it: {"run", "error" (why it cannot be judged) or the
+    failure's kind and leaf, the probe's losses per direction
+    (_losses()), the RTOs, the slowest event against the ideal, the
+    balance, the PMD's share and validity}."""
+    row: Dict[str, Any] = {"run": run}
+    if doc is None:
+        row["error"] = "no results"
+        return row
+    m = next((m for m in doc.get("modes", [])
+              if m.get("mode") == "daqring"), None)
+    if m is None or m.get("status") != "ok":
+        row["error"] = ("no daqring mode" if m is None
+                        else m.get("error") or m.get("status"))
+        return row
+    f = m.get("failover") or {}
+    probe = f.get("probe") or {}
+    if not f or f.get("error") or probe.get("error") or not probe.get(
+            "ros_to_dcm") or not probe.get("dcm_to_ros"):
+        row["error"] = (f.get("error") or probe.get("error")
+                        or "no failover or probe result")
+        return row
+    down, up = f.get("down_at_s"), f.get("up_at_s")
+    ideal = (doc.get("ideal") or {}).get("collection_time_s")
+    slowest = (m.get("collection_time_s") or {}).get("max")
+    drops = m.get("drops") or {}
+    balance = drops.get("balance") or {}
+    target = str(f.get("target", ""))
+    row.update({
+        "kind": f.get("kind"),
+        # The leaf at the failed link's end ("hlt-leaf:up1-spine1:dn1").
+        "leaf": (target.split(":", 1)[0] if f.get("kind") == "link"
+                 else None),
+        "ros_to_dcm": _losses(probe["ros_to_dcm"], down, up),
+        "dcm_to_ros": _losses(probe["dcm_to_ros"], down, up),
+        "rerouted_after_s": f.get("rerouted_after_s"),
+        "back_after_s": f.get("back_after_s"),
+        "rtos": (m.get("tcp") or {}).get("rto_timeouts"),
+        "slowest_ratio": (slowest / ideal if slowest is not None
+                          and ideal else None),
+        "balanced": balance.get("balanced"),
+        "unaccounted": drops.get("unaccounted"),
+        "events": m.get("events"),
+        "events_wanted": ((doc.get("config") or {}).get("dcms", 0)
+                          * (doc.get("config") or {}).get("events", 0)),
+        "share": m.get("pmd_cpu_share"), "valid": bool(m.get("valid"))})
+    return row
+
+
+def local_direction(row: Dict[str, Any]) -> Optional[str]:
+    """The probe direction that the failed link's own leaf reroutes
+    (what it sends up): ROS to DCM for a ROS leaf's uplink, DCM to ROS
+    for the HLT leaf's; None for a spine (no leaf sees it at once)."""
+    leaf = row.get("leaf")
+    if not leaf:
+        return None
+    # (The emulator's HLT leaves: "hlt-leaf", "p1-hlt-leaf", ...)
+    return "dcm_to_ros" if "hlt-leaf" in leaf else "ros_to_dcm"
+
+
+def failover_verdicts(res: Optional[Dict[str, Any]],
+                      add: Callable[..., None]) -> None:
+    """The verdicts over every run of every failure: a target is met
+    only if it is in every run it applies to; a run without results
+    fails every target; not judged (None) if no run applies."""
+    if not res or res.get("error"):
+        for k in FAILOVER_TARGETS:
+            add(k, "not run" if not res else "FAILED: " + res["error"],
+                None if not res else False)
+        return
+    got: Dict[str, List[str]] = {k: [] for k in FAILOVER_TARGETS}
+    bad: Dict[str, bool] = {k: False for k in FAILOVER_TARGETS}
+    shares: List[Any] = []
+
+    def judge(key: str, where: str, text: str, ok: bool) -> None:
+        got[key].append("%s: %s" % (where, text))
+        bad[key] = bad[key] or not ok
+
+    for fail in res.get("failures", []):
+        for row in fail.get("rows", []):
+            where = "%s run %d" % (fail["target"], row["run"])
+            if row.get("error"):
+                for k in FAILOVER_TARGETS:
+                    judge(k, where, "FAILED (%s)" % row["error"], False)
+                continue
+            shares.append(row.get("share"))
+            local = local_direction(row)
+            if local is not None:
+                lost = row[local]["failure"]
+                judge("failover_local", where, "%d lost %s" % (
+                    lost, local.replace("_", " ")), lost <= IN_FLIGHT)
+            for d in ("ros_to_dcm", "dcm_to_ros"):
+                if d == local:
+                    continue
+                w = row[d]["window_ms"] or 0.0
+                if not row[d]["failure"]:
+                    w = 0.0
+                judge("failover_planner", where, "%s %.0f ms (%d lost)" % (
+                    d.replace("_", " "), w, row[d]["failure"]),
+                    w <= PLANNER_MS)
+            home = row["ros_to_dcm"]["home"] + row["dcm_to_ros"]["home"]
+            judge("failover_home", where, "%d lost" % home, home == 0)
+            sr = row.get("slowest_ratio")
+            judge("failover_tcp", where, "%s RTOs, slowest event %s" % (
+                row.get("rtos"), "?" if sr is None else "%.1fx" % sr),
+                row.get("rtos") == 0 and sr is not None and sr <= SLOWEST)
+            judge("failover_counted", where, "%s/%s events, %s unaccounted"
+                  "%s" % (row.get("events"), row.get("events_wanted"),
+                          row.get("unaccounted"),
+                          "" if row.get("balanced") else ", NOT BALANCED"),
+                  bool(row.get("balanced")) and row.get("unaccounted") == 0
+                  and row.get("events") == row.get("events_wanted"))
+    for k in FAILOVER_TARGETS:
+        if not got[k]:
+            add(k, "not judged: no run it applies to", None, shares)
+        else:
+            add(k, "; ".join(got[k]), not bad[k], shares)
+
+
+def _cell(v: Any, fmt: str = "%s") -> str:
+    return "-" if v is None else fmt % v
+
+
+def failover_markdown(res: Optional[Dict[str, Any]]) -> List[str]:
+    """The fabric-failover section of summary.md: per failure, a row per
+    run."""
+    if not res:
+        return []
+    L = ["## Fabric failover (daq-incast --failover-target, loss probe)",
+         ""]
+    if res.get("error"):
+        return L + ["Not completed: %s" % res["error"], ""]
+    L.append("Each failure %d times under the incast of `make "
+             "demo-fabric` (%s); the probe: 100 datagrams/s each way.  "
+             "Lost: during the failure / on the return home; window: the "
+             "longest run of losses, from the send before it to the send "
+             "after it." % (res.get("runs", 0), ARGS))
+    L.append("")
+    for fail in res.get("failures", []):
+        L.append("### %s" % fail["target"])
+        L.append("")
+        L.append("`%s`" % fail["command"])
+        L.append("")
+        L.append("| run | ROS->DCM lost | window | DCM->ROS lost | window "
+                 "| routes off | RTOs | slowest | balanced | PMD |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        for r in fail.get("rows", []):
+            if r.get("error"):
+                L.append("| %d | FAILED: %s |||||||||" % (r["run"],
+                                                          r["error"]))
+                continue
+            a, b = r["ros_to_dcm"], r["dcm_to_ros"]
+            L.append("| %d | %d / %d | %s | %d / %d | %s | %s | %s | %s | "
+                     "%s | %s%s |" % (
+                         r["run"], a["failure"], a["home"],
+                         _cell(a["window_ms"], "%.0f ms"),
+                         b["failure"], b["home"],
+                         _cell(b["window_ms"], "%.0f ms"),
+                         _cell(r.get("rerouted_after_s"), "%.2f s"),
+                         _cell(r.get("rtos")),
+                         _cell(r.get("slowest_ratio"), "%.1fx"),
+                         "yes" if r.get("balanced") else "NO",
+                         "-" if r.get("share") is None
+                         else "%.0f%%" % (100 * r["share"]),
+                         "" if r.get("valid") else " (invalid)"))
+        L.append("")
+    return L
