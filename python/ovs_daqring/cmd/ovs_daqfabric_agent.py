@@ -282,9 +282,10 @@ def serve_metrics(args: argparse.Namespace, agent: Agent) -> Any:
     from ..metrics.collector import (DaqringCollector, ReadError,
                                      ask_vswitchd, serve as serve_http)
     from ..metrics.fabric import AgentLock, FabricCollector
-    from ..metrics.rings import read_rings
+    from ..metrics.rings import RingReader
     lock = threading.Lock()
     fabric = FabricCollector(agent, lock)
+    reader = RingReader()
 
     def read() -> List[Any]:
         rec = agent.rec
@@ -292,7 +293,7 @@ def serve_metrics(args: argparse.Namespace, agent: Agent) -> Any:
             raise ReadError("not connected to the switch (%s)"
                             % (agent.error or "no slice yet"))
         try:
-            return read_rings(rec.db)
+            return reader.read(rec.db)
         except (AttributeError, KeyError, TypeError, ValueError) as e:
             raise ReadError("could not read the daqrings: %s" % e)
 

@@ -122,6 +122,8 @@ class Exporter:
         self.remote = remote
         self.timeout = timeout
         self.vswitchd = vswitchd
+        # The readings kept between scrapes (metrics.rings.RingReader).
+        self.reader: Any = None
         self.lock = threading.Lock()
         self.db: Optional[Ovsdb] = None
         self.error = "%s: not connected yet" % remote
@@ -159,14 +161,16 @@ class Exporter:
         """The daqrings' readings (RingReading); called with 'lock' held
         (DaqringCollector)."""
         from ..metrics.collector import ReadError
-        from ..metrics.rings import read_rings
         if self.db is None:
             raise ReadError(self.error)
         if not self.connected():
             raise ReadError("%s: connection lost, reconnecting"
                             % self.remote)
         try:
-            return read_rings(self.db)
+            if self.reader is None:
+                from ..metrics.rings import RingReader
+                self.reader = RingReader()
+            return self.reader.read(self.db)
         except (AttributeError, KeyError, TypeError, ValueError) as e:
             raise ReadError("%s: could not read the daqrings: %s"
                             % (self.remote, e))

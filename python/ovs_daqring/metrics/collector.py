@@ -20,14 +20,14 @@ import errno
 import os
 import threading
 import time
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence,
+                    Tuple)
 
-from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 
 from .pmd import PMD_METRICS, PmdReading, parse_pmd_stats, pmd_families
-from .rings import BY_NAME, RingReading, ring_families
+from .rings import BY_NAME, RingFamilies, RingReading
 
 
 class ReadError(Exception):
@@ -118,6 +118,8 @@ class DaqringCollector:
         self.read_pmds = read_pmds
         self.last_error: Optional[str] = None
         self.last_pmd_error: Optional[str] = None
+        self.families = RingFamilies()
+        self.scrape_lock = threading.Lock()
 
     def _pmds(self) -> Tuple[Optional[List[PmdReading]], int]:
         """The PMD threads (None: ovs-vswitchd could not be asked) and the
@@ -138,40 +140,133 @@ class DaqringCollector:
         # names, without describe()).
         return []
 
-    def collect(self) -> Iterator[Metric]:
+    def chunks(self) -> Iterator[Tuple[Any, Callable[[], Metric]]]:
+        """The scrape's families, each as (key, make): make() builds it;
+        key (None: none) is the same only while the family is the same
+        (Exposition serves its text again then).  The readings are
+        taken under 'lock'; the families are made under this
+        collector's own lock (concurrent scrapes share its state)."""
         up = BY_NAME["daqring_exporter_ovsdb_up"]
         up_family = GaugeMetricFamily(up.name, up.help)
-        try:
-            with self.lock:
-                readings = self.read()
-        except ReadError as e:
-            if self.log is not None and str(e) != self.last_error:
-                self.log(str(e))
-            self.last_error = str(e)
-            up_family.add_metric([], 0)
-            yield up_family
-            return
-        self.last_error = None
-        up_family.add_metric([], 1)
-        yield up_family
-        invalid = 0
-        if self.read_pmds is not None:
-            pmds, invalid = self._pmds()
-            doc = PMD_METRICS[-1]
-            vs_up = GaugeMetricFamily(doc.name, doc.help)
-            vs_up.add_metric([], 0 if pmds is None else 1)
-            yield vs_up
-            if pmds is not None:
-                yield from pmd_families(pmds)
-        yield from ring_families(readings, invalid)
+        with self.scrape_lock:
+            try:
+                with self.lock:
+                    readings = self.read()
+            except ReadError as e:
+                if self.log is not None and str(e) != self.last_error:
+                    self.log(str(e))
+                self.last_error = str(e)
+                up_family.add_metric([], 0)
+                yield None, lambda: up_family
+                return
+            self.last_error = None
+            up_family.add_metric([], 1)
+            yield None, lambda: up_family
+            invalid = 0
+            if self.read_pmds is not None:
+                pmds, invalid = self._pmds()
+                doc = PMD_METRICS[-1]
+                vs_up = GaugeMetricFamily(doc.name, doc.help)
+                vs_up.add_metric([], 0 if pmds is None else 1)
+                yield None, lambda: vs_up
+                if pmds is not None:
+                    for f in pmd_families(pmds):
+                        yield None, (lambda f=f: f)
+            fams = self.families
+            fams.update(readings)
+            for name in fams.NAMES:
+                key = (None if name == "daqring_exporter_invalid_values"
+                       else (id(self), name, fams.version[name]))
+                yield key, (lambda name=name: fams.family(name, invalid))
+
+    def collect(self) -> Iterator[Metric]:
+        for _, make in self.chunks():
+            yield make()
 
 
-def serve(collector: DaqringCollector, host: str, port: int) -> \
-        CollectorRegistry:
-    """Serves COLLECTOR alone (no process or platform collectors) on
-    http://HOST:PORT/metrics, from a thread of prometheus_client's;
-    raises OSError if the address cannot be bound."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)
-    start_http_server(port, addr=host, registry=registry)
-    return registry
+class _One:
+    """A registry of one family, for an encoder."""
+
+    def __init__(self, fam: Metric) -> None:
+        self.fam = fam
+
+    def collect(self) -> List[Metric]:
+        return [self.fam]
+
+
+EOF_LINE = b"# EOF\n"
+
+
+class Exposition:
+    """What /metrics serves: every registered collector's families, each
+    written by prometheus_client's encoder for the scrape (OpenMetrics,
+    which Prometheus asks for, or the text format), one family at a time
+    so that a family whose key (a collector's chunks()) is the same as at
+    the last scrape is served from the text written then.  A collector
+    without chunks() has its collect() written at every scrape."""
+
+    def __init__(self) -> None:
+        self.collectors: List[Any] = []
+        # (content type, key but its version) -> (key, text)
+        self.cache: Dict[Tuple[str, Any], Tuple[Any, bytes]] = {}
+        self.lock = threading.Lock()
+
+    def register(self, collector: Any) -> None:
+        self.collectors.append(collector)
+
+    def render(self, accept: Optional[str]) -> Tuple[bytes, str]:
+        encoder, ctype = choose_encoder(accept or "")
+        om = ctype.startswith("application/openmetrics-text")
+        parts = []
+        with self.lock:
+            for c in self.collectors:
+                items = (c.chunks() if hasattr(c, "chunks")
+                         else ((None, (lambda f=f: f)) for f in c.collect()))
+                for key, make in items:
+                    got = None
+                    if key is not None:
+                        # (The key's last item is its version.)
+                        got = self.cache.get((ctype, key[:-1]))
+                        if got is not None and got[0] != key:
+                            got = None
+                    if got is not None:
+                        parts.append(got[1])
+                        continue
+                    text = encoder(_One(make()))
+                    if om and text.endswith(EOF_LINE):
+                        text = text[:-len(EOF_LINE)]
+                    if key is not None:
+                        self.cache[(ctype, key[:-1])] = (key, text)
+                    parts.append(text)
+        if om:
+            parts.append(EOF_LINE)
+        return b"".join(parts), ctype
+
+
+def serve(collector: Any, host: str, port: int) -> Exposition:
+    """Serves COLLECTOR (and whatever is registered later on the
+    Exposition returned; no process or platform collectors) on
+    http://HOST:PORT/metrics, from threads of prometheus_client's WSGI
+    server; raises OSError if the address cannot be bound."""
+    from prometheus_client import exposition as pe
+    expo = Exposition()
+    expo.register(collector)
+
+    def app(environ: Dict[str, Any], start_response: Any) -> List[bytes]:
+        if environ.get("PATH_INFO") == "/favicon.ico":
+            start_response("200 OK", [])
+            return [b""]
+        body, ctype = expo.render(environ.get("HTTP_ACCEPT"))
+        start_response("200 OK", [("Content-Type", ctype)])
+        return [body]
+
+    class Server(pe.ThreadingWSGIServer):
+        """prometheus_client's threading server, of the address's
+        family."""
+
+    Server.address_family, addr = pe._get_best_family(host, port)
+    httpd = pe.make_server(addr, port, app, Server,
+                           handler_class=pe._SilentHandler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    return expo

@@ -29,8 +29,8 @@ unit), "_total" on counters, and labels bounded by the configuration
 (bridge, ring, egress, dcm, and the fixed set of drop reasons)."""
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
                                     Metric)
@@ -191,29 +191,142 @@ class RingReading:
     # options:egress (the port the ring is bound to), or the DCM's egress.
     egress: Optional[str] = None
     error: Optional[str] = None
+    # RingReader: the ring's earlier reading, if this one differs from
+    # it only by its statistics (RingFamilies makes the rest's samples
+    # again only when more changed).
+    earlier: Optional["RingReading"] = None
 
 
 def read_rings(db: Any) -> List[RingReading]:
     """Every daqring of every bridge of 'db' (a daqctl.ovsdb.Ovsdb), as
     its IDL replica has them now."""
-    out = []
-    bridges = sorted(db.idl.tables["Bridge"].rows.values(),
-                     key=lambda b: str(b.name))
-    for br in bridges:
-        for r in db.rings(br):
+    return RingReader().read(db)
+
+
+def _raw(row: Any, column: str) -> Any:
+    """The IDL's own Datum of ROW's COLUMN (ovs.db.idl.Row._data, in the
+    IDLs of OVS 3.1 to 4.0), read without converting it; None without
+    it."""
+    data = getattr(row, "_data", None)
+    if not isinstance(data, dict):
+        return None
+    try:
+        # (A column the server sent no value of: its default, which
+        # the IDL's ColumnDefaultDict makes.)
+        return data[column]
+    except KeyError:
+        return None
+
+
+def _map(datum: Any) -> Dict[Any, Any]:
+    return {k.value: v.value for k, v in datum.values.items()}
+
+
+class RingReader:
+    """read_rings() that keeps its readings between scrapes: a ring whose
+    Interface and Port rows the IDL has not changed since the last read
+    is the same RingReading object, not read again (RingFamilies takes
+    it as unchanged).  What changed, the IDL says row by row (its notify
+    hook, chained before the Ovsdb's own): a scrape converts only the
+    rings the switch changed since the last one, and those without the
+    Python IDL's conversions of whole rows.  Called with the lock that
+    the IDL is run under."""
+
+    COLUMNS = ("statistics", "status", "options", "error", "type")
+    # Changes of an Interface row that leave its reading as it is, or
+    # change its statistics only.
+    IGNORED = frozenset(("link_state", "ofport", "ofport_request"))
+    STATS = IGNORED | {"statistics"}
+
+    def __init__(self) -> None:
+        self.cache: Dict[Any, Tuple[Any, str, RingReading]] = {}
+        self.db: Any = None
+        # Row UUID -> the columns the IDL changed since the last read
+        # (None: the row is new, or gone).
+        self.dirty: Dict[Any, Optional[Set[str]]] = {}
+
+    def _attach(self, db: Any) -> None:
+        """Watches DB's IDL (a new connection: every ring read again)."""
+        self.db = db
+        self.cache = {}
+        self.dirty = {}
+        chained = db.idl.notify
+
+        def notify(event: Any, row: Any, updates: Any = None) -> None:
+            # 'updates' holds the old values of the changed columns only
+            # (Row._data, in the IDLs of OVS 3.1 to 4.0).
+            cols = getattr(updates, "_data", None) \
+                if event == "update" else None
+            got = self.dirty.get(row.uuid, set())
+            if got is not None:
+                self.dirty[row.uuid] = (got | set(cols)
+                                        if isinstance(cols, dict) else None)
+            if chained is not None:
+                chained(event, row, updates)
+        db.idl.notify = notify
+
+    def read(self, db: Any) -> List[RingReading]:
+        if db is not self.db:
+            self._attach(db)
+        dirty, self.dirty = self.dirty, {}
+        out = []
+        cache: Dict[Any, Tuple[Any, str, RingReading]] = {}
+        bridges = sorted(db.idl.tables["Bridge"].rows.values(),
+                         key=lambda b: str(b.name))
+        for br in bridges:
+            bname = str(br.name)
+            for r in db.rings(br):
+                u = r.iface.uuid
+                old = self.cache.get(u)
+                same = (old is not None and old[0] is r and old[1] == bname
+                        and r.port.uuid not in dirty)
+                cols = dirty.get(u, set())
+                if same and cols is not None and cols <= self.IGNORED:
+                    out.append(old[2])
+                    cache[u] = old
+                    continue
+                if (same and cols is not None and cols <= self.STATS
+                        and _raw(r.iface, "statistics") is not None):
+                    # (Most changes: the statistics alone.)
+                    reading = replace(
+                        old[2], statistics=_map(_raw(r.iface, "statistics")),
+                        earlier=None)
+                    reading.earlier = old[2]
+                    out.append(reading)
+                    cache[u] = (r, bname, reading)
+                    continue
+                reading = self._reading(
+                    bname, r, tuple(_raw(r.iface, c) for c in self.COLUMNS))
+                if reading is not None:
+                    out.append(reading)
+                    cache[u] = (r, bname, reading)
+        self.cache = cache
+        return out
+
+    @staticmethod
+    def _reading(bname: str, r: Any,
+                 raws: Tuple[Any, ...]) -> Optional[RingReading]:
+        stats, status, options, error, kind = raws
+        if any(d is None for d in raws):
+            # (An IDL without _data: its Row attributes.)
             if r.iface.type != "daqring":
-                continue
-            error = r.iface.error
-            out.append(RingReading(
-                bridge=str(br.name), ring=str(r.port.name),
-                dcm=r.dcm.name if r.dcm else None,
-                statistics=dict(r.iface.statistics),
-                status=dict(r.iface.status),
-                egress=(r.iface.options.get("egress")
-                        or (r.dcm.egress if r.dcm else None)),
-                error=error[0] if isinstance(error, list) and error
-                else (error or None)))
-    return out
+                return None
+            stats, status = dict(r.iface.statistics), dict(r.iface.status)
+            options, err = dict(r.iface.options), r.iface.error
+            err = err[0] if isinstance(err, list) and err else (err or None)
+        else:
+            if kind.as_scalar() != "daqring":
+                return None
+            stats, status, options = _map(stats), _map(status), \
+                _map(options)
+            err = next(iter(error.values)).value if error.values else None
+        return RingReading(
+            bridge=bname, ring=str(r.port.name),
+            dcm=r.dcm.name if r.dcm else None, statistics=stats,
+            status=status,
+            egress=(options.get("egress")
+                    or (r.dcm.egress if r.dcm else None)),
+            error=err)
 
 
 class _Families:
@@ -257,6 +370,17 @@ class _Families:
         if n is not None:
             self.add(name, labels, n / per if per != 1 else n)
         return n
+
+
+class _Samples(_Families):
+    """One ring's samples: family name -> [(labels, value)]."""
+
+    def __init__(self) -> None:       # pylint: disable=super-init-not-called
+        self.samples: Dict[str, List[Tuple[List[str], float]]] = {}
+        self.invalid = 0
+
+    def add(self, name: str, labels: List[str], value: float) -> None:
+        self.samples.setdefault(name, []).append((labels, value))
 
 
 def _ring_stats(f: _Families, r: RingReading, lab: List[str]) -> None:
@@ -338,3 +462,105 @@ def ring_families(readings: Iterable[RingReading],
     f.add("daqring_exporter_invalid_values", [], f.invalid)
     return [f.fam[m.name] for m in METRICS
             if m.name != "daqring_exporter_ovsdb_up"]
+
+
+# The families _ring_stats() makes (of the statistics alone).
+STATS_FAMILIES = frozenset((
+    "daqring_enqueued_packets", "daqring_enqueued_bytes",
+    "daqring_dequeued_packets", "daqring_dequeued_bytes",
+    "daqring_dropped_packets", "daqring_occupancy_packets",
+    "daqring_high_watermark_packets", "daqring_shaper_intervals",
+    "daqring_shaper_burst_excess_bytes", "daqring_egress_share_waits"))
+
+
+def ring_samples(r: RingReading, rest: Optional[Tuple[Dict[str, Any], int]]
+                 = None) -> Tuple[Dict[str, List[Any]], int, int]:
+    """One ring's samples by family, and its values left out: of its
+    statistics, and of the rest (REST: the rest's samples and values
+    left out as made before, when only the statistics changed)."""
+    lab = [r.bridge, r.ring]
+    f = _Samples()
+    _ring_stats(f, r, lab)
+    if rest is None:
+        g = _Samples()
+        g.add("daqring_info", lab + [r.dcm or ""], 1)
+        _ring_status(g, r, lab)
+        rest = ({k: v for k, v in g.samples.items()}, g.invalid)
+    smp = dict(rest[0])
+    smp.update(f.samples)
+    return smp, f.invalid, rest[1]
+
+
+class RingFamilies:
+    """ring_families() kept between scrapes: each ring's samples are made
+    again only when its reading is a new object (RingReader), and each
+    family has a version that changes only when a sample of it does
+    (or the rings do): a family whose version is the same as at the
+    last scrape is the same, and its text can be served again
+    (collector.serve())."""
+
+    NAMES = [m.name for m in METRICS
+             if m.name != "daqring_exporter_ovsdb_up"]
+
+    def __init__(self) -> None:
+        # (bridge, ring) -> (reading, samples, invalid of the statistics,
+        # invalid of the rest)
+        self.rings: Dict[Tuple[str, str], Tuple[RingReading, Dict[str, Any],
+                                                int, int]] = {}
+        self.order: List[Tuple[str, str]] = []
+        self.version = dict.fromkeys(self.NAMES, 0)
+        self.invalid = 0
+
+    def update(self, readings: List[RingReading]) -> None:
+        rings = {}
+        order = [(r.bridge, r.ring) for r in readings]
+        dirty = set(self.NAMES) if order != self.order else set()
+        for r in readings:
+            k = (r.bridge, r.ring)
+            old = self.rings.get(k)
+            if old is not None and old[0] is r:
+                rings[k] = old
+                continue
+            if old is not None and r.earlier is old[0]:
+                rest = {n: v for n, v in old[1].items()
+                        if n not in STATS_FAMILIES}
+                smp, inv, inv_rest = ring_samples(r, (rest, old[3]))
+                names = STATS_FAMILIES
+            else:
+                smp, inv, inv_rest = ring_samples(r)
+                names = set(smp) | set(old[1]) if old else set(smp)
+            r.earlier = None
+            if old is None:
+                dirty.update(smp)
+            else:
+                dirty.update(n for n in names
+                             if smp.get(n) != old[1].get(n))
+            rings[k] = (r, smp, inv, inv_rest)
+        self.rings, self.order = rings, order
+        for n in dirty:
+            self.version[n] += 1
+        self.invalid = sum(v[2] + v[3] for v in rings.values())
+
+    def family(self, name: str, extra_invalid: int = 0) -> Metric:
+        """Family NAME as update() left it (daqring_exporter_invalid_
+        values with EXTRA_INVALID more)."""
+        m = BY_NAME[name]
+        cls = CounterMetricFamily if m.kind == "counter" \
+            else GaugeMetricFamily
+        fam = cls(m.name, m.help, labels=list(m.labels))
+        if name == "daqring_rings":
+            per_bridge: Dict[str, int] = {}
+            for br, _ in self.order:
+                per_bridge[br] = per_bridge.get(br, 0) + 1
+            for br, n in sorted(per_bridge.items()):
+                fam.add_metric([br], n)
+        elif name == "daqring_exporter_invalid_values":
+            fam.add_metric([], self.invalid + extra_invalid)
+        else:
+            for k in self.order:
+                for labels, value in self.rings[k][1].get(name, ()):
+                    fam.add_metric(labels, value)
+        return fam
+
+    def families(self, extra_invalid: int = 0) -> List[Metric]:
+        return [self.family(n, extra_invalid) for n in self.NAMES]
