@@ -21,6 +21,7 @@ import pytest
 pytest.importorskip("prometheus_client",
                     reason="needs python3-prometheus-client")
 
+from ovs_daqring.metrics.fabric import FABRIC_METRICS  # noqa: E402
 from ovs_daqring.metrics.pmd import PMD_METRICS  # noqa: E402
 from ovs_daqring.metrics.rings import METRICS  # noqa: E402
 
@@ -28,11 +29,11 @@ TOP = Path(__file__).resolve().parent.parent.parent
 ALERTS = TOP / "utilities" / "prometheus" / "daqring-alerts.yml"
 DASHBOARD = TOP / "utilities" / "prometheus" / "daqring-dashboard.json"
 MONITORING = TOP / "Documentation" / "topics" / "monitoring.rst"
-EXPOSED = {m.exposed() for m in METRICS + PMD_METRICS}
+EXPOSED = {m.exposed() for m in METRICS + PMD_METRICS + FABRIC_METRICS}
 
 
 def names_in(expr: str) -> Set[str]:
-    return set(re.findall(r"\bdaqring_[a-z0-9_]+", expr))
+    return set(re.findall(r"\b(?:daqring|daqfabric)_[a-z0-9_]+", expr))
 
 
 def promtool() -> str:
@@ -81,7 +82,7 @@ def test_check_rules() -> None:
     p = subprocess.run([promtool(), "check", "rules", str(ALERTS)],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "SUCCESS: 6 rules found" in p.stdout
+    assert "SUCCESS: 8 rules found" in p.stdout
 
 
 RULE_TESTS = Path(__file__).resolve().parent / "daqring-alerts-test.yml"
@@ -100,7 +101,7 @@ def test_every_metric_documented() -> None:
     if not MONITORING.exists():
         pytest.skip("no Documentation/topics/monitoring.rst")
     text = MONITORING.read_text()
-    missing = [m.exposed() for m in METRICS + PMD_METRICS
+    missing = [m.exposed() for m in METRICS + PMD_METRICS + FABRIC_METRICS
                if m.exposed() not in text]
     assert not missing, missing
 
