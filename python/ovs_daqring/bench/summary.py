@@ -11,7 +11,7 @@ section."""
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import (builds, fairness, hop, incast, lossless, peers, scale,
-               shaping, sleep, waiting)
+               scrape, shaping, sleep, waiting)
 from .fabric_failover import failover_markdown, failover_verdicts
 from .fabric_incast import (FABRIC_TARGETS, fabric_markdown,
                             fabric_verdicts)
@@ -36,6 +36,7 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
     scale.scale_verdicts(res.get("scale"), add)
     waiting.waiting_verdicts(res.get("waiting"), add)
     sleep.sleep_verdicts(res.get("sleep"), add)
+    scrape.metrics_verdicts(res.get("metrics"), add)
     scale.create_verdicts(res.get("scale"), add)
     shaping.shaping_verdicts(res.get("shaping"), add)
     fairness.fairness_verdicts(res.get("fairness"), add)
@@ -109,6 +110,7 @@ def markdown(res: Dict[str, Any]) -> str:
     L += hop.markdown(res.get("hop"))
     L += scale.markdown(res.get("scale"))
     L += sleep.markdown(res.get("sleep"))
+    L += scrape.markdown(res.get("metrics"))
     L += shaping.markdown(res.get("shaping"))
     L += fairness.markdown(res.get("fairness"))
     L += builds.markdown(res.get("builds"))
