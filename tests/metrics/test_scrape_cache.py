@@ -96,6 +96,15 @@ def test_cached_scrapes_equal_fresh_ones() -> None:
     same.earlier = cur[2]
     cur[2] = same
     check()
+    # Statistics that are not valid counts (left out, counted), and some
+    # missing (their series absent; no refused drops without tx_dropped).
+    bad = dict(cur[2].statistics, tx_bytes=-1, rx_packets=True,
+               loop_drops=2 ** 64, shaper_intervals="7")
+    del bad["tx_dropped"], bad["occupancy"]
+    new = replace(cur[2], statistics=bad)
+    new.earlier = cur[2]
+    cur[2] = new
+    check()
     # The status: a shaped ring, one in error.
     cur[3] = ring("r3", 3, max_rate="8000000")
     cur[4] = replace(ring("r4", 4), error="could not open")
