@@ -12,7 +12,7 @@ need themselves, so their end-to-end tests check that too.
 The tests are laid out by what they test: tests/<package>/test_<module>.py
 for a module of python/ovs_daqring/<package>/, tests/cmd/test_<program>.py
 for an executable as a whole, tests/common/ for the modules the tools
-share, tests/packaging/ for the RPMs, pins and manual pages.  Two markers
+share, tests/packaging/ for the RPMs, pins and manual pages.  Three markers
 (pytest.ini) say what a file needs besides its own temporary directories,
 processes and ephemeral ports:
 
@@ -21,7 +21,13 @@ processes and ephemeral ports:
               what is left of those);
   every_base  it drives the base's own ovs-vswitchd, ovsdb-server or
               ovs-ofctl: "make check-base-BASE" runs these only
-              (tests/local.mk), the others test only our Python.
+              (tests/local.mk), the others test only our Python;
+  ovsdb_only  (with every_base) of the base's daemons, it drives only
+              ovsdb-server (a fabric database cluster: Raft, locks),
+              which only patch 0025 changes (test_rbac.py, not so
+              marked, checks that on every base): CI runs it on the
+              default base only (.ci/run), "make check-base-BASE" on
+              every base.
 
 With pytest-xdist (build-aux/run-checks runs "-n 2 --dist loadgroup"),
 the tests marked "machine" stay one at a time, in order, on one worker;

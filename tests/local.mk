@@ -72,7 +72,10 @@ PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
 # base's Python IDL, ovsdb-server and ovs-vswitchd, DPDK daqrings and
 # OpenFlow bundles) the fabric agent's tests drive on every base, and the
 # daqrings themselves the system suite.  OVS's regression areas run on
-# every base with "make check"; CI runs each on one base (.ci/run).
+# every base with "make check"; CI runs each on one base (.ci/run).  CI
+# also leaves to the default base the system suite's incast tests
+# keyworded default_base_in_ci and the pytest files marked ovsdb_only
+# (.ci/run says why); "make check-base-BASE" runs them.
 PYTEST_MARK ?=
 
 check: all

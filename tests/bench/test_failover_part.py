@@ -4,7 +4,7 @@ between the failure and the return home, the direction each failure's
 own leaf reroutes, and the verdicts over every run of every failure
 (a failed run fails them).  Pure: no root.
 
-Run: /usr/bin/python3 -m pytest -q tests/bench/test_fabric_failover.py
+Run: /usr/bin/python3 -m pytest -q tests/bench/test_failover_part.py
 """
 
 from typing import Any, Dict, List, Optional

@@ -35,7 +35,7 @@ from fabric_helpers import Cluster, wait_for
 from fabric_helpers import one_member_cluster  # noqa: F401
 import pytest
 
-pytestmark = pytest.mark.every_base
+pytestmark = [pytest.mark.every_base, pytest.mark.ovsdb_only]
 
 
 def test_idle_planner_agent_sleeps(cluster: Cluster, tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ from ovs_daqring.fabric.plannerd import Planner
 
 from fabric_helpers import Cluster, example_cluster, wait_for
 
-pytestmark = pytest.mark.every_base
+pytestmark = [pytest.mark.every_base, pytest.mark.ovsdb_only]
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DAQCTL = ROOT / "utilities" / "ovs-daqctl"

@@ -49,7 +49,7 @@ from ovs_daqring.fabric.slice import Slice, monitored, slices
 from fabric_helpers import Cluster, report_up, wait_for
 from fabric_helpers import one_member_cluster  # noqa: F401
 
-pytestmark = pytest.mark.every_base
+pytestmark = [pytest.mark.every_base, pytest.mark.ovsdb_only]
 
 SHAPE = Shape(planes=2, spines=2, ros_leaves=1, leaves=3, hosts=2, ros=2,
               dcms=24, ring_size=64)
