@@ -557,6 +557,29 @@ def test_busy_time_and_goodput_over_it() -> None:
     assert m["first_byte_s"]["p50"] == pytest.approx(2e-4)
 
 
+def test_link_busy_of_dcms_that_share_a_link() -> None:
+    """Two DCMs of one host: their events' transfers overlap on its one
+    access link, which is busy for their union (not for their sum: the
+    link then looked half idle, "link busy 50%", while it carried both at
+    its rate); a DCM on a host of its own has a link of its own."""
+    from ovs_daqring.incast.runner import event_figures
+
+    def dcm(start_ns: int, sent_ns: int, last_ns: int) -> Dict[str, Any]:
+        return {"t_go_ns": 0, "start_ns": [start_ns], "times_ns": [last_ns],
+                "bytes": [1_000_000], "first_byte_ns": [1],
+                "ros_sent_ns": [sent_ns], "arrival_last_ns": [last_ns]}
+    both = {0: dcm(0, 1, 2 * 10**9), 1: dcm(0, 1, 2 * 10**9)}
+    got = event_figures(both, ["hlt0", "hlt0"])
+    assert got["link_time"] == pytest.approx(2.0, abs=1e-6)
+    # 2 MB at 8 Mbit/s: 2 s of the link, busy all along.
+    s = stats.link_split(got["transfer"], got["transfer_bytes"],
+                         got["read_lag"], got["link_time"], 8e6)
+    assert s["busy_ratio"] == pytest.approx(1.0, abs=1e-6)
+    apart = event_figures(both, ["hlt0", "hlt1"])
+    assert apart["link_time"] == pytest.approx(4.0, abs=1e-6)
+    assert apart["busy"] == pytest.approx(4.0, abs=1e-6)
+
+
 def test_link_split() -> None:
     """After the request path an event's time splits into its transfer
     (first ROS send to the last frame's arrival at the DCM host) and the

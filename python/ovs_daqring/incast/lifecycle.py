@@ -84,6 +84,10 @@ class RunnerBase:
         self.bridge = False
         ideal_bps = ideal_goodput(cfg.link_rate_bps, cfg.fragment_size,
                                   cfg.mss, cfg.link_overhead)
+        # One access link's (a DCM host's) ideal goodput: the "link busy"
+        # figure's (stats.link_split()), also where the ideal is a
+        # fabric's limit over several links.
+        self.link_goodput_bps = ideal_bps
         self.ideal = {
             "efficiency": payload_efficiency(cfg.fragment_size, cfg.mss,
                                              cfg.link_overhead),

@@ -14,7 +14,7 @@ import os
 import selectors
 import subprocess
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import VERSION
 from ..hosts import probe_host
@@ -181,66 +181,7 @@ class Runner(RunnerBase):
                     "[%s] event %d/%d  last %.1f ms  timeouts %d  %.0f s"
                     % (label, count, total, last_ms, slow,
                        time.monotonic() - t0))
-        times: List[float] = []
-        nbytes: List[int] = []
-        first: List[float] = []
-        ros_read: List[float] = []
-        ros_sent: List[float] = []
-        # Per event with the ROS' stamps and the kernel's receive times:
-        # its transfer (from the first ROS' send to its last frame's
-        # arrival at the DCM host), its bytes, and the DCM process' lag
-        # behind its last frame.
-        transfer: List[float] = []
-        transfer_bytes: List[int] = []
-        read_lag: List[float] = []
-        # Per DCM (each has its own link) the union of its events'
-        # transfers: with several processing units the events overlap.
-        link_time = 0.0
-        busy = 0.0
-        # Every event of every DCM (from its DCM's GO): what the goodput
-        # of DCMs that share a link or a fabric is measured over.
-        spans_all: List[Tuple[float, float]] = []
-        # Per DCM its times, bytes and absolute starts; per DCM host (an
-        # access link) the union of its DCMs' events.
-        per_dcm: List[Dict[str, Any]] = []
-        link_spans: Dict[str, List[Tuple[float, float]]] = {}
-        for i in sorted(results):
-            r = results[i]
-            go = r.get("t_go_ns", 0) / 1e9
-            starts = [go + s / 1e9 for s in r["start_ns"]]
-            dtimes = [t / 1e9 for t in r["times_ns"]]
-            per_dcm.append({"times": dtimes, "bytes": list(r["bytes"]),
-                            "starts": starts})
-            link_spans.setdefault(self.plan.dcms[i].ns, []).extend(
-                (a, a + t) for a, t in zip(starts, dtimes))
-            times += [t / 1e9 for t in r["times_ns"]]
-            nbytes += r["bytes"]
-            first += [t / 1e9 for t in r["first_byte_ns"]]
-            # 0: no fragment of the event carried the ROS' stamps.
-            ros_read += [t / 1e9 for t in r.get("ros_read_ns", []) if t]
-            ros_sent += [t / 1e9 for t in r.get("ros_sent_ns", []) if t]
-            spans = []
-            for s, a, z, t, b in zip(r["start_ns"],
-                                     r.get("ros_sent_ns", []),
-                                     r.get("arrival_last_ns", []),
-                                     r["times_ns"], r["bytes"]):
-                if a and z > a:
-                    transfer.append((z - a) / 1e9)
-                    transfer_bytes.append(b)
-                    read_lag.append(max(0, t - z) / 1e9)
-                    spans.append(((s + a) / 1e9, (s + z) / 1e9))
-            link_time += busy_time(spans)
-            mine = [(s / 1e9, (s + t) / 1e9) for s, t in
-                    zip(r["start_ns"], r["times_ns"])]
-            busy += busy_time(mine)
-            spans_all += mine
-        return {"times": times, "bytes": nbytes, "first_byte": first,
-                "ros_read": ros_read, "ros_sent": ros_sent, "busy": busy,
-                "transfer": transfer, "transfer_bytes": transfer_bytes,
-                "read_lag": read_lag, "link_time": link_time,
-                "spans_all": spans_all, "per_dcm": per_dcm,
-                "link_busy": sum(busy_time(v)
-                                 for v in link_spans.values())}
+        return event_figures(results, [d.ns for d in self.plan.dcms])
 
     def pmd_schedstat(self) -> Tuple[int, int]:
         """The PMD threads' schedstat ((0, 0) without a DPDK switch)."""
@@ -317,7 +258,7 @@ class Runner(RunnerBase):
             result["link"] = link_split(got["transfer"],
                                         got["transfer_bytes"],
                                         got["read_lag"], got["link_time"],
-                                        self.ideal["goodput_bps"])
+                                        self.link_goodput_bps)
         result["event_bytes"] = nbytes
         result["spans_all"] = got["spans_all"]
         result["wall_s"] = time.monotonic() - t0
@@ -504,3 +445,78 @@ def topology_dict(cfg: Config, plan: Plan,
         "hosts": [{"kind": h.kind, "ns": h.ns, "port": h.port_name,
                    "ofport": h.ofport, "ips": h.ips} for h in plan.hosts],
     }
+
+
+def event_figures(results: Dict[int, Dict[str, Any]],
+                  dcm_ns: Sequence[str]) -> Dict[str, Any]:
+    """What the DCMs reported at the end of a mode (RESULTS: per DCM
+    index, its DONE document), gathered: every event's time, bytes and
+    first-byte time, the request path's times, the transfers (from the
+    first ROS' send to the last frame's arrival) with their bytes and
+    the DCM's read lag, and the busy times: "busy" summed per DCM,
+    "link_busy" and "link_time" (the transfers only) per access link
+    (DCM_NS: each DCM's host namespace; the DCMs of one host share its
+    link)."""
+    times: List[float] = []
+    nbytes: List[int] = []
+    first: List[float] = []
+    ros_read: List[float] = []
+    ros_sent: List[float] = []
+    # Per event with the ROS' stamps and the kernel's receive times:
+    # its transfer (from the first ROS' send to its last frame's
+    # arrival at the DCM host), its bytes, and the DCM process' lag
+    # behind its last frame.
+    transfer: List[float] = []
+    transfer_bytes: List[int] = []
+    read_lag: List[float] = []
+    # Per access link (a DCM host's) the union of its DCMs' events'
+    # transfers: with several processing units, or several DCMs on
+    # one host, the transfers overlap on the link.
+    transfer_spans: Dict[str, List[Tuple[float, float]]] = {}
+    busy = 0.0
+    # Every event of every DCM (from its DCM's GO): what the goodput
+    # of DCMs that share a link or a fabric is measured over.
+    spans_all: List[Tuple[float, float]] = []
+    # Per DCM its times, bytes and absolute starts; per DCM host (an
+    # access link) the union of its DCMs' events.
+    per_dcm: List[Dict[str, Any]] = []
+    link_spans: Dict[str, List[Tuple[float, float]]] = {}
+    for i in sorted(results):
+        r = results[i]
+        go = r.get("t_go_ns", 0) / 1e9
+        starts = [go + s / 1e9 for s in r["start_ns"]]
+        dtimes = [t / 1e9 for t in r["times_ns"]]
+        per_dcm.append({"times": dtimes, "bytes": list(r["bytes"]),
+                        "starts": starts})
+        link_spans.setdefault(dcm_ns[i], []).extend(
+            (a, a + t) for a, t in zip(starts, dtimes))
+        times += [t / 1e9 for t in r["times_ns"]]
+        nbytes += r["bytes"]
+        first += [t / 1e9 for t in r["first_byte_ns"]]
+        # 0: no fragment of the event carried the ROS' stamps.
+        ros_read += [t / 1e9 for t in r.get("ros_read_ns", []) if t]
+        ros_sent += [t / 1e9 for t in r.get("ros_sent_ns", []) if t]
+        spans = []
+        for s, a, z, t, b in zip(r["start_ns"],
+                                 r.get("ros_sent_ns", []),
+                                 r.get("arrival_last_ns", []),
+                                 r["times_ns"], r["bytes"]):
+            if a and z > a:
+                transfer.append((z - a) / 1e9)
+                transfer_bytes.append(b)
+                read_lag.append(max(0, t - z) / 1e9)
+                spans.append(((s + a) / 1e9, (s + z) / 1e9))
+        transfer_spans.setdefault(dcm_ns[i], []).extend(spans)
+        mine = [(s / 1e9, (s + t) / 1e9) for s, t in
+                zip(r["start_ns"], r["times_ns"])]
+        busy += busy_time(mine)
+        spans_all += mine
+    return {"times": times, "bytes": nbytes, "first_byte": first,
+            "ros_read": ros_read, "ros_sent": ros_sent, "busy": busy,
+            "transfer": transfer, "transfer_bytes": transfer_bytes,
+            "read_lag": read_lag,
+            "link_time": sum(busy_time(v)
+                             for v in transfer_spans.values() if v),
+            "spans_all": spans_all, "per_dcm": per_dcm,
+            "link_busy": sum(busy_time(v)
+                             for v in link_spans.values())}

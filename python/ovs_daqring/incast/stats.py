@@ -119,10 +119,12 @@ def link_split(transfer: Sequence[float], event_bytes: Sequence[int],
     event's last frame at the DCM host (the kernel's receive time), which
     is the switch's and the access link's part, and the DCM process' time
     from that arrival to its read (`read_lag`).  `link_time` is the time
-    during which transfers ran: per DCM the union of its events' transfers
-    (they overlap with several processing units), summed over the DCMs.
-    `busy_ratio` is the time the links need for the events' bytes at the
-    ideal goodput over `link_time`: 1.0 when the link carried every event
+    during which transfers ran: per access link the union of its DCMs'
+    events' transfers (they overlap with several processing units or
+    several DCMs on one host), summed over the links.  `busy_ratio` is
+    the time the links need for the events' bytes at `ideal_bps` (one
+    access link's ideal goodput) over `link_time`: 1.0 when the link
+    carried every event
     at its rate from the first send on (a little above 1.0 where the
     link's burst let the first frames through at once; below it by the
     first frame's way through the switch, tens of microseconds)."""
