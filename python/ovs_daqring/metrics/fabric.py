@@ -257,7 +257,9 @@ class FabricCollector:
         f = _family("daqfabric_node_applies")
         f.add_metric(node, a.n_applies)
         out.append(f)
-        links = a.links_now()
+        # What its last report said (at once when a link changes): a
+        # scrape runs no IDL of the agent's.
+        links = dict(a.reported_links or {})
         f = _family("daqfabric_node_link_state")
         for port, state in sorted(links.items()):
             for s in LINK_STATES:
