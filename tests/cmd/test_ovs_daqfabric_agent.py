@@ -667,6 +667,12 @@ def test_move_between_planes_changes_flows_only(tmp_path: Path) -> None:
                 assert ifaces[r]["options"]["egress"] == "h1", ifaces[r]
                 assert ring_counters(leaf, r)["egress"] == "h1"
             before[leaf.name] = ifaces
+        # The receiving leaf at rest: once its slice is kept on the disk,
+        # its agent sets flow-restore-wait ahead (a transaction of its
+        # own, at the check after the first apply: SwitchHold.
+        # restore_wait()); what counts is that the move writes nothing.
+        wait_for(lambda: frw_keys(new) == ("true", new.name),
+                 "flow-restore-wait set ahead on %s" % new.name, WAIT_S)
         new_cfg = new.sb.vsctl("get", "Open_vSwitch", ".", "next_cfg")
         # Standing routes: the way back of every DCM on each plane's
         # leaf, whatever plane it is assigned to.
