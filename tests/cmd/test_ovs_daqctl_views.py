@@ -202,26 +202,3 @@ def test_offline_check_names_no_database(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert "br0: 5 DCMs, map OK" in p.stdout
     assert "unix:" not in p.stdout and "db.sock" not in p.stdout
-
-
-def test_hold_hints_name_the_ring_view() -> None:
-    """daq-incast --hold: the hints name netdev-daqring/show, the one
-    command that shows every ring's occupancy and drops live, and
-    dump-flows with port names."""
-    from ovs_daqring.incast.fabric.runner import FabricRunner
-    sw = SimpleNamespace(db="unix:/w/spine1/db.sock", dir="/w/spine1",
-                         ctl="/w/spine1/ovs-vswitchd.ctl")
-    fake = SimpleNamespace(
-        db=SimpleNamespace(remotes=lambda: "unix:/w/db1.sock",
-                           path=lambda i, what: "/w/db%d.%s" % (i, what)),
-        cfg=SimpleNamespace(binaries=SimpleNamespace(
-            appctl="ovs-appctl", vsctl="ovs-vsctl", ofctl="ovs-ofctl"),
-            spines=1),
-        fplan=SimpleNamespace(
-            switches=[SimpleNamespace(name="spine1", bridge="br0")],
-            ros_hosts=[], hlt_hosts=[], links=[]),
-        switches={"spine1": sw}, workdir="/w", target=None)
-    text = FabricRunner.hold_text(fake)    # type: ignore[arg-type]
-    assert "ovs-appctl -t /w/spine1/ovs-vswitchd.ctl netdev-daqring/show" \
-        in text, text
-    assert "ovs-ofctl --names dump-flows unix:/w/spine1/br0.mgmt" in text

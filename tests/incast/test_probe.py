@@ -218,6 +218,19 @@ def _hold_text(plan: Any, target: Any) -> str:
     return str(FabricRunner.hold_text(fake))   # type: ignore[arg-type]
 
 
+def test_hold_hints_name_the_ring_view() -> None:
+    """daq-incast --hold: the hints name netdev-daqring/show, the one
+    command that shows every ring's occupancy and drops live, and
+    dump-flows with port names."""
+    p = _plan()
+    text = _hold_text(p, resolve_target(p, ""))
+    assert "ovs-appctl -t /w/spine1/ovs-vswitchd.ctl netdev-daqring/show" \
+        in text, text
+    br = p.switch("spine1").bridge
+    assert "ovs-ofctl --names dump-flows unix:/w/spine1/%s.mgmt" % br \
+        in text, text
+
+
 def test_hold_hints_fail_the_target() -> None:
     """--hold's hint of a failure to inject is --failover-target's, not
     always the default link."""
