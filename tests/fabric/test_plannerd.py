@@ -240,7 +240,8 @@ class FakeDb:
         self.reports = all_up()
         self.plans = 0
         self.idl = SimpleNamespace(
-            has_lock=False, _session=SimpleNamespace(get_seqno=lambda: 1),
+            has_lock=False, lock_error=None,
+            _session=SimpleNamespace(get_seqno=lambda: 1),
             tables={"Assignment": "Assignment"}, node_changes=0,
             fresh_nodes=lambda: frozenset(self.reports),
             set_lock=lambda lock: None, force_reconnect=lambda: None)
