@@ -2,6 +2,7 @@
 file itself)."""
 
 import argparse
+import os
 
 from ovs_daqring.hosts import HostInfo
 from ovs_daqring.incast import config, options, validation
@@ -14,3 +15,19 @@ def cfg(*argv: str) -> config.Config:
                  hugetlbfs_mounted=True)
     ns: argparse.Namespace = options.parse_args(list(argv))
     return validation.validate(ns, h, check_env=False)
+
+
+def fabric_run_skip_reason(ovs_build: str) -> str:
+    """Why a real daq-incast run through a fabric cannot run here ("":
+    it can): it needs root, the OVS build OVS_BUILD and OVS's Python
+    library."""
+    if os.geteuid() != 0:
+        return "needs root (namespaces, hugepages)"
+    if not os.access(os.path.join(ovs_build, "vswitchd", "ovs-vswitchd"),
+                     os.X_OK):
+        return "needs the OVS build in ovs/"
+    try:
+        import ovs  # noqa: F401
+    except ImportError:
+        return "needs python3-openvswitch (run with /usr/bin/python3)"
+    return ""

@@ -44,6 +44,8 @@ from ovs_daqring.incast.fabric.runner import FabricRunner
 from ovs_daqring.incast.fabric.summary import format_fabric
 from ovs_daqring.incast.modes import ring_params
 
+from incast_helpers import fabric_run_skip_reason
+
 pytestmark = pytest.mark.machine
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -801,16 +803,7 @@ def test_timeline_bins_bytes_and_retransmissions() -> None:
 
 # ============================================================ a real run
 def _skip_reason() -> str:
-    if os.geteuid() != 0:
-        return "needs root (namespaces)"
-    if not os.access(os.path.join(OVS, "vswitchd", "ovs-vswitchd"),
-                     os.X_OK):
-        return "needs the OVS build in ovs/"
-    try:
-        import ovs  # noqa: F401
-    except ImportError:
-        return "needs python3-openvswitch (run with /usr/bin/python3)"
-    return ""
+    return fabric_run_skip_reason(OVS)
 
 
 @pytest.mark.skipif(bool(_skip_reason()), reason=_skip_reason())

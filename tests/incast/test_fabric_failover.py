@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from incast_helpers import fabric_run_skip_reason
+
 pytestmark = pytest.mark.machine
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,16 +29,7 @@ PYTHON = "/usr/bin/python3"
 
 
 def _skip_reason() -> str:
-    if os.geteuid() != 0:
-        return "needs root (namespaces, hugepages)"
-    if not os.access(os.path.join(OVS, "vswitchd", "ovs-vswitchd"),
-                     os.X_OK):
-        return "needs the OVS build in ovs/"
-    try:
-        import ovs  # noqa: F401
-    except ImportError:
-        return "needs python3-openvswitch (run with /usr/bin/python3)"
-    return ""
+    return fabric_run_skip_reason(OVS)
 
 
 @pytest.mark.skipif(bool(_skip_reason()), reason=_skip_reason())
