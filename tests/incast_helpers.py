@@ -2,10 +2,12 @@
 file itself)."""
 
 import argparse
+import json
 import os
+from typing import Any, Dict, List, Tuple
 
 from ovs_daqring.hosts import HostInfo
-from ovs_daqring.incast import config, options, validation
+from ovs_daqring.incast import config, options, switch, validation
 
 
 def cfg(*argv: str) -> config.Config:
@@ -31,3 +33,32 @@ def fabric_run_skip_reason(ovs_build: str) -> str:
     except ImportError:
         return "needs python3-openvswitch (run with /usr/bin/python3)"
     return ""
+
+
+def programmed_map(tmp_path: Any, monkeypatch: Any, run_cfg: Any,
+                   plan: Any, *args: Any, **kw: Any
+                   ) -> Tuple[str, Dict[str, Any]]:
+    """The DCM map daq-incast hands to ovs-daqctl (switch.program_
+    daqrings(switch, PLAN, *ARGS, **KW) on a switch of RUN_CFG in
+    TMP_PATH that has DPDK and daqrings, ovs-daqctl not run): its path
+    and its document.  It is handed over as one "apply"."""
+    calls: List[List[str]] = []
+
+    class FakeSwitch:
+        dir = str(tmp_path)
+        cfg = run_cfg
+
+        def iface_types(self) -> List[str]:
+            return ["daqring", "dpdk"]
+
+        def _check_ports(self, names: List[str]) -> None:
+            pass
+
+    monkeypatch.setattr(switch, "daqctl",
+                        lambda sw, *a, **k: calls.append(list(a)))
+    switch.program_daqrings(FakeSwitch(), plan, *args,  # type: ignore
+                            **kw)
+    assert calls == [["apply", str(tmp_path / "dcm-map.json")]], calls
+    with open(calls[0][1]) as f:
+        doc: Dict[str, Any] = json.load(f)
+    return calls[0][1], doc

@@ -18,9 +18,8 @@ import pytest
 from ovs_daqring.bench import parts, peers, summary
 from ovs_daqring.cmd import daq_bench as bench_cli
 from ovs_daqring.hosts import ConfigError
-from ovs_daqring.incast import (describe, modes, sizing, stats, switch,
-                                topology)
-from incast_helpers import cfg
+from ovs_daqring.incast import describe, modes, sizing, stats, topology
+from incast_helpers import cfg, programmed_map
 
 pytestmark = pytest.mark.machine
 
@@ -151,31 +150,16 @@ def test_shared_link_daqring_map(tmp_path: Any, monkeypatch: Any) -> None:
             "--modes", "daqring")
     plan = topology.make_plan(4242, 4, 4, 1, 32, 4)
     p = modes.mode_runs(c)[0][1]
-    calls: List[List[str]] = []
-
-    class FakeSwitch:
-        dir = str(tmp_path)
-
-        def iface_types(self) -> List[str]:
-            return ["daqring", "dpdk"]
-
-        def _check_ports(self, names: List[str]) -> None:
-            pass
-
-    monkeypatch.setattr(switch, "daqctl",
-                        lambda sw, *args, **kw: calls.append(list(args)))
-    switch.program_daqrings(
-        FakeSwitch(), plan, p["ring_size"], p["max_burst"],  # type: ignore
+    path, doc = programmed_map(
+        tmp_path, monkeypatch, c, plan, p["ring_size"], p["max_burst"],
         0, p["max_rate_bps"], 24, p["flow_buckets"],
         ring_sizes={d.index: c.ring_size_of(d.index) for d in plan.dcms})
-    with open(calls[0][1]) as f:
-        doc = json.load(f)
     assert doc["defaults"]["rate"] == "%dbit" % (c.max_rate_bps // 4)
     assert {d["egress"] for d in doc["dcms"]} == {"dq4242d0"}
     assert [d.get("ring-size") for d in doc["dcms"]] == [
         c.hog_ring_size, None, None, None]
     out = subprocess.run([sys.executable, os.path.join(
-        os.path.dirname(SCRIPT), "ovs-daqctl"), "check", calls[0][1]],
+        os.path.dirname(SCRIPT), "ovs-daqctl"), "check", path],
         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "4 DCMs, map OK" in out.stdout

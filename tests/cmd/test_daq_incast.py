@@ -25,6 +25,7 @@ from ovs_daqring.incast import (agents, binaries, config, describe, lifecycle,
                                 validation, values)
 from ovs_daqring.hosts import ConfigError, HostInfo
 from ovs_daqring.process import Cleanup, stale_namespaces
+from incast_helpers import programmed_map
 
 pytestmark = pytest.mark.machine
 
@@ -272,26 +273,9 @@ def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
     sparse-flow priority by default, checked by ovs-daqctl itself
     (offline)."""
     plan = topology.make_plan(4242, 4, 2, 1)
-    calls: List[List[str]] = []
-    run_cfg = cfg("--flow-buckets", str(buckets))
-
-    class FakeSwitch:
-        dir = str(tmp_path)
-        cfg = run_cfg
-
-        def iface_types(self) -> List[str]:
-            return ["daqring", "dpdk"]
-
-        def _check_ports(self, names: List[str]) -> None:
-            pass
-
-    monkeypatch.setattr(switch, "daqctl",
-                        lambda sw, *args, **kw: calls.append(list(args)))
-    switch.program_daqrings(FakeSwitch(), plan, 2048, 16,  # type: ignore
-                            poll, max_rate, 24, buckets)
-    assert calls == [["apply", str(tmp_path / "dcm-map.json")]]
-    with open(calls[0][1]) as f:
-        doc = json.load(f)
+    path, doc = programmed_map(tmp_path, monkeypatch,
+                               cfg("--flow-buckets", str(buckets)), plan,
+                               2048, 16, poll, max_rate, 24, buckets)
     if max_rate:
         assert doc["defaults"] == {"ring-size": 2048, "max-burst": 16,
                                    "flow-buckets": buckets,
@@ -302,7 +286,7 @@ def test_program_daqrings_map(tmp_path: Any, monkeypatch: Any,
                                    "flow-buckets": 0,
                                    "poll-interval": 500}
     p = subprocess.run([sys.executable, os.path.join(UTILITIES, "ovs-daqctl"),
-                        "check", calls[0][1]], capture_output=True, text=True)
+                        "check", path], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "2 DCMs, map OK" in p.stdout
     if max_rate:
@@ -330,30 +314,14 @@ def test_ring_sharing_shared_on_one_switch(tmp_path: Any,
         cfg("--dcms", "4", "--ring-sharing", "shared")
     plan = topology.make_plan(4242, 4, 4, 1, 32, 2)
     assert len({d.port_name for d in plan.dcms}) == 2
-    calls: List[List[str]] = []
-
-    class FakeSwitch:
-        dir = str(tmp_path)
-        cfg = c
-
-        def iface_types(self) -> List[str]:
-            return ["daqring", "dpdk"]
-
-        def _check_ports(self, names: List[str]) -> None:
-            pass
-
-    monkeypatch.setattr(switch, "daqctl",
-                        lambda sw, *args, **kw: calls.append(list(args)))
-    switch.program_daqrings(FakeSwitch(), plan, 2048,  # type: ignore
-                            params["max_burst"], 0, params["max_rate_bps"],
-                            24, 0,
-                            egress_max_rate=params["egress_max_rate_bps"])
-    with open(calls[0][1]) as f:
-        doc = json.load(f)
+    path, doc = programmed_map(
+        tmp_path, monkeypatch, c, plan, 2048, params["max_burst"], 0,
+        params["max_rate_bps"], 24, 0,
+        egress_max_rate=params["egress_max_rate_bps"])
     assert doc["defaults"]["steering"] == "bound"
     assert doc["defaults"]["egress-max-rate"] == "%dbit" % c.max_rate_bps
     p = subprocess.run([sys.executable, os.path.join(UTILITIES, "ovs-daqctl"),
-                        "check", calls[0][1]], capture_output=True, text=True)
+                        "check", path], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "4 DCMs, map OK" in p.stdout
 
