@@ -118,3 +118,23 @@ def test_cached_scrapes_equal_fresh_ones() -> None:
     check()
     cur.clear()
     check()
+
+
+def test_scrape_does_not_wait_for_the_replicas_update() -> None:
+    """While the daemon holds the lock (its IDL taking an update in), a
+    scrape serves the readings of the last one instead of waiting; the
+    first scrape has none and waits."""
+    import threading
+    lock = threading.Lock()
+    cur = [ring("r1", 1)]
+    c = DaqringCollector(lambda: list(cur), lock)
+    expo = Exposition()
+    expo.register(c)
+    first, _ = expo.render("text/plain")
+    cur[0] = ring("r1", 2)
+    with lock:
+        held, _ = expo.render("text/plain")
+    assert held == first
+    after, _ = expo.render("text/plain")
+    assert body_lines(after) == body_lines(fresh(cur, generate_latest))
+    assert after != first

@@ -120,6 +120,7 @@ class DaqringCollector:
         self.last_pmd_error: Optional[str] = None
         self.families = RingFamilies()
         self.scrape_lock = threading.Lock()
+        self.last_readings: Optional[List[RingReading]] = None
 
     def _pmds(self) -> Tuple[Optional[List[PmdReading]], int]:
         """The PMD threads (None: ovs-vswitchd could not be asked) and the
@@ -140,18 +141,35 @@ class DaqringCollector:
         # names, without describe()).
         return []
 
+    def _read(self) -> List[RingReading]:
+        """read() under 'lock'.  While the lock is taken (the daemon's
+        main loop takes the OVSDB's update of thousands of rows into its
+        replica, or the agent applies a slice), the readings of the last
+        scrape that read: they are the switch's as they were before that
+        update (at most a statistics interval old), and a scrape does
+        not wait for it."""
+        if self.lock.acquire(blocking=self.last_readings is None):
+            try:
+                self.last_readings = self.read()
+            except ReadError:
+                self.last_readings = None
+                raise
+            finally:
+                self.lock.release()
+        assert self.last_readings is not None
+        return self.last_readings
+
     def chunks(self) -> Iterator[Tuple[Any, Callable[[], Metric]]]:
         """The scrape's families, each as (key, make): make() builds it;
         key (None: none) is the same only while the family is the same
         (Exposition serves its text again then).  The readings are
-        taken under 'lock'; the families are made under this
+        taken under 'lock' (_read()); the families are made under this
         collector's own lock (concurrent scrapes share its state)."""
         up = BY_NAME["daqring_exporter_ovsdb_up"]
         up_family = GaugeMetricFamily(up.name, up.help)
         with self.scrape_lock:
             try:
-                with self.lock:
-                    readings = self.read()
+                readings = self._read()
             except ReadError as e:
                 if self.log is not None and str(e) != self.last_error:
                     self.log(str(e))
