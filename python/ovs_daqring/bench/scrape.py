@@ -80,6 +80,11 @@ def measure(bench: Bench) -> None:
                       for i, nm in enumerate(names)],
                      timeout=bench.args.vsctl_timeout)
         wait_polled(sw, names, bench.args.vsctl_timeout)
+        # ovs-vswitchd writes the statistics it has every
+        # stats-update-interval (and once when it changes): not while
+        # this part writes its own.
+        sw.vsctl("set", "Open_vSwitch", ".",
+                 "other_config:stats-update-interval=3600000")
         port = _free_port()
         url = "http://127.0.0.1:%d/metrics" % port
         cpus = bench.other_cpus or bench.all_cpus
