@@ -16,7 +16,6 @@ import urllib.request
 from typing import Any, Callable, Dict, List, Optional
 
 from ..process import RunError, die_with_parent, read_text, stop_process
-from ..metrics.pmd import parse_pmd_stats
 from .parse import parse_task_stat
 from .runner import Bench
 from .scale import wait_polled
@@ -55,6 +54,9 @@ def process_ticks(pid: int) -> int:
 
 
 def processing_cycles(text: str) -> int:
+    # (prometheus_client, which the metrics package needs, is only
+    # recommended by the RPM: daq-bench's other parts run without it.)
+    from ..metrics.pmd import parse_pmd_stats
     pmds, _ = parse_pmd_stats(text, "")
     return sum(p.counters.get("processing", 0) for p in pmds)
 
