@@ -28,10 +28,14 @@ def direction(runs: List[Any], lost: Optional[int] = None,
 def doc(target: str = "hlt-leaf:up1-spine1:dn1", kind: str = "link",
         up: List[Any] = (), down: List[Any] = (), up_ms: float = 0.0,
         down_ms: float = 0.0, rtos: int = 0, slowest: float = 0.1,
-        balanced: bool = True, events: int = 600) -> Dict[str, Any]:
+        balanced: bool = True, events: int = 600,
+        role: Optional[str] = "") -> Dict[str, Any]:
     """daq-incast's JSON of a failover run: the failure at 2 s, its
     repair at 5 s; UP / DOWN: the probe's ROS->DCM / DCM->ROS loss
-    runs."""
+    runs; ROLE: the failed link's leaf's ("": as its name says)."""
+    leaf = target.split(":", 1)[0] if kind == "link" else None
+    if role == "" and leaf is not None:
+        role = "hlt" if "hlt" in leaf else "ros"
     return {
         "config": {"dcms": 4, "events": 150},
         "ideal": {"collection_time_s": 0.1},
@@ -44,6 +48,8 @@ def doc(target: str = "hlt-leaf:up1-spine1:dn1", kind: str = "link",
                       "balance": {"balanced": balanced}},
             "failover": {
                 "target": target, "kind": kind, "down_at_s": 2.0,
+                "leaf": leaf, "leaf_role": role if leaf else None,
+                "down_wall": 1000.0,
                 "up_at_s": 5.0, "rerouted_after_s": 0.1,
                 "back_after_s": 2.2,
                 "probe": {"ros_to_dcm": direction(list(up), window=up_ms),
@@ -90,6 +96,43 @@ def test_the_leaf_that_sees_the_failure_reroutes_what_it_sends_up() -> None:
     assert ff.local_direction(ros) == "ros_to_dcm"
     assert ff.local_direction(hlt) == "dcm_to_ros"
     assert ff.local_direction(spine) is None
+
+
+def test_the_leafs_role_comes_from_the_run_not_its_name() -> None:
+    """An HLT leaf named anything (a real fabric's "leaf-h0") reroutes
+    what its DCMs send up; a run that does not say the role cannot be
+    judged."""
+    hlt = ff.failover_row(doc("leaf-h0:up1-spine1:dn1", role="hlt"), 1)
+    assert hlt["leaf_role"] == "hlt"
+    assert ff.local_direction(hlt) == "dcm_to_ros"
+    ros = ff.failover_row(doc("hlt-leafy:up1-spine1:dn1", role="ros"), 1)
+    assert ff.local_direction(ros) == "ros_to_dcm"
+    none = ff.failover_row(doc("leaf-h0:up1-spine1:dn1", role=None), 1)
+    assert "role" in none["error"]
+
+
+def test_the_critical_path_from_the_agents_logs() -> None:
+    """The agents' "fabric path:" lines from the failure on, in time
+    order, by the wall clock their logs have."""
+    down = 1764689000.0         # 2025-12-02T15:23:20Z
+    logs = {
+        "ros-leaf0": "2025-12-02T15:23:19.990Z|00041|ovs-daqfabric-agent|"
+                     "INFO|fabric path: links reported: up1 down (old)\n"
+                     "2025-12-02T15:23:20.012Z|00042|ovs-daqfabric-agent|"
+                     "INFO|fabric path: links reported: up1 down (seen "
+                     "now)\n"
+                     "2025-12-02T15:23:20.020Z|00043|ovs-daqfabric-agent|"
+                     "INFO|something else\n",
+        "hlt-leaf": "2025-12-02T15:23:20.045Z|00101|ovs-daqfabric-agent|"
+                    "INFO|fabric path: planner: plan sent: 2 assignments "
+                    "changed (round 3.0 ms)\n"
+                    "2025-12-02T15:23:25.000Z|00102|ovs-daqfabric-agent|"
+                    "INFO|fabric path: much later\n"}
+    got = ff.critical_path(logs, down)
+    assert [(e["ms"], e["node"]) for e in got] == [
+        (12.0, "ros-leaf0"), (45.0, "hlt-leaf")]
+    assert got[1]["step"].startswith("planner: plan sent")
+    assert ff.critical_path(logs, None) == []
 
 
 def test_every_target_met() -> None:

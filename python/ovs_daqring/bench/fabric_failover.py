@@ -40,7 +40,9 @@ core) is not judged for goodput-like targets only: the loss counts and
 the RTOs hold whatever the PMD's share (a loaded machine makes loss
 more likely, not less)."""
 
+import datetime
 import os
+import re
 import shlex
 from typing import Any, Callable, Dict, List, Optional
 
@@ -74,6 +76,11 @@ IN_FLIGHT = 1
 PLANNER_MS = 100.0
 # No event longer than this many times the ideal.
 SLOWEST = 2.0
+# The agents' log lines that trace a failover's critical path
+# (fabric/agent.py's PATH) and how long after the failure they are read.
+PATH_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z\|"
+                       r"(?:[^|]*\|){3}fabric path: (.*)$")
+PATH_WINDOW_S = 2.0
 
 
 def parse_targets(text: str) -> List[str]:
@@ -118,7 +125,54 @@ def measure(bench: Bench) -> None:
                       % (target, i + 1, runs))
             doc = run_incast(bench, cmd, d, "run%d" % (i + 1),
                              i == runs - 1)
-            out["rows"].append(failover_row(doc, i + 1))
+            row = failover_row(doc, i + 1)
+            if not row.get("error"):
+                row["path"] = critical_path(
+                    agent_logs(os.path.join(d, "logs-run%d" % (i + 1))),
+                    row.get("down_wall"))
+            out["rows"].append(row)
+
+
+def agent_logs(d: str) -> Dict[str, str]:
+    """The switch agents' logs daq-incast --log-dir saved in D (NODE-
+    agent.log, the agents' own directories): node -> text."""
+    out: Dict[str, str] = {}
+    try:
+        names = sorted(os.listdir(d))
+    except OSError:
+        return out
+    for f in names:
+        if f.endswith("-agent.log") and not f.startswith("host-"):
+            try:
+                with open(os.path.join(d, f), errors="replace") as fh:
+                    out[f[:-len("-agent.log")]] = fh.read()
+            except OSError:
+                pass
+    return out
+
+
+def critical_path(logs: Dict[str, str], down_wall: Optional[float],
+                  window: float = PATH_WINDOW_S) -> List[Dict[str, Any]]:
+    """The failover's critical path as the agents logged it (LOGS: node
+    -> its log): each "fabric path:" line from the failure (DOWN_WALL,
+    time.time()) to WINDOW seconds after it, as {"ms" after the
+    failure, "node", "step"}, in time order; [] without DOWN_WALL."""
+    if down_wall is None:
+        return []
+    out = []
+    for node, text in logs.items():
+        for line in text.splitlines():
+            m = PATH_LINE.match(line)
+            if not m:
+                continue
+            t = datetime.datetime.strptime(
+                m.group(1), "%Y-%m-%dT%H:%M:%S.%f").replace(
+                    tzinfo=datetime.timezone.utc).timestamp()
+            if down_wall - 0.001 <= t <= down_wall + window:
+                out.append({"ms": round((t - down_wall) * 1000, 1),
+                            "node": node, "step": m.group(2)})
+    out.sort(key=lambda e: (e["ms"], e["node"]))
+    return out
 
 
 def _losses(d: Dict[str, Any], down: Optional[float],
@@ -175,12 +229,19 @@ def failover_row(doc: Optional[Dict[str, Any]], run: int
     slowest = (m.get("collection_time_s") or {}).get("max")
     drops = m.get("drops") or {}
     balance = drops.get("balance") or {}
-    target = str(f.get("target", ""))
+    if f.get("kind") == "link" and f.get("leaf_role") not in ("ros",
+                                                              "hlt"):
+        # Which direction the leaf's own groups reroute follows from
+        # its role, which the run says (not the leaf's name).
+        row["error"] = ("the failover result names no role of the failed "
+                        "link's leaf (leaf_role: %r)" % f.get("leaf_role"))
+        return row
     row.update({
         "kind": f.get("kind"),
-        # The leaf at the failed link's end ("hlt-leaf:up1-spine1:dn1").
-        "leaf": (target.split(":", 1)[0] if f.get("kind") == "link"
-                 else None),
+        # The leaf at the failed link's end, and its role ("ros",
+        # "hlt"; None for a spine).
+        "leaf": f.get("leaf"), "leaf_role": f.get("leaf_role"),
+        "down_wall": f.get("down_wall"),
         "ros_to_dcm": _losses(probe["ros_to_dcm"], down, up),
         "dcm_to_ros": _losses(probe["dcm_to_ros"], down, up),
         "rerouted_after_s": f.get("rerouted_after_s"),
@@ -201,11 +262,10 @@ def local_direction(row: Dict[str, Any]) -> Optional[str]:
     """The probe direction that the failed link's own leaf reroutes
     (what it sends up): ROS to DCM for a ROS leaf's uplink, DCM to ROS
     for the HLT leaf's; None for a spine (no leaf sees it at once)."""
-    leaf = row.get("leaf")
-    if not leaf:
+    role = row.get("leaf_role")
+    if role is None:
         return None
-    # (The emulator's HLT leaves: "hlt-leaf", "p1-hlt-leaf", ...)
-    return "dcm_to_ros" if "hlt-leaf" in leaf else "ros_to_dcm"
+    return "dcm_to_ros" if role == "hlt" else "ros_to_dcm"
 
 
 def failover_verdicts(res: Optional[Dict[str, Any]],
@@ -313,5 +373,25 @@ def failover_markdown(res: Optional[Dict[str, Any]]) -> List[str]:
                          "-" if r.get("share") is None
                          else "%.0f%%" % (100 * r["share"]),
                          "" if r.get("valid") else " (invalid)"))
+        L.append("")
+        L += path_markdown(fail.get("rows", []))
+    return L
+
+
+def path_markdown(rows: List[Dict[str, Any]]) -> List[str]:
+    """The critical path of each run, as the agents logged it
+    (critical_path()): one line per step, ms after the failure."""
+    L: List[str] = []
+    for r in rows:
+        if not r.get("path"):
+            continue
+        L.append("Critical path of run %d (the agents' \"fabric path:\" "
+                 "log lines, ms after the failure):" % r["run"])
+        L.append("")
+        L.append("| ms | node | step |")
+        L.append("|---|---|---|")
+        for e in r["path"]:
+            L.append("| %.0f | %s | %s |" % (e["ms"], e["node"],
+                                             e["step"]))
         L.append("")
     return L

@@ -58,6 +58,10 @@ SLICE_TABLES = DESIRED_TABLES + ("Assignment",)
 # How long an agent waits for a planner's plan of a new generation before
 # it reads the generation without it (plan_pending()).
 PLAN_WAIT_S = 2.0
+# The prefix of the log lines that trace a failover's critical path, from
+# a link's change to the last switch's new flows (fabric.rst, "Where a
+# failover's time goes"; daq-bench reads them: bench/fabric_path.py).
+PATH = "fabric path: "
 
 
 # ========================================================== the switch's ports
@@ -89,6 +93,16 @@ class Agent(SwitchHold):
     switch (read_fabric()), the Node row it writes (report()) and, with
     --planner, the planner it may be (plan()), one round at a time
     (run(), wait()); SwitchHold holds the switch to the slice."""
+
+    # The critical path (PATH lines): when (time.monotonic()) the agent
+    # first saw its switch's links differ from those it reported; that
+    # of the report in flight; when the planner's round that sent its
+    # plan began; when the agent read a slice that changed its routes.
+    links_seen: Optional[float] = None
+    links_sent: Optional[float] = None
+    plan_round: Optional[float] = None
+    slice_read: Optional[float] = None
+    reported_links_written: Optional[Dict[str, str]] = None
 
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__(args, args.node)
@@ -159,6 +173,12 @@ class Agent(SwitchHold):
                 self.node, Slice(self.node))
             sl_json = slice_json(sl)
             if (self.sliced is not None
+                    and self.sliced[4]["routes"] != sl_json["routes"]):
+                self.slice_read = time.monotonic()
+                vlog.info("%snew routes read: %s" % (
+                    PATH, routes_diff(self.sliced[4]["routes"],
+                                      sl_json["routes"])))
+            if (self.sliced is not None
                     and self.sliced[4]["rings"] == sl_json["rings"]):
                 # The same rings (most new slices change routes only):
                 # the same object, which apply() and the rings' counters
@@ -207,11 +227,15 @@ class Agent(SwitchHold):
     def report(self) -> None:
         """The Node row, every interval (a transaction in flight is
         finished first; none is waited for)."""
+        sent = self.report_txn is not None
         if self.report_busy():
             return
         now = time.monotonic()
+        if sent and self.report_txn is None:
+            self.path_links_committed(now)
         if not self.fabric_up():
             return
+        self.path_links_seen(now)
         if now < self.next_report:
             # A link that changes state (its carrier, its BFD session) is
             # reported at once, not an interval later: the planner moves
@@ -242,7 +266,31 @@ class Agent(SwitchHold):
             "ring_high_watermark": {r: v["high_watermark"]
                                     for r, v in rings.items()},
             "ring_drops": {r: v["drops"] for r, v in rings.items()}})
+        old = self.reported_links_written
         self.write_report(cols, links if looked else None, now)
+        if looked and old is not None and links != old:
+            vlog.info("%slinks reported: %s (seen %s)" % (
+                PATH, links_diff(old, links), _ago(self.links_seen, now)))
+            self.links_sent = (self.links_seen if self.links_seen
+                               is not None else now)
+            if self.report_txn is None:
+                self.path_links_committed(time.monotonic())
+        if looked:
+            self.reported_links_written = links
+        self.links_seen = None
+
+    def path_links_seen(self, now: float) -> None:
+        """Notes when the switch's links first differed from those
+        reported (a PATH line when they are reported)."""
+        if (self.links_seen is None and self.reported_links is not None
+                and self.links_now() != self.reported_links):
+            self.links_seen = now
+
+    def path_links_committed(self, now: float) -> None:
+        if self.links_sent is not None:
+            vlog.info("%slinks report committed (%s)"
+                      % (PATH, _ago(self.links_sent, now, "seen")))
+            self.links_sent = None
 
     # ------------------------------------------------------------ planner
     def plan(self) -> None:
@@ -261,14 +309,25 @@ class Agent(SwitchHold):
                 p.db.plan_key() == self.plan_key and not due)):
             return
         self.next_plan = now + PLAN_TICK
+        in_flight = p.in_flight()
         try:
             what = p.step()
         except DaqctlError as e:
             what = "failed: %s" % e
         if what == "committing":
             # Sent, not answered yet: the next round looks at it.
+            if not in_flight and p.sent is not None:
+                self.plan_round = now
+                vlog.info("%splanner: plan sent: %d assignments changed "
+                          "(round %s)" % (PATH, p.sent,
+                                          _ms(time.monotonic() - now)))
             return
         if what == "planned":
+            if self.plan_round is not None:
+                vlog.info("%splanner: plan committed (%s)" % (
+                    PATH, _ago(self.plan_round, time.monotonic(),
+                               "round began")))
+                self.plan_round = None
             for n in p.notes:
                 vlog.info("planner: %s" % n)
         if what != self.plan_what and what not in ("planned", "unchanged"):
@@ -325,8 +384,15 @@ class Agent(SwitchHold):
             # last apply): a look now, not an interval later.
             self.next_check = min(self.next_check, time.monotonic())
         if self.want is not None and time.monotonic() >= self.next_check:
+            t = time.monotonic()
             self.apply()
             self.next_check = time.monotonic() + self.interval
+            if self.slice_read is not None and self.applied is not None \
+                    and self.applied == self.slice_text(self.want):
+                vlog.info("%snew routes applied (apply %s, %s)" % (
+                    PATH, _ms(self.next_check - self.interval - t),
+                    _ago(self.slice_read, time.monotonic(), "read")))
+                self.slice_read = None
         # A generation held (applied, or one that leaves the slice as it
         # was), in this round; then on the disk.
         if self.next_report == 0.0:
@@ -438,6 +504,34 @@ class Agent(SwitchHold):
         if p.epoch is not None:
             return "epoch %d" % p.epoch
         return self.plan_what or "starting"
+
+
+def _ms(s: float) -> str:
+    return "%.1f ms" % (s * 1000)
+
+
+def _ago(since: Optional[float], now: float, what: str = "") -> str:
+    """"12.3 ms ago" (or "WHAT 12.3 ms before"): a PATH line's delay."""
+    if since is None:
+        return "now"
+    if what:
+        return "%s %s before" % (what, _ms(now - since))
+    return "%s ago" % _ms(now - since)
+
+
+def links_diff(old: Dict[str, str], new: Dict[str, str]) -> str:
+    """The ports whose state changed, "up1 down, dn2 up" (PATH)."""
+    out = ["%s %s" % (p, new.get(p, "gone")) for p in sorted(set(old)
+                                                             | set(new))
+           if old.get(p) != new.get(p)]
+    return ", ".join(out) or "none changed"
+
+
+def routes_diff(old: List[Any], new: List[Any]) -> str:
+    """How many routes a new slice changes (PATH)."""
+    o = {json.dumps(r, sort_keys=True) for r in old}
+    n = {json.dumps(r, sort_keys=True) for r in new}
+    return "%d routes new or changed, %d gone" % (len(n - o), len(o - n))
 
 
 def bfd_text(st: Dict[str, str]) -> str:

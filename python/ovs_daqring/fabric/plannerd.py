@@ -115,6 +115,9 @@ class Planner:
         # the same inputs (planner.next_return()): a DCM away from home
         # whose hold-down ends.  None: not by itself.
         self.next_due: Optional[int] = None
+        # The assignments the plan this round sent changes (None: the
+        # round sent none).
+        self.sent: Optional[int] = None
 
     def close(self) -> None:
         self.db.close()
@@ -286,6 +289,7 @@ class Planner:
         if kind == "take-over" and self.epoch is None:
             return str(what)
         self.seen = None
+        self.sent = None
         what = self._take_over()
         if self.epoch is None:
             return what
@@ -363,6 +367,7 @@ class Planner:
         def done(status: str, early: Any) -> str:
             return self._planned(status, early, epoch, notes)
 
+        self.sent = len(upd) + len(gone)
         return self._begin("plan", build, "%s: plan of generation %d "
                            "(epoch %d)" % (self.name, gen, epoch), done)
 

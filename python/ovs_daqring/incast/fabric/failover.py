@@ -79,6 +79,14 @@ class FailTarget:
         return self.link[0] if self.link is not None else None
 
 
+def leaf_role(plan: FabricPlan, leaf: Optional[str]) -> Optional[str]:
+    """LEAF's role in PLAN: "hlt" (its hosts are HLT hosts), "ros", or
+    None (no leaf: a spine failed)."""
+    if leaf is None:
+        return None
+    return "hlt" if leaf in plan.hlt_leaves else "ros"
+
+
 def _links_text(plan: FabricPlan) -> str:
     return ", ".join("link:%s:%s (= link:%s:%s)" % (lf, lp, sp, spp)
                      for lf, lp, sp, spp in plan.links)
@@ -245,6 +253,7 @@ class Failover(threading.Thread):
         self.samples: List[Tuple[float, int]] = []
         self.routes: List[Tuple[float, int]] = []
         self.events: Dict[str, float] = {}
+        self.down_wall: Optional[float] = None
         self.error: Optional[str] = None
         self.probe: Optional[LossProbe] = None
         # The addresses of the DCMs on the failed spine when the mode
@@ -381,6 +390,9 @@ class Failover(threading.Thread):
             if "down" not in self.events and t >= self.down_at:
                 self.before = self.uplink_routes()
                 t = self.events["down"] = time.monotonic() - self.t0
+                # (The agents' logs have wall-clock times: the critical
+                # path's, bench/fabric_path.py.)
+                self.down_wall = time.time()
                 self.fail(True)
             elif ("down" in self.events and "up" not in self.events
                   and t >= self.up_at):
@@ -420,7 +432,13 @@ class Failover(threading.Thread):
             # (As before targets: what failed, for the plots and the
             # bench; a spine's is "spine:NAME".)
             "link": self.target.name,
+            # The failed link's leaf and its role ("ros", "hlt"; None
+            # for a spine): which direction its own groups reroute.
+            "leaf": self.target.leaf,
+            "leaf_role": leaf_role(self.plan, self.target.leaf),
             "down_at_s": ev.get("down"), "up_at_s": ev.get("up"),
+            # The same moment by the wall clock (time.time()).
+            "down_wall": self.down_wall,
             # (A spine: when its restarted ovs-vswitchd had its ports.)
             "up_done_at_s": ev.get("up_done"),
             "rerouted_after_s": (ev["rerouted"] - ev["down"]
