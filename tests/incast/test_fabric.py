@@ -1189,3 +1189,39 @@ def test_recovery_is_judged_on_the_events() -> None:
     # A target the events never reach, and no events.
     assert recovery(spans, nbytes, 0.0, 200e6) is None
     assert recovery([], [], 0.0, 1.0) is None
+
+
+def test_a_killed_spines_bfd_packets_are_not_lost_host_frames() -> None:
+    """A spine killed with BFD on: its veths go on receiving the leaves'
+    BFD packets, and it sent some before it died; those are counted
+    apart (the snapshots' "control", control.ControlFrames) and only
+    the hosts' frames it swallowed count as lost: the balance holds
+    (it was "overcounted" by the BFD packets before)."""
+    c = cfg("--ros", "1", "--dcms", "1", "--spines", "2", "--failover",
+            "1/3")
+    p = make_fabric_plan(77, c)
+    r = FabricRunner.__new__(FabricRunner)
+    r.fplan, r.cfg = p, c
+    r.target = resolve_target(p, "spine:spine1")
+    after = _counters(p, (600, 400), 300, lose=25)
+    bfd = {"spine1:dn0": (40, 5), "spine1:dn1": (32, 0),
+           "spine0:dn0": (50, 50), "spine0:dn1": (50, 50),
+           "ros-leaf0:up0": (50, 50), "ros-leaf0:up1": (5, 40)}
+    for name, (rx, tx) in bfd.items():
+        after["ports"][name]["rx_packets"] += rx
+        after["ports"][name]["tx_packets"] += tx
+    # The HLT leaf's (DPDK) uplinks: their BFD in the port's and the
+    # veth's counters alike.
+    for up, (rx, tx) in (("hlt-leaf:up0", (50, 50)),
+                         ("hlt-leaf:up1", (0, 32))):
+        for k in ("ports", "links"):
+            after[k][up]["rx_packets"] += rx
+            after[k][up]["tx_packets"] += tx
+    zero = {"ports": {}, "links": {}, "qdisc": {}, "normal": {}}
+    after["control"] = {n: {"rx": rx, "tx": tx}
+                        for n, (rx, tx) in bfd.items()}
+    d = r._drops(zero, after)
+    assert d["switch_inside"] == {"spine1": {
+        "frames": 25, "reason": "received, not sent on (socket buffer or "
+        "ovs-vswitchd)", "control_frames": {"received": 72, "sent": 5}}}, d
+    assert d["balance"]["balanced"] and d["overcounted"] == 0, d

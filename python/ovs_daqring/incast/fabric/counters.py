@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from ...process import run
 from ..counters import PORT_DROPS, deltas, notable, unread
 from ..stats import counter_delta
+from .control import control_delta
 from .plan import FabricPlan
 
 Counters = Dict[str, Dict[str, int]]
@@ -125,8 +126,12 @@ def switch_inside(plan: FabricPlan, failed: Optional[Tuple[str, str]],
     """Frames a switch without DPDK received and did not send on:
     ovs-vswitchd counts none of them (a send to a port that is down
     fails, ENETDOWN, and is only logged; a full socket drops at
-    the socket), but its ports' counters show how many.  FAILED: the
-    port --failover set down (spine, port), or None."""
+    the socket), but its ports' counters show how many.  Its BFD
+    packets are not among them: those it received (ovs-vswitchd takes
+    them, or a killed one never reads them) and sent are counted apart
+    (control.ControlFrames, the snapshots' "control") and taken out,
+    and said as "control_frames".  FAILED: the port --failover set down
+    (spine, port), or None."""
     inside = {}
     for s in plan.switches:
         if s.dpdk:
@@ -142,6 +147,12 @@ def switch_inside(plan: FabricPlan, failed: Optional[Tuple[str, str]],
                 - v.get("tx_dropped", 0)
                 - qdiscs.get("%s:%s" % (s.name, p), {}).get("drops", 0)
                 for p, v in d.items())
+        ctl = [c for c in (control_delta(before, after, "%s:%s"
+                                         % (s.name, p)) for p in d)
+               if c is not None]
+        control = {"received": sum(c["rx"] for c in ctl),
+                   "sent": sum(c["tx"] for c in ctl)}
+        n -= control["received"] - control["sent"]
         if n > 0:
             inside[s.name] = {
                 "frames": n,
@@ -149,6 +160,8 @@ def switch_inside(plan: FabricPlan, failed: Optional[Tuple[str, str]],
                            % failed if failed and failed[0] == s.name
                            else "received, not sent on (socket buffer "
                            "or ovs-vswitchd)")}
+            if ctl:
+                inside[s.name]["control_frames"] = control
     return inside
 
 

@@ -29,6 +29,7 @@ from ..runner import Runner
 from ..stats import busy_time, ideal_collection_time
 from ..switch import STATS_INTERVAL, ModeUnavailable, Switch, daqctl_path
 from ..topology import parse_snmp
+from .control import ControlFrames
 from .counters import fabric_drops, link_counters, qdisc_counters
 from .failover import (FAILOVER_SETTLE, RECOVERY_FRACTION, SPINE_BFD,
                        Failover, FailTarget, dcms_on, probe_ends, recovery,
@@ -61,6 +62,8 @@ class FabricRunner(Runner):
         self.target = (target if target is not None or cfg.spines < 2
                        else resolve_target(plan, ""))
         self.limit = fabric_limit(cfg, plan)
+        # The BFD packets' counter, while BFD runs (program()).
+        self.control: Optional[ControlFrames] = None
         self.ideal["goodput_bps"] = self.limit["goodput_bps"]
         self.ideal["per_dcm_goodput_bps"] = (
             self.limit["goodput_bps"] / cfg.dcms)
@@ -202,6 +205,11 @@ class FabricRunner(Runner):
             # A killed ovs-vswitchd leaves its links' carrier up: BFD
             # tells the leaves (SPINE_BFD).
             doc["fabric"]["bfd"] = dict(SPINE_BFD)
+            if self.control is None:
+                # Its packets are not the hosts' frames: counted apart
+                # (control.py).
+                self.control = ControlFrames(self.fplan)
+                self.control.start(self.cleanup)
         path = os.path.join(self.workdir, "fabric-map.%s.json" % mode)
         with open(path, "w") as f:
             json.dump(doc, f, indent=1)
@@ -510,9 +518,13 @@ class FabricRunner(Runner):
             tcp[ns] = parse_snmp(run(["ip", "netns", "exec", ns, "cat",
                                       "/proc/net/snmp",
                                       "/proc/net/netstat"]))
-        return {"ports": ports, "qdisc": qdisc_counters(self.fplan),
+        snap = {"ports": ports, "qdisc": qdisc_counters(self.fplan),
                 "tcp": tcp, "links": link_counters(self.fplan),
                 "normal": normal}
+        if self.control is not None:
+            # The BFD packets of the switches without DPDK, apart.
+            snap["control"] = self.control.read()
+        return snap
 
     def own(self, name: str, ifaces: Dict[str, Any]) -> Dict[str, Any]:
         """Of IFACES (interface name -> row or statistics, of switch
