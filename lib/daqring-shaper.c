@@ -191,6 +191,7 @@ daqring_shaper_create(const struct daqring_shaper_params *p,
         deficit = DAQRING_MAX_PACKET_WIRE_BYTES * s->byte_ticks;
         s->fill_cycles = (s->depth + deficit) / s->rate + 1;
         s->turn_cycles = (full * s->byte_ticks) / s->rate + 1;
+        s->depth_cycles = s->depth / s->rate;
     }
     return s;
 }
@@ -488,23 +489,48 @@ daqring_shaper_destroy(struct daqring_shaper *s)
 
 /* Egress sharing, see daqring-shaper.h. */
 
-/* The turn of the ring in one slot of a share. */
-struct daqring_share_turn {
-    /* Whether the slot has a member ring.  Written only with
-     * 'daqring_share_mutex' held, which also clears the two below with
-     * it. */
-    atomic_bool member;
+/* What a slot of a share holds (see 'state' in struct
+ * daqring_share_member). */
+enum daqring_share_state {
+    DAQRING_SHARE_NONE,         /* No member ring. */
+    DAQRING_SHARE_IDLE,         /* A member ring that does not wait for the
+                                 * share: nothing to send, set down, or held
+                                 * by its own shaper. */
+    DAQRING_SHARE_BUSY,         /* A member ring that has packets for the
+                                 * share: counted in 'n_busy'. */
+};
 
-    /* The TSC since which the ring waits for its turn, or 0, and the TSC at
-     * which that wait expires unless the ring claims again.  Written by the
-     * polling thread of the slot's ring. */
-    atomic_uint64_t since;
-    atomic_uint64_t expires;
+/* Virtual time, far enough in the past that a ring that just joined starts
+ * with the whole catch-up (see daqring_share_claim()). */
+#define DAQRING_SHARE_VT_PAST (UINT64_C(1) << 62)
+
+/* The member ring in one slot of a share, in a cache line of its own: only
+ * the polling thread of that ring writes it while it is a member (and the
+ * registry, under 'daqring_share_mutex', when it joins or leaves), so the
+ * polling threads of different rings never write the same line. */
+struct daqring_share_member {
+    PADDED_MEMBERS(CACHE_LINE_SIZE,
+        /* An enum daqring_share_state.  Set to DAQRING_SHARE_IDLE or
+         * DAQRING_SHARE_NONE under 'daqring_share_mutex' when a ring joins
+         * or leaves; between IDLE and BUSY by the ring's polling thread,
+         * with compare-and-swap, so that a polling thread still on the
+         * shaper of a ring that left can never make a slot without a member
+         * (or another ring's slot) count as busy twice. */
+        atomic_uint state;
+
+        /* The ring's virtual time: TSC cycles, in which the ring's service
+         * advances by 'n_busy' times the time its frames take at the
+         * egress's rate (see daqring_share_claim()). */
+        atomic_uint64_t vt;
+        atomic_uint64_t last;       /* TSC of the ring's last claim. */
+        atomic_uint64_t rem;        /* Bit-ticks sent but not yet charged to
+                                     * the share (less than one cycle's). */
+    );
 };
 
 struct daqring_share {
     /* In 'daqring_shares' while it has members.  Guarded by
-     * 'daqring_share_mutex', like the members up to 'n_slots'. */
+     * 'daqring_share_mutex'. */
     struct hmap_node node;
     char *egress;                       /* Name of the egress port. */
     struct daqring_share_params params; /* In force. */
@@ -522,16 +548,23 @@ struct daqring_share {
     /* Rate, depth, costs, for 'params': immutable, replaced (through RCU)
      * when 'params' change. */
     OVSRCU_TYPE(struct daqring_shaper *) shaper;
-    atomic_uint n_slots;                /* Slots ever used: 'turns' beyond
-                                         * are all clear. */
 
-    /* The bucket, written by the polling threads of all the members. */
+    /* The egress's virtual time (theoretical arrival time, GCRA): the TSC
+     * until which the frames already sent keep the egress busy at its
+     * rate.  Each batch that leaves advances it by its exact cost with one
+     * compare-and-swap. */
     PADDED_MEMBERS(CACHE_LINE_SIZE,
-        atomic_int64_t tokens;          /* Level, in bit-ticks. */
-        atomic_uint64_t last_tsc;       /* TSC of the last refill. */
+        atomic_uint64_t tat;
     );
 
-    struct daqring_share_turn turns[DAQRING_SHARE_MAX_RINGS];
+    /* Members in state DAQRING_SHARE_BUSY, changed only when a ring starts
+     * or stops waiting for the share: read by every claim, apart from
+     * 'tat' so that a charge does not take the line from the readers. */
+    PADDED_MEMBERS(CACHE_LINE_SIZE,
+        atomic_int n_busy;
+    );
+
+    struct daqring_share_member members[DAQRING_SHARE_MAX_RINGS];
 };
 
 static struct ovs_mutex daqring_share_mutex = OVS_MUTEX_INITIALIZER;
@@ -607,37 +640,42 @@ daqring_share_agree(const struct daqring_share *sh, unsigned int slot,
     return true;
 }
 
-/* Sets the membership of 'slot' of 'sh', with no turn and no request. */
+/* Makes 'slot' of 'sh' a member's, one that starts at TSC 'now' with the
+ * whole catch-up and no request. */
 static void
 daqring_share_set_member(struct daqring_share *sh, unsigned int slot,
-                         bool member)
+                         uint64_t now)
     OVS_REQUIRES(daqring_share_mutex)
 {
-    struct daqring_share_turn *t = &sh->turns[slot];
+    struct daqring_share_member *m = &sh->members[slot];
 
     sh->requested[slot] = false;
-    if (member) {
-        atomic_store_relaxed(&t->since, 0);
-        atomic_store_relaxed(&t->expires, 0);
-        atomic_store(&t->member, true);
-    } else {
-        /* A polling thread still on the shaper of the ring that leaves may
-         * set 'since' again: other rings ignore it, as 'member' is
-         * false. */
-        atomic_store(&t->member, false);
-        atomic_store_relaxed(&t->since, 0);
-        atomic_store_relaxed(&t->expires, 0);
-    }
+    atomic_store_relaxed(&m->vt, now - DAQRING_SHARE_VT_PAST);
+    atomic_store_relaxed(&m->last, now);
+    atomic_store_relaxed(&m->rem, 0);
+    atomic_store(&m->state, DAQRING_SHARE_IDLE);
 }
 
+/* Ends the membership of the ring in 'slot' of 'sh'.  A polling thread still
+ * on the shaper of the ring that leaves may claim and charge once more: it
+ * is charged to the share, but no longer counts as busy (see
+ * daqring_share_claim()). */
 static void
 daqring_share_leave__(struct daqring_share *sh, unsigned int slot)
     OVS_REQUIRES(daqring_share_mutex)
 {
+    unsigned int state;
+    int orig;
+
     ovs_assert(slot < DAQRING_SHARE_MAX_RINGS && sh->names[slot]);
     free(sh->names[slot]);
     sh->names[slot] = NULL;
-    daqring_share_set_member(sh, slot, false);
+    sh->requested[slot] = false;
+    state = atomic_exchange(&sh->members[slot].state,
+                            (unsigned int) DAQRING_SHARE_NONE);
+    if (state == DAQRING_SHARE_BUSY) {
+        atomic_sub_relaxed(&sh->n_busy, 1, &orig);
+    }
     if (!--sh->n_rings) {
         hmap_remove(&daqring_shares, &sh->node);
         daqring_share_unref(sh);
@@ -659,16 +697,17 @@ daqring_share_shaper_create(const struct daqring_share_params *p,
     return daqring_shaper_create(&sp, tsc_hz, 0);
 }
 
-/* Gives 'sh' parameters 'p', in a TSC of 'tsc_hz' Hz, keeping the level of
- * its bucket (at most the new depth) and the turns of its members. */
+/* Gives 'sh' parameters 'p', in a TSC of 'tsc_hz' Hz, at TSC 'now', keeping
+ * the level of its bucket (at most the new depth, a deficit as long at the
+ * new rate) and the virtual times of its members. */
 static void
 daqring_share_set_params(struct daqring_share *sh,
                          const struct daqring_share_params *p,
-                         uint64_t tsc_hz)
+                         uint64_t tsc_hz, uint64_t now)
     OVS_REQUIRES(daqring_share_mutex)
 {
     struct daqring_shaper *old, *new;
-    int64_t tokens, level;
+    uint64_t tat, new_tat;
 
     VLOG_INFO("egress %s: egress-max-rate %"PRIu64", egress-max-burst-bytes "
               "%"PRIu32" and frame-overhead %"PRIu32" for its %u daqrings "
@@ -680,14 +719,20 @@ daqring_share_set_params(struct daqring_share *sh,
     new = daqring_share_shaper_create(p, tsc_hz);
     sh->params = *p;
     ovsrcu_set(&sh->shaper, new);
-    ovsrcu_postpone(free, old);
 
-    /* A polling thread still on the old shaper may refill up to the old
-     * depth once more. */
-    atomic_read_relaxed(&sh->tokens, &tokens);
+    /* The level in bit-ticks, rate-independent: the old depth less the
+     * time the egress is busy for at the old rate.  (A polling thread still
+     * on the old shaper may charge once more at the old rate.) */
+    atomic_read_relaxed(&sh->tat, &tat);
     do {
-        level = MIN(tokens, new->depth);
-    } while (!atomic_compare_exchange_weak(&sh->tokens, &tokens, level));
+        int64_t busy = MAX((int64_t) (tat - now), 0);
+        int64_t level = MIN(old->depth - busy * (int64_t) old->rate,
+                            new->depth);
+
+        new_tat = now + DIV_ROUND_UP((uint64_t) (new->depth - level),
+                                     new->rate);
+    } while (!atomic_compare_exchange_weak(&sh->tat, &tat, new_tat));
+    ovsrcu_postpone(free, old);
     memset(sh->requested, 0, sizeof sh->requested);
 }
 
@@ -764,10 +809,10 @@ daqring_share_check(const char *egress, const char *ring,
  * at TSC 'now' (in a TSC of 'tsc_hz' Hz) if it has no members, and returns
  * a new reference to it, with the ring's slot in '*slot'.  If 'old' is not
  * NULL, the ring is a member of 'old' in slot '*slot' and remains one if
- * 'old' is the result (its turn is kept), otherwise leaves it.  If the ring
- * remains a member and 'p' differs from the share's parameters, which all
- * the other members then ask for (see daqring_share_check__()), the share
- * switches to 'p', keeping its bucket's level.
+ * 'old' is the result (its virtual time is kept), otherwise leaves it.  If
+ * the ring remains a member and 'p' differs from the share's parameters,
+ * which all the other members then ask for (see daqring_share_check__()),
+ * the share switches to 'p', keeping its bucket's level.
  *
  * Fails, returning NULL with an error message in '*errp' and leaving the
  * ring's membership of 'old' alone, if the other rings bound to 'egress'
@@ -790,7 +835,7 @@ daqring_share_join(const char *egress, const char *ring,
     if (sh && sh == old) {
         /* Still a member: the others agree on 'p', if it is new. */
         if (!daqring_share_params_equal(&sh->params, p)) {
-            daqring_share_set_params(sh, p, tsc_hz);
+            daqring_share_set_params(sh, p, tsc_hz, now);
         }
         sh = daqring_share_ref(sh);
         goto out;
@@ -802,33 +847,29 @@ daqring_share_join(const char *egress, const char *ring,
     if (!sh) {
         struct daqring_shaper *s = daqring_share_shaper_create(p, tsc_hz);
 
-        sh = xzalloc(sizeof *sh);
+        sh = xzalloc_cacheline(sizeof *sh);
         sh->egress = xstrdup(egress);
         sh->params = *p;
         ovs_refcount_init(&sh->ref_cnt);
         ovsrcu_init(&sh->shaper, s);
-        atomic_init(&sh->n_slots, 0);
-        atomic_init(&sh->tokens, s->depth);
-        atomic_init(&sh->last_tsc, now);
+        atomic_init(&sh->tat, now);     /* A full bucket. */
+        atomic_init(&sh->n_busy, 0);
         for (int i = 0; i < DAQRING_SHARE_MAX_RINGS; i++) {
-            atomic_init(&sh->turns[i].member, false);
-            atomic_init(&sh->turns[i].since, 0);
-            atomic_init(&sh->turns[i].expires, 0);
+            struct daqring_share_member *m = &sh->members[i];
+
+            atomic_init(&m->state, DAQRING_SHARE_NONE);
+            atomic_init(&m->vt, 0);
+            atomic_init(&m->last, 0);
+            atomic_init(&m->rem, 0);
         }
         hmap_insert(&daqring_shares, &sh->node, hash_string(egress, 0));
     }
     for (unsigned int i = 0; i < DAQRING_SHARE_MAX_RINGS; i++) {
         if (!sh->names[i]) {
-            unsigned int n_slots;
-
             sh->names[i] = xstrdup(ring);
             sh->n_rings++;
-            daqring_share_set_member(sh, i, true);
+            daqring_share_set_member(sh, i, now);
             *slot = i;
-            atomic_read_relaxed(&sh->n_slots, &n_slots);
-            if (i >= n_slots) {
-                atomic_store_relaxed(&sh->n_slots, i + 1);
-            }
             break;
         }
     }
@@ -867,7 +908,7 @@ daqring_share_unref(struct daqring_share *sh)
         /* No polling thread refers to 'sh' any more. */
         free(ovsrcu_get_protected(struct daqring_shaper *, &sh->shaper));
         free(sh->egress);
-        free(sh);
+        free_cacheline(sh);
     }
 }
 
@@ -891,186 +932,190 @@ daqring_share_get(struct daqring_share *sh, struct daqring_share_params *p,
     ovs_mutex_unlock(&daqring_share_mutex);
 }
 
-/* Adds to the bucket of 'sh' what accrued up to TSC 'now', and returns its
- * level.  Of threads that refill at once, the one that advances 'last_tsc'
- * adds the tokens of the time it advanced it by, so time is never counted
- * twice; a thread whose TSC is behind adds nothing. */
-static int64_t
-daqring_share_fill(struct daqring_share *sh, uint64_t now)
+/* Returns the number of busy members of 'sh' to share among: at least 1 (a
+ * ring that leaves while another thread marks it busy can make the count
+ * lag for a moment). */
+static int
+daqring_share_n_busy(struct daqring_share *sh)
 {
-    const struct daqring_shaper *s = daqring_share_shaper(sh);
-    uint64_t last;
-    int64_t tokens;
+    int n;
 
-    atomic_read_relaxed(&sh->last_tsc, &last);
-    if ((int64_t) (now - last) > 0
-        && atomic_compare_exchange_strong(&sh->last_tsc, &last, now)) {
-        uint64_t elapsed = now - last;
-        int64_t level;
-
-        atomic_read_relaxed(&sh->tokens, &tokens);
-        do {
-            /* As daqring_shaper_fill(), which see. */
-            level = (elapsed >= s->fill_cycles
-                     ? s->depth
-                     : MIN(s->depth, tokens + (int64_t) (elapsed * s->rate)));
-        } while (!atomic_compare_exchange_weak(&sh->tokens, &tokens, level));
-        return level;
-    }
-    atomic_read_relaxed(&sh->tokens, &tokens);
-    return tokens;
-}
-
-/* Returns true if a member ring other than the one in 'slot' of 'sh' has
- * been waiting, at TSC 'now', for longer than 'mine' (0 if the ring in
- * 'slot' does not wait), and its wait has not expired. */
-static bool
-daqring_share_other_turn(struct daqring_share *sh, unsigned int slot,
-                         uint64_t mine, uint64_t now)
-{
-    unsigned int n_slots;
-
-    atomic_read_relaxed(&sh->n_slots, &n_slots);
-    for (unsigned int i = 0; i < n_slots; i++) {
-        struct daqring_share_turn *t = &sh->turns[i];
-        uint64_t since, expires;
-        bool member;
-
-        if (i == slot) {
-            continue;
-        }
-        atomic_read_relaxed(&t->since, &since);
-        if (!since || (mine && since >= mine)) {
-            continue;
-        }
-        atomic_read_relaxed(&t->member, &member);
-        atomic_read_relaxed(&t->expires, &expires);
-        if (member && (int64_t) (now - expires) < 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Returns how long, in TSC cycles, a ring that has to wait 'wait' cycles
- * for the bucket of share shaper 's' keeps its turn. */
-static uint64_t
-daqring_share_stale_cycles(const struct daqring_shaper *s, uint64_t wait)
-{
-    uint64_t min = s->byte_ticks / 8 / (1000000 / DAQRING_SHARE_STALE_MIN_US);
-
-    return wait + MAX(DAQRING_SHARE_STALE_TURNS * s->turn_cycles, min);
+    atomic_read_relaxed(&sh->n_busy, &n);
+    return MAX(n, 1);
 }
 
 /* Called by the polling thread of the ring in 'slot' of 'sh', which has
- * packets, at TSC 'now'.  If the ring may send, claims the whole level of
- * the bucket, stores it in '*grant' (positive) and returns
- * DAQRING_SHARE_GRANTED: daqring_shaper_take() then takes the cost of each
- * packet that leaves from '*grant', and daqring_share_return() must follow
- * with what is left of it.  Otherwise returns why the ring must wait (see
- * daqring_share_deadline() for how long) and has it wait its turn, if it is
- * still a member of 'sh'; its wait expires if it does not claim again
- * within a few turns of that deadline. */
+ * packets to send, at TSC 'now'.  Returns DAQRING_SHARE_GRANTED if the
+ * ring may send, with the bit-ticks it may spend in 'g->budget' (positive):
+ * daqring_shaper_take() then takes the cost of each packet that leaves from
+ * it, and daqring_share_charge() must follow with what was spent.
+ * Otherwise returns why the ring must wait (see daqring_share_deadline()
+ * for how long).  Writes nothing shared, except when the ring starts to
+ * wait for the share (once per backlog, not per poll).
+ *
+ * The egress, in 'tat' (see daqring-shaper.h): the bucket holds 'depth'
+ * less the time the egress is busy for beyond now ('tat' - 'now'), at the
+ * rate, and frames leave while it is positive.
+ *
+ * The ring, in its virtual time 'vt': with 'n' busy members, each is due
+ * 1/n of the egress, so the time of what a ring sends counts n times in
+ * its virtual time, which then keeps pace with the TSC while the ring gets
+ * exactly its share.  The ring starts at 'start', its virtual time or, if
+ * that is further back than the catch-up, 'n' times the bucket's depth,
+ * 'now' less that: a ring whose thread polls it late (or that had nothing
+ * to send for a while) may catch up on at most one bucket's depth.  It may
+ * spend its fair part, what brings its virtual time to 'now' plus a
+ * quantum (one full-size frame at its share of the rate): a ring that is
+ * ahead leaves the tokens to the busy rings behind it, whose threads may
+ * come later (they accumulate in the bucket, up to its depth).  Beyond its
+ * fair part, a ring may spend the tokens that would otherwise overflow the
+ * bucket before it polls again (assuming it does so after as long as since
+ * its last claim): the egress never idles for a ring that does not come,
+ * and what a ring takes that way does not count against it. */
 enum daqring_share_claim
 daqring_share_claim(struct daqring_share *sh, unsigned int slot,
-                    uint64_t now, int64_t *grant)
+                    uint64_t now, struct daqring_share_grant *g)
 {
-    struct daqring_share_turn *t = &sh->turns[slot];
-    const struct daqring_shaper *s;
-    enum daqring_share_claim result;
-    uint64_t since, mine, wait = 0;
-    int64_t level;
-    bool member;
+    const struct daqring_shaper *s = daqring_share_shaper(sh);
+    struct daqring_share_member *m = &sh->members[slot];
+    int64_t tau = s->depth_cycles;
+    int64_t level, budget;
+    unsigned int state;
+    uint64_t tat;
 
-    atomic_read_relaxed(&t->member, &member);
-    atomic_read_relaxed(&t->since, &since);
-    mine = since;
-    if (mine) {
-        uint64_t expires;
+    atomic_read_relaxed(&m->state, &state);
+    if (OVS_UNLIKELY(state == DAQRING_SHARE_IDLE)) {
+        /* Starts to wait for the share.  The swap fails if the ring left
+         * meanwhile (or another thread on its old shaper did this). */
+        if (atomic_compare_exchange_strong(&m->state, &state,
+                                           DAQRING_SHARE_BUSY)) {
+            int orig;
 
-        /* A wait that expired starts again, behind the others. */
-        atomic_read_relaxed(&t->expires, &expires);
-        if (!member || (int64_t) (now - expires) >= 0) {
-            mine = 0;
+            atomic_add_relaxed(&sh->n_busy, 1, &orig);
+            state = DAQRING_SHARE_BUSY;
         }
     }
-    if (daqring_share_other_turn(sh, slot, mine, now)) {
-        result = DAQRING_SHARE_TURN;
-        goto wait;
-    }
-    level = daqring_share_fill(sh, now);
-    for (;;) {
-        if (level <= 0) {
-            result = DAQRING_SHARE_EMPTY;
-            wait = (uint64_t) -level / daqring_share_shaper(sh)->rate;
-            goto wait;
+
+    atomic_read_relaxed(&sh->tat, &tat);
+    level = tau - MAX((int64_t) (tat - now), 0);
+    g->now = now;
+    g->tat = tat;
+    g->n = 0;
+    if (state != DAQRING_SHARE_BUSY) {
+        /* Not a member any more: a thread still on the old shaper of a
+         * ring that left, which may send what the bucket holds. */
+        budget = level;
+    } else {
+        int n = daqring_share_n_busy(sh);
+        int64_t quantum = n * (int64_t) s->turn_cycles;
+        int64_t catchup = n * tau;
+        int64_t fair, excess, gap;
+        uint64_t vt, last;
+
+        atomic_read_relaxed(&m->vt, &vt);
+        atomic_read_relaxed(&m->last, &last);
+        atomic_store_relaxed(&m->last, now);
+        if ((int64_t) (vt - now) > catchup + quantum) {
+            /* Further ahead than a grant leaves a ring: a TSC behind the
+             * one that charged it (another core's). */
+            vt = now;
         }
-        if (atomic_compare_exchange_weak(&sh->tokens, &level, 0)) {
-            break;
+        if ((int64_t) (vt - (now - catchup)) < 0) {
+            vt = now - catchup;
+        }
+        fair = ((int64_t) (now - vt) + quantum) / n;
+        gap = MIN(MAX((int64_t) (now - last), 0), tau);
+        excess = level + gap - tau;
+        budget = MIN(level, MAX(fair, excess));
+
+        g->n = n;
+        g->start = vt;
+        g->fair = excess > fair ? MAX(fair, 0) : INT64_MAX;
+        if (level > 0 && budget <= 0) {
+            return DAQRING_SHARE_TURN;
         }
     }
-    if (since) {
-        atomic_store_relaxed(&t->since, 0);
+    if (level <= 0) {
+        return DAQRING_SHARE_EMPTY;
     }
-    *grant = level;
+    g->budget = budget * (int64_t) s->rate;
     return DAQRING_SHARE_GRANTED;
-
-wait:
-    if (member) {
-        s = daqring_share_shaper(sh);
-        if (!mine) {
-            atomic_store_relaxed(&t->since, now ? now : 1);
-        }
-        atomic_store_relaxed(&t->expires,
-                             now + daqring_share_stale_cycles(s, wait));
-    }
-    return result;
 }
 
-/* Gives back to the bucket of 'sh' what is left of a grant of
- * daqring_share_claim(), 'left' bit-ticks: positive if the ring did not use
- * all of it, negative by at most one frame (the deficit the next claims
- * wait for). */
+/* Charges 'sh' for what the ring in 'slot' sent after daqring_share_claim()
+ * granted it 'g': 'spent' bit-ticks (0 if nothing left, otherwise at most
+ * the grant plus the packet that took it below 0).  One compare-and-swap
+ * on the egress's virtual time, which advances by the exact cost (the
+ * bit-ticks of less than a cycle carry over to the ring's next charge);
+ * the ring's virtual time advances by 'n' times its fair part. */
 void
-daqring_share_return(struct daqring_share *sh, int64_t left)
+daqring_share_charge(struct daqring_share *sh, unsigned int slot,
+                     const struct daqring_share_grant *g, int64_t spent)
 {
-    int64_t depth = daqring_share_shaper(sh)->depth;
-    int64_t tokens, level;
+    const struct daqring_shaper *s;
+    struct daqring_share_member *m;
+    uint64_t tat, new_tat, cost;
 
-    atomic_read_relaxed(&sh->tokens, &tokens);
+    if (spent <= 0) {
+        return;
+    }
+    s = daqring_share_shaper(sh);
+    m = &sh->members[slot];
+    if (g->n) {
+        uint64_t rem, bits;
+
+        atomic_read_relaxed(&m->rem, &rem);
+        bits = spent + rem;
+        cost = bits / s->rate;
+        atomic_store_relaxed(&m->rem, bits % s->rate);
+        atomic_store_relaxed(&m->vt, g->start
+                             + g->n * MIN((int64_t) cost, g->fair));
+    } else {
+        cost = DIV_ROUND_UP((uint64_t) spent, s->rate);
+    }
+
+    tat = g->tat;
     do {
-        level = left > 0 ? MIN(depth, tokens + left) : tokens + left;
-    } while (!atomic_compare_exchange_weak(&sh->tokens, &tokens, level));
+        new_tat = ((int64_t) (tat - g->now) > 0 ? tat : g->now) + cost;
+    } while (!atomic_compare_exchange_weak(&sh->tat, &tat, new_tat));
 }
 
 /* Called by the polling thread of the ring in 'slot' of 'sh' when the ring
  * does not wait for the share: it has nothing to send, it is down, or its
- * own shaper holds it.  It leaves its turn to the others. */
+ * own shaper holds it.  It stops counting as busy, so that the others
+ * share the egress without it. */
 void
 daqring_share_idle(struct daqring_share *sh, unsigned int slot)
 {
-    uint64_t mine;
+    struct daqring_share_member *m = &sh->members[slot];
+    unsigned int state;
 
-    atomic_read_relaxed(&sh->turns[slot].since, &mine);
-    if (mine) {
-        atomic_store_relaxed(&sh->turns[slot].since, 0);
+    atomic_read_relaxed(&m->state, &state);
+    if (state == DAQRING_SHARE_BUSY
+        && atomic_compare_exchange_strong(&m->state, &state,
+                                          DAQRING_SHARE_IDLE)) {
+        int orig;
+
+        atomic_sub_relaxed(&sh->n_busy, 1, &orig);
     }
 }
 
 /* Returns the TSC at which a ring that daqring_share_claim() at TSC 'now'
  * made wait, for reason 'why', should try again: when the bucket holds
- * tokens again or, waiting for another ring's turn, after the time of one
- * full-size frame (by which that ring has usually taken its turn). */
+ * tokens again or, ahead of its share, after the time of one full-size
+ * frame (by which a ring behind it has usually had its part, or the
+ * bucket fills). */
 uint64_t
 daqring_share_deadline(struct daqring_share *sh,
                        enum daqring_share_claim why, uint64_t now)
 {
     const struct daqring_shaper *s = daqring_share_shaper(sh);
-    int64_t tokens;
+    uint64_t tat;
 
     if (why == DAQRING_SHARE_TURN) {
         return now + s->turn_cycles;
     }
-    atomic_read_relaxed(&sh->tokens, &tokens);
-    return now + (tokens < 0 ? (uint64_t) -tokens / s->rate : 0) + 1;
+    atomic_read_relaxed(&sh->tat, &tat);
+    tat -= s->depth_cycles;
+    return ((int64_t) (tat - now) > 0 ? tat : now) + 1;
 }

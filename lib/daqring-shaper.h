@@ -103,6 +103,7 @@ struct daqring_shaper {
     uint64_t turn_cycles;       /* TSC cycles of one full-size frame
                                  * (DAQRING_RATE_FRAME_LEN plus the
                                  * overhead) at the rate. */
+    uint64_t depth_cycles;      /* TSC cycles of the depth at the rate. */
 
     /* Egress sharing ("egress-max-rate"): the bucket that the daqring
      * shares with the other daqrings bound to its egress, and its member
@@ -214,36 +215,58 @@ void daqring_shaper_destroy(struct daqring_shaper *);
 /* Egress sharing: one token bucket for all the daqrings bound to one
  * egress port ("egress-max-rate"), so that what they release together
  * never exceeds the egress's rate, a ring may use what the others leave
- * (work-conserving), and backlogged rings take turns.
+ * (work-conserving), and backlogged rings get equal shares whatever their
+ * polling threads and however often those poll them.
  *
  * The bucket is a byte shaper's (struct daqring_shaper, same bit-tick
- * arithmetic) whose level is shared by the polling threads of all its
- * rings, which may be different PMD threads.  It is lock-free, with
- * ovs-atomic.h: a polling thread must never wait for another (a PMD thread
- * preempted while holding a lock would stop every ring of the egress), and
- * each poll that sends does one compare-and-swap to refill, one to claim
- * the whole level (the other rings then see an empty bucket, so they
- * cannot spend the same tokens) and one atomic add to give back what it did
- * not use.  A claim releases at most the level plus one frame, as a single
- * ring's bucket: in any window, the rings of one egress release at most its
- * rate times the window plus the share's burst, plus one frame for each
- * other polling thread that claimed at the same instant.
+ * arithmetic, same depth and burst), kept as one 64-bit virtual time, the
+ * egress's theoretical arrival time 'tat' (GCRA): the TSC until which what
+ * was sent keeps the egress busy at its rate.  The bucket holds its depth
+ * less ('tat' - now) at the rate (all of it once 'tat' is past), frames
+ * leave while it holds a positive amount, and each batch that leaves
+ * advances 'tat' by its exact cost (bytes x 8 / rate, in TSC cycles; what
+ * is left of a cycle carries over to the ring's next batch).  It is
+ * lock-free, with ovs-atomic.h: a polling thread must never wait for
+ * another (a PMD thread preempted while holding a lock would stop every
+ * ring of the egress).  A poll reads 'tat' and the number of busy rings,
+ * and a poll that sends does one compare-and-swap on 'tat'; no poll scans
+ * the other rings' state.  A ring's batch is taken against the level read
+ * when it claimed and charged after, so two threads that claim at the same
+ * instant may both spend it: in any window, the rings of one egress
+ * release at most its rate times the window plus the share's burst, plus
+ * one batch for each other polling thread that claimed at the same
+ * instant.  The long-term rate is exact: every byte sent is charged.
  *
- * Turns: a ring that finds the bucket empty, or that another ring's turn
- * keeps waiting, records since when it waits; a ring may claim only if no
- * other ring has been waiting longer.  Backlogged rings are so served in
- * the order they started waiting: round-robin, whatever order their threads
- * poll them in.  Only the member rings' waits count: a slot's membership is
- * set and cleared under the registry's mutex, with its wait, so that a
- * polling thread still on the shaper of a ring that left cannot hold the
- * others up.  A wait expires unless its ring claims again within
- * DAQRING_SHARE_STALE_TURNS turns (each the time of a full-size frame at
- * the rate; together at least DAQRING_SHARE_STALE_MIN_US) of the deadline
- * it was given: a ring whose thread stopped polling it, or a slot that a
- * new ring joined while the thread of the ring that left it still polled
- * that ring, holds the others up for no longer.  A ring that stops
- * waiting for the share (nothing to send, set down, held by its own
- * shaper) leaves its turn with daqring_share_idle().
+ * Fairness is start-time fair queueing over the rings that wait for the
+ * share ("busy": they have packets and neither their state nor their own
+ * shaper holds them), with the TSC as the share's virtual clock.  Each
+ * ring has a virtual time, which advances by n times the time of what it
+ * sends at the egress's rate, n being the number of busy rings: a ring
+ * that gets exactly 1/n of the egress keeps pace with the clock.  The
+ * invariant: a busy ring may claim only while its virtual time is not
+ * ahead of the clock by more than a quantum (one full-size frame at its
+ * share), and the most it may spend is what brings it there.  A ring that
+ * is behind (its thread polls it late, or rarely, or it was idle) starts
+ * from its virtual time, but at most n times the bucket's depth behind the
+ * clock: its catch-up batch is at most one depth.  What a ring ahead of its
+ * share leaves stays in the bucket for the busy rings behind it, up to the
+ * depth; tokens that would overflow it before the ring polls again (after
+ * as long as since its last poll) may go to a ring ahead, without counting
+ * against it, so that the egress never idles for a ring that does not
+ * come.  Frames of different sizes share by bytes.
+ *
+ * A ring counts as busy from its first claim after it waited for nothing
+ * to its daqring_share_idle() (nothing to send, set down, held by its own
+ * shaper); the count changes only then, not at every poll.  Membership is
+ * explicit: a slot's state is set (idle) and cleared under the registry's
+ * mutex, and a polling thread moves it between idle and busy with
+ * compare-and-swap only, so a thread still on the shaper of a ring that
+ * left (or on a slot that another ring joined since) can neither make a
+ * slot busy twice nor make a slot without a member busy: it sends what the
+ * bucket holds and is charged for it.  A busy ring whose thread stops
+ * polling it, with no chance to call daqring_share_idle(), holds the
+ * others back by no more than the bucket's depth: the overflow goes to
+ * them.  Nothing stalls: no ring ever waits for another.
  *
  * The shares are kept in a registry by egress name.  A daqring joins one
  * with daqring_share_join(), which checks that all the rings of the egress
@@ -258,11 +281,6 @@ void daqring_shaper_destroy(struct daqring_shaper *);
  * and the one that completes the agreement switches the share to them,
  * carrying the bucket's level over (at most the new depth).  The callers
  * then retry the refused requests, which now succeed. */
-
-/* Turns after which the wait of a ring that was not polled again expires,
- * and the least time, in microseconds, after which it does. */
-#define DAQRING_SHARE_STALE_TURNS 4
-#define DAQRING_SHARE_STALE_MIN_US 50
 
 /* Rings that may share one egress. */
 #define DAQRING_SHARE_MAX_RINGS 64
@@ -291,13 +309,26 @@ void daqring_share_unref(struct daqring_share *);
 enum daqring_share_claim {
     DAQRING_SHARE_GRANTED,      /* The ring may send. */
     DAQRING_SHARE_EMPTY,        /* The bucket is empty. */
-    DAQRING_SHARE_TURN,         /* Another ring waits longer. */
+    DAQRING_SHARE_TURN,         /* The ring is ahead of its share. */
+};
+
+/* What daqring_share_claim() granted, for daqring_share_charge(). */
+struct daqring_share_grant {
+    int64_t budget;             /* Bit-ticks the ring may spend. */
+    uint64_t now;               /* TSC of the claim. */
+    uint64_t tat;               /* The egress's virtual time it saw. */
+    uint64_t start;             /* The ring's virtual start time. */
+    int64_t fair;               /* TSC cycles of the grant that count in
+                                 * the ring's virtual time. */
+    int n;                      /* Busy rings, or 0 if the ring is not a
+                                 * member (any more). */
 };
 
 enum daqring_share_claim daqring_share_claim(struct daqring_share *,
                                              unsigned int slot, uint64_t now,
-                                             int64_t *grant);
-void daqring_share_return(struct daqring_share *, int64_t left);
+                                             struct daqring_share_grant *);
+void daqring_share_charge(struct daqring_share *, unsigned int slot,
+                          const struct daqring_share_grant *, int64_t spent);
 void daqring_share_idle(struct daqring_share *, unsigned int slot);
 uint64_t daqring_share_deadline(struct daqring_share *,
                                 enum daqring_share_claim, uint64_t now);

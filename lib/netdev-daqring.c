@@ -2195,11 +2195,11 @@ netdev_daqring_rxq_defer(struct netdev_rxq_daqring *rx, uint64_t deadline)
  * at most 'max-burst' packets per poll, as long as the bucket holds
  * tokens.  Each packet's cost is computed once, when it is taken.
  *
- * A daqring that shares its egress ('egress-max-rate') also needs its turn
- * and the tokens of the egress's shared bucket: it claims the bucket's
- * level (see daqring_share_claim()), packets leave while both its own
- * bucket (if it has 'max-rate') and the claim hold tokens, and what is
- * left of the claim goes back to the shared bucket.
+ * A daqring that shares its egress ('egress-max-rate') also needs the
+ * tokens of the egress's shared bucket, and its fair share of them: it
+ * claims a budget (see daqring_share_claim()), packets leave while both
+ * its own bucket (if it has 'max-rate') and the budget hold tokens, and
+ * the share is charged for what left (daqring_share_charge()).
  *
  * The packets are prepared to enter the datapath again (see
  * netdev_daqring_reenter()), unless the datapath sends them straight to
@@ -2216,7 +2216,8 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     struct daqring_share *share;
     unsigned int avail = 0;
     uint64_t bytes = 0, occupancy, value, now = 0;
-    int64_t budget = 0, own = 0, grant = 0, start = 0;
+    struct daqring_share_grant grant = { .budget = 0 };
+    int64_t budget = 0, own = 0, start = 0;
     enum dp_packet_source source;
     bool mixed = false;
     uint32_t burst;
@@ -2231,8 +2232,8 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     atomic_read_relaxed(&dev->admin_up, &up);
     if (OVS_UNLIKELY(!ring || !up)) {
         if (s->share) {
-            /* Set down while it waited for its turn: it is not polled
-             * again until set up. */
+            /* Set down: it is not polled again until set up, and no
+             * longer counts among the rings that wait for the share. */
             daqring_share_idle(s->share, s->share_slot);
         }
         netdev_daqring_rxq_idle(dev);
@@ -2263,7 +2264,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
             && !daqring_shaper_admit(&rx->shaping, s, now, &burst,
                                      &budget)) {
             /* A poll of a shaped daqring that has packets but must wait:
-             * for its own shaper, not for a turn of the share. */
+             * for its own shaper, not for the share. */
             COVERAGE_INC(daqring_wait_poll);
             if (share) {
                 daqring_share_idle(share, s->share_slot);
@@ -2277,7 +2278,8 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
 
             claim = daqring_share_claim(share, s->share_slot, now, &grant);
             if (claim != DAQRING_SHARE_GRANTED) {
-                /* The egress's other daqrings have its rate, or the turn. */
+                /* The egress's other daqrings have its rate, or this one
+                 * is ahead of its share of it. */
                 COVERAGE_INC(daqring_wait_poll);
                 atomic_read_relaxed(&dev->egress_share_waits, &value);
                 atomic_store_relaxed(&dev->egress_share_waits, value + 1);
@@ -2287,7 +2289,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
             }
             /* Packets leave while both buckets hold tokens. */
             own = budget;
-            budget = s->rate ? MIN(own, grant) : grant;
+            budget = s->rate ? MIN(own, grant.budget) : grant.budget;
             start = budget;
         }
     }
@@ -2317,7 +2319,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     }
     if (!n) {
         if (share) {
-            daqring_share_return(share, grant);
+            /* Nothing left: nothing to charge. */
             daqring_share_idle(share, s->share_slot);
         }
         daqring_shaper_idle(&rx->shaping);
@@ -2357,7 +2359,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
      * that netdev_daqring_split_batch() put back got theirs back. */
     if (share) {
         /* 'budget' went down from 'start' by the cost of what left. */
-        daqring_share_return(share, grant - (start - budget));
+        daqring_share_charge(share, s->share_slot, &grant, start - budget);
         budget = own - (start - budget);
     }
     if ((s->interval || s->rate)
@@ -2397,7 +2399,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
                         : rx->shaping.tokens <= 0)) {
         /* The rest waits for the shaper: defer now rather than at the
          * next poll, which would find nothing to do.  (A ring that shares
-         * its egress just emptied the shared bucket, unless it was short of
+         * its egress spent its share's budget, unless it was short of
          * packets or of its own tokens: it finds out at its next poll.) */
         netdev_daqring_rxq_defer(
             rx, daqring_shaper_deadline(&rx->shaping, s, now));

@@ -787,7 +787,8 @@ poll_shared(struct sharer *r, uint64_t now)
 {
     const struct daqring_shaper *cs = daqring_share_shaper(r->share);
     size_t avail = r->b.n - r->b.next;
-    int64_t budget = 0, grant, start;
+    struct daqring_share_grant grant;
+    int64_t budget = 0, start;
     uint32_t burst = r->s->max_burst;
     uint64_t bits = 0;
     size_t n;
@@ -807,8 +808,8 @@ poll_shared(struct sharer *r, uint64_t now)
         r->waits++;
         return 0;
     }
-    CHECK(grant > 0, "granted %"PRId64, grant);
-    start = r->s->rate ? MIN(budget, grant) : grant;
+    CHECK(grant.budget > 0, "granted %"PRId64, grant.budget);
+    start = r->s->rate ? MIN(budget, grant.budget) : grant.budget;
     budget = start;
     n = daqring_shaper_take(cs, &budget, backlog_head(&r->b),
                             MIN(avail, burst));
@@ -816,7 +817,7 @@ poll_shared(struct sharer *r, uint64_t now)
         daqring_shaper_charge(&r->st, r->s, now, n,
                               r->st.tokens - (start - budget));
     }
-    daqring_share_return(r->share, grant - (start - budget));
+    daqring_share_charge(r->share, r->slot, &grant, start - budget);
     for (size_t i = 0; i < n; i++) {
         bits += (MAX(dp_packet_size(backlog_head(&r->b)[i]),
                      DAQRING_MIN_FRAME_LEN) + 24) * 8;
@@ -1132,8 +1133,9 @@ test_share_retune(void)
                                       .frame_overhead = 24 };
     struct daqring_share_params q = p, got;
     struct daqring_share *a, *b, *x;
+    struct daqring_share_grant grant;
     unsigned int sa, sb, sx, n;
-    int64_t depth, grant, level;
+    int64_t depth, level;
     char *error = NULL;
 
     a = daqring_share_join("eth-r", "a", &p, TEST_HZ, 0, NULL, &sa, &error);
@@ -1143,8 +1145,9 @@ test_share_retune(void)
     /* Half the bucket goes. */
     depth = daqring_share_shaper(a)->depth;
     CHECK(daqring_share_claim(a, sa, 0, &grant) == DAQRING_SHARE_GRANTED
-          && grant == depth, "granted %"PRId64" of %"PRId64, grant, depth);
-    daqring_share_return(a, depth / 2);
+          && grant.budget == depth, "granted %"PRId64" of %"PRId64,
+          grant.budget, depth);
+    daqring_share_charge(a, sa, &grant, depth - depth / 2);
 
     /* a asks for 160 Mbit/s first: b does not yet, the rate stays. */
     q.max_rate = 160000000;
@@ -1178,9 +1181,9 @@ test_share_retune(void)
     CHECK(x == a && !error, "a refused once b agreed: %s", error);
     daqring_share_unref(x);
     CHECK(daqring_share_claim(b, sb, 0, &grant) == DAQRING_SHARE_GRANTED
-          && grant == depth / 2, "level %"PRId64" after the change, was "
-          "%"PRId64, grant, depth / 2);
-    daqring_share_return(b, grant);
+          && grant.budget == depth / 2, "level %"PRId64" after the change, "
+          "was %"PRId64, grant.budget, depth / 2);
+    daqring_share_charge(b, sb, &grant, 0);
 
     /* A shallower bucket: the level is at most its depth. */
     q.max_burst_bytes = 4 * 1542;
@@ -1194,9 +1197,9 @@ test_share_retune(void)
     level = daqring_share_shaper(a)->depth;
     CHECK(level < depth / 2, "depth %"PRId64, level);
     CHECK(daqring_share_claim(b, sb, 0, &grant) == DAQRING_SHARE_GRANTED
-          && grant == level, "level %"PRId64" above the depth %"PRId64,
-          grant, level);
-    daqring_share_return(b, grant);
+          && grant.budget == level, "level %"PRId64" above the depth "
+          "%"PRId64, grant.budget, level);
+    daqring_share_charge(b, sb, &grant, 0);
     x = daqring_share_join("eth-r", "a", &q, TEST_HZ, 0, a, &sa, &error);
     CHECK(x == a && !error, "a refused once b agreed: %s", error);
     daqring_share_unref(x);
@@ -1241,6 +1244,113 @@ test_share_retune(void)
     daqring_share_unref(b);
 }
 
+/* Issue 49 item 5: fairness and work conservation at high rates. */
+
+/* Like sharer_init_egress(), with frames of 'len' bytes. */
+static void
+sharer_init_len(struct sharer *r, const char *egress, const char *name,
+                uint64_t egress_rate, size_t len)
+{
+    sharer_init_egress(r, egress, name, egress_rate, SIZE_MAX);
+    backlog_destroy(&r->b);
+    backlog_init(&r->b, SIZE_MAX, len);
+}
+
+/* Two backlogged rings of one egress whose threads poll them at very
+ * different rates: ring a every 'fast' cycles, ring b every 10 x 'fast'
+ * (offset by half a 'fast', as another thread's polls are), at 10 and 100
+ * Gbit/s, where the bucket's depth (32 full-size frames, 39 us at 10
+ * Gbit/s, 3.9 us at 100 Gbit/s) is less than two of ring b's poll gaps.
+ * After a warm-up, over 20 ms: each ring gets half the egress's rate to
+ * within 10%, and together they get its rate to within 1%.  (Each ring's
+ * half per poll of ring b, 20 frames of 1500 bytes, is within its
+ * max-burst.)  With one bucket of tokens claimed whole by whichever ring
+ * found it positive, and turns only at an empty bucket, the shares
+ * followed the poll rates and ring b's turns idled the egress. */
+static void
+test_share_poll_rates(void)
+{
+    static const struct {
+        uint64_t rate;          /* Egress rate, bit/s. */
+        uint64_t fast;          /* Poll gap of ring a, TSC cycles. */
+    } cases[] = {
+        { UINT64_C(10000000000), 5 * US },
+        { UINT64_C(100000000000), US / 2 },
+    };
+
+    for (size_t k = 0; k < ARRAY_SIZE(cases); k++) {
+        const uint64_t rate = cases[k].rate, fast = cases[k].fast;
+        const uint64_t slow = 10 * fast, step = fast / 2;
+        const uint64_t warm = 2 * TEST_HZ / 1000, end = warm + TEST_HZ / 50;
+        uint64_t a0 = 0, b0 = 0, a, b, total, want;
+        struct sharer r[2];
+
+        sharer_init_len(&r[0], "eth-rates", "ring-a", rate, 1500);
+        sharer_init_len(&r[1], "eth-rates", "ring-b", rate, 1500);
+        for (uint64_t now = step; now <= end; now += step) {
+            if (now % fast == 0) {
+                poll_shared(&r[0], now);
+            }
+            if (now % slow == step) {
+                poll_shared(&r[1], now);
+            }
+            if (now == warm) {
+                a0 = r[0].bits;
+                b0 = r[1].bits;
+            }
+        }
+        a = r[0].bits - a0;
+        b = r[1].bits - b0;
+        total = a + b;
+        want = (end - warm) * rate / TEST_HZ;
+        CHECK(a * 100 >= total / 2 * 90 && b * 100 >= total / 2 * 90,
+              "at %"PRIu64" bit/s, the ring polled every %"PRIu64" ns got "
+              "%"PRIu64" bits, the one polled every %"PRIu64" ns %"PRIu64
+              " (not within 10%% of equal)", rate, fast, a, slow, b);
+        CHECK(total * 100 >= want * 99 && total * 100 <= want * 101,
+              "at %"PRIu64" bit/s, the two rings released %"PRIu64" bits "
+              "in 20 ms, %.2f%% of the egress's rate", rate, total,
+              100.0 * total / want);
+        sharer_destroy(&r[0]);
+        sharer_destroy(&r[1]);
+    }
+}
+
+/* A backlogged ring whose thread stops polling it (with no chance to say
+ * so) keeps no more than the bucket's depth from the other: after that,
+ * the other gets the whole rate, to within 1%, however often its thread
+ * polls it. */
+static void
+test_share_unpolled(void)
+{
+    const uint64_t rate = UINT64_C(10000000000);
+
+    for (uint64_t gap = US; gap <= 8 * US; gap *= 8) {
+        const uint64_t stop = TEST_HZ / 1000, warm = 2 * stop;
+        const uint64_t end = warm + TEST_HZ / 50;
+        uint64_t b0 = 0, want;
+        struct sharer r[2];
+
+        sharer_init_len(&r[0], "eth-unpolled", "ring-a", rate, 1500);
+        sharer_init_len(&r[1], "eth-unpolled", "ring-b", rate, 1500);
+        for (uint64_t now = gap; now <= end; now += gap) {
+            if (now < stop) {
+                poll_shared(&r[0], now);
+            }
+            poll_shared(&r[1], now);
+            if (now == warm) {
+                b0 = r[1].bits;
+            }
+        }
+        want = (end - warm) * rate / TEST_HZ;
+        CHECK((r[1].bits - b0) * 100 >= want * 99, "polled every %"PRIu64
+              " ns, ring b got %"PRIu64" bits of %"PRIu64" while ring a "
+              "was not polled", gap, r[1].bits - b0, want);
+        sharer_destroy(&r[0]);
+        sharer_destroy(&r[1]);
+    }
+}
+
 static void
 run_tests(struct ovs_cmdl_context *ctx OVS_UNUSED)
 {
@@ -1266,6 +1376,8 @@ run_tests(struct ovs_cmdl_context *ctx OVS_UNUSED)
         { "share-stale-turn", test_share_stale_turn },
         { "share-member-slot", test_share_member_slot },
         { "share-retune", test_share_retune },
+        { "share-poll-rates", test_share_poll_rates },
+        { "share-unpolled", test_share_unpolled },
     };
     const char *only = ctx->argc > 1 ? ctx->argv[1] : NULL;
     bool ran = false;
