@@ -771,3 +771,64 @@ def test_the_agent_reports_while_its_planner_commit_hangs(
     assert a.plan_what.startswith("failed: unix:none: the plan "
                                   "transaction timed out"), a.plan_what
     assert db.sent[2].status == Txn.ABORTED
+
+
+def test_a_link_change_is_not_held_back_by_another_report(
+        monkeypatch: Any) -> None:
+    """A link that goes down 50 ms after a report of something else (a
+    ring's counters, a heartbeat) is reported in the round that sees
+    it: the limit of one link report per INTERVAL_MIN counts from the
+    last report of a link change (it counted from any report, and the
+    agent then slept until its next interval, a second later).  A
+    change within INTERVAL_MIN of the last link report waits for that
+    limit, and wait() wakes the agent for it."""
+    from ovs_daqring.fabric import agent as fa
+    from ovs_daqring.fabric.node import INTERVAL_MIN
+
+    class Clock:
+        now = 100.0
+
+        def monotonic(self) -> float:
+            return self.now
+    clock = Clock()
+    monkeypatch.setattr(fa, "time", clock, raising=False)
+    a = fa.Agent.__new__(fa.Agent)
+    written: List[Dict[str, str]] = []
+    links = {"up1": "up"}
+    a.report_txn = None
+    a.fabric_up = lambda: True                   # type: ignore
+    a.interval = 1.0
+    a.next_report = clock.now + 0.95
+    a.last_report = clock.now - 0.05
+    a.reported_links = dict(links)
+    a.reported_links_written = dict(links)
+    a.rec = SimpleNamespace(db=SimpleNamespace(
+        idl=SimpleNamespace(wait=lambda p: None)))
+    a.error = a.fabric_note = a.planner = None
+    a.failed_gen = None
+    a.applied_gen = 1
+    a.bfd = {}
+    a.links_now = lambda: dict(links)          # type: ignore
+    a.local_view = lambda: (dict(links), {})   # type: ignore
+    a.node_columns = lambda *args: {}          # type: ignore
+    a.write_report = (                          # type: ignore
+        lambda cols, lk, now: written.append(lk))
+    links["up1"] = "down"
+    a.report()
+    assert written == [{"up1": "down"}]
+    # Back up 30 ms later: held back until INTERVAL_MIN after the last
+    # link report, and woken then.
+    clock.now += 0.03
+    links["up1"] = "up"
+    a.report()
+    assert len(written) == 1
+    a.fabric = SimpleNamespace(idl=SimpleNamespace(wait=lambda p: None))
+    a.watch = a.want = a.unplanned = None
+    a.report_deadline = lambda poller: clock.now + 1.0  # type: ignore
+    poller = FakePoller()
+    a.wait(poller)
+    assert poller.timeout == round((INTERVAL_MIN - 0.03) * 1000), \
+        poller.timeout
+    clock.now += INTERVAL_MIN
+    a.report()
+    assert written[-1] == {"up1": "up"}

@@ -103,6 +103,8 @@ class Agent(SwitchHold):
     plan_round: Optional[float] = None
     slice_read: Optional[float] = None
     reported_links_written: Optional[Dict[str, str]] = None
+    # When (time.monotonic()) a report last changed the links.
+    last_links_report = 0.0
 
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__(args, args.node)
@@ -239,9 +241,14 @@ class Agent(SwitchHold):
         if now < self.next_report:
             # A link that changes state (its carrier, its BFD session) is
             # reported at once, not an interval later: the planner moves
-            # the DCMs that crossed it.
+            # the DCMs that crossed it.  At most one such report per
+            # INTERVAL_MIN (a flapping link), counted from the last
+            # report that changed the links, not from any report (a ring
+            # counter's or a heartbeat just before would hold a failure
+            # back: until the next interval, as wait() had no deadline
+            # for it).
             if (self.reported_links is None
-                    or now < self.last_report + INTERVAL_MIN
+                    or now < self.last_links_report + INTERVAL_MIN
                     or self.links_now() == self.reported_links):
                 return
         self.next_report = now + self.interval
@@ -269,6 +276,7 @@ class Agent(SwitchHold):
         old = self.reported_links_written
         self.write_report(cols, links if looked else None, now)
         if looked and old is not None and links != old:
+            self.last_links_report = now
             vlog.info("%slinks reported: %s (seen %s)" % (
                 PATH, links_diff(old, links), _ago(self.links_seen, now)))
             self.links_sent = (self.links_seen if self.links_seen
@@ -444,6 +452,9 @@ class Agent(SwitchHold):
             # A change of the switch's flows (run() looks at once).
             poller.fd_wait(fd, ovs.poller.POLLIN)
         deadlines = [self.report_deadline(poller)]
+        if self.links_seen is not None and self.report_txn is None:
+            # A link's change held back by INTERVAL_MIN (report()).
+            deadlines.append(self.last_links_report + INTERVAL_MIN)
         if self.want is not None:
             deadlines.append(self.next_check)
         due = self.plan_wait_until()
