@@ -27,7 +27,15 @@ processes and ephemeral ports:
               which only patch 0025 changes (test_rbac.py, not so
               marked, checks that on every base): CI runs it on the
               default base only (.ci/run), "make check-base-BASE" on
-              every base.
+              every base;
+  default_base_in_ci  (with every_base) it drives the base's
+              ovs-vswitchd too, but checks only our control plane over
+              it (the fabric agents' locks, reconnects, SSL, options,
+              a node the map does not know): what of the base it meets
+              the other every_base tests check on every base, so CI runs
+              it on the default base only, as the system suite's incast
+              tests so keyworded (.ci/run); "make check-base-BASE" runs
+              it on every base.
 
 With pytest-xdist (build-aux/run-checks runs "-n 2 --dist loadgroup"),
 the tests marked "machine" stay one at a time, in order, on one worker;

@@ -74,8 +74,9 @@ PYTHON_SOURCES = utilities/daq-incast utilities/ovs-daqctl \
 # daqrings themselves the system suite.  OVS's regression areas run on
 # every base with "make check"; CI runs each on one base (.ci/run).  CI
 # also leaves to the default base the system suite's incast tests
-# keyworded default_base_in_ci and the pytest files marked ovsdb_only
-# (.ci/run says why); "make check-base-BASE" runs them.
+# keyworded default_base_in_ci and the pytest files and tests marked
+# ovsdb_only or default_base_in_ci (.ci/run says why); "make
+# check-base-BASE" runs them.
 PYTEST_MARK ?=
 
 check: all

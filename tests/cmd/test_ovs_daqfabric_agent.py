@@ -726,6 +726,7 @@ def test_move_between_planes_changes_flows_only(tmp_path: Path) -> None:
         f.stop()
 
 
+@pytest.mark.default_base_in_ci
 def test_unknown_node_leaves_its_switch_alone(fabric: Fabric,
                                               tmp_path: Path) -> None:
     node = fabric.nodes["spine1"]
@@ -808,6 +809,7 @@ def test_switch_that_failed_its_slice_applies_it_later(
     assert node.agent_status()["failed_generation"] == "-"
 
 
+@pytest.mark.default_base_in_ci
 def test_one_agent_down_others_unaffected_converges_on_restart(
         fabric: Fabric, tmp_path: Path) -> None:
     """An agent that stops: its switch keeps forwarding what it had,
@@ -1045,6 +1047,7 @@ def test_switch_configuration_count(fabric: Fabric) -> None:
         db.close()
 
 
+@pytest.mark.default_base_in_ci
 @pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)
 def test_agent_says_when_the_database_is_unreachable(
         fabric: Fabric, tmp_path: Path) -> None:
@@ -1093,6 +1096,7 @@ def test_agent_says_when_the_database_is_unreachable(
     assert "fabric database: connected to" in Path(node.log).read_text()
 
 
+@pytest.mark.default_base_in_ci
 def test_planner_agent_killed_another_takes_over(
         fabric: Fabric, tmp_path: Path) -> None:
     """The planner's agent (a spine's: the ROS leaf's agent is no
@@ -1127,6 +1131,7 @@ def test_planner_agent_killed_another_takes_over(
              WAIT_S)
 
 
+@pytest.mark.default_base_in_ci
 def test_daemon_options_and_bad_arguments(tmp_path: Path) -> None:
     d = tempfile.mkdtemp(prefix="dqa.", dir="/tmp")
     pidfile = os.path.join(d, "agent.pid")
@@ -1335,6 +1340,7 @@ def ssl_fabric() -> Iterator[Fabric]:
         f.stop()
 
 
+@pytest.mark.default_base_in_ci
 def test_fabric_database_over_ssl(ssl_fabric: Fabric,
                                   tmp_path: Path) -> None:
     """The fabric database over ssl: only (Raft between its members too),
