@@ -529,9 +529,45 @@ def test_leader_killed_at_commit(cluster: Cluster, tmp_path: Path,
     assert got["generation"] == 1 and got["state"] == state_json(state)
 
 
+def test_status_judges_liveness_by_its_own_clock(cluster: Cluster) -> None:
+    """fabric status: a node is up when a report of it arrives while the
+    command listens, whatever the row's 'updated' (its writer's wall
+    clock) says: a stopped agent whose clock ran a minute ahead is not
+    up (it was before: its report looked fresh), and an agent that
+    reports, with its clock an hour behind, is (it was DOWN)."""
+    import threading
+    remotes = cluster.remotes()
+    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
+                  remotes).returncode == 0
+    _report(remotes, "spine1", 1, -60 * 1000, interval=500)
+    stop = threading.Event()
+
+    def reporter() -> None:
+        while not stop.is_set():
+            _report(remotes, "spine2", 1, 3600 * 1000, interval=500)
+            stop.wait(0.1)
+    t = threading.Thread(target=reporter, daemon=True)
+    t.start()
+    try:
+        time.sleep(0.5)
+        p = daqctl("fabric", "status", "--json", "--db", remotes)
+    finally:
+        stop.set()
+        t.join()
+    assert p.returncode == 0, p.stderr
+    nodes = {n["switch"]: n for n in json.loads(p.stdout)["fabric"]["nodes"]}
+    assert nodes["spine1"]["up"] is False, nodes["spine1"]
+    assert nodes["spine1"]["liveness"] == "silent"
+    assert nodes["spine2"]["up"] is True, nodes["spine2"]
+    p = daqctl("fabric", "status", "--db", remotes)
+    line = next(ln for ln in p.stdout.splitlines() if " spine1 " in ln)
+    assert "SILENT" in line, p.stdout
+    assert "not heard from for" in p.stdout
+
+
 def _report(remote: str, node: str, generation: int, age_ms: int,
-            failed: Optional[int] = None, error: Optional[str] = None
-            ) -> None:
+            failed: Optional[int] = None, error: Optional[str] = None,
+            interval: int = 60000) -> None:
     """Writes a Node row as an agent would ('failed': the generation
     whose apply failed, with 'error')."""
     from ovs_daqring.fabric.db import now_ms
@@ -543,7 +579,7 @@ def _report(remote: str, node: str, generation: int, age_ms: int,
             r.name = node
             r.agent = "test"
             r.generation = generation
-            r.report_interval = 60000      # up for 3 minutes
+            r.report_interval = interval   # 60 s: up for 3 minutes
             r.updated = now_ms() - age_ms
             r.failed_generation = [] if failed is None else [failed]
             r.error = [] if error is None else [error]

@@ -24,7 +24,7 @@ import socket
 import sys
 import time
 import uuid
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..daqctl.model import (DaqctlError, EXIT_BAD_INPUT, EXIT_FAILED,
                             EXIT_OK)
@@ -159,6 +159,63 @@ def heard_up(db: FabricDb, since: float,
     return out
 
 
+# fabric status listens for the nodes' reports (its own clock: a node is
+# up once a report arrives while it listens) for each node's report
+# interval (the longest; an agent writes its row at least once each)
+# and this margin, STATUS_LISTEN_MAX seconds at most, less once every
+# node has reported.
+STATUS_LISTEN_MARGIN = 0.5
+STATUS_LISTEN_MAX = 5.0
+
+
+def listen_for_reports(db: FabricDb, limit: float) -> Tuple[float, float]:
+    """Runs DB's IDL until every node with a Node row has reported (a
+    row value that arrived after it started), for each node's report
+    interval and STATUS_LISTEN_MARGIN, LIMIT seconds at most.  Returns
+    (since, how long it listened), time.monotonic()'s: heard_up()'s
+    'since' and what a node not heard from was silent for, by this
+    client's clock alone (the rows' 'updated' is the writer's)."""
+    db.root()
+    since = time.monotonic()
+    nodes = db.rows("Node")
+    longest = max((int(n.report_interval) / 1000.0 for n in nodes),
+                  default=0.0)
+    window = min(limit, STATUS_LISTEN_MAX, longest + STATUS_LISTEN_MARGIN)
+
+    def all_heard() -> bool:
+        return all((db.idl.heard_at.get(n.name) or (0, 0.0))[1] > since
+                   for n in db.rows("Node"))
+    if nodes and window > 0:
+        try:
+            db.run_until(all_heard, "the nodes' reports", window)
+        except DaqctlError:
+            if db.unreachable() is not None:
+                raise
+    return since, time.monotonic() - since
+
+
+def listened_view(db: FabricDb, since: float, listened: float
+                  ) -> List[Dict[str, Any]]:
+    """node_view() by this client's clock alone (listen_for_reports()'s
+    SINCE and LISTENED): up if a report arrived while it listened, else
+    "silent" if it listened for longer than the node's report interval
+    (its agent writes the row at least that often: stopped, or late),
+    else "unknown"; never by the age of the row's 'updated', the
+    writer's clock (another host's, which may be ahead or behind)."""
+    up = heard_up(db, since)
+    out = node_view(db, now_ms(), {n.name: bool(up.get(n.name))
+                                   for n in db.rows("Node")})
+    for v in out:
+        if v["up"] or v["generation"] is None:
+            v["liveness"] = "up" if v["up"] else "no agent"
+            continue
+        silent = listened >= v["report_interval_ms"] / 1000.0
+        v["up"] = False
+        v["liveness"] = "silent" if silent else "unknown"
+        v["silent_s"] = round(listened, 3)
+    return out
+
+
 def node_view(db: FabricDb, now: int,
               heard: Optional[Dict[str, bool]] = None
               ) -> List[Dict[str, Any]]:
@@ -198,7 +255,9 @@ def _report(n: Any, now: int, up: Optional[bool] = None) -> Dict[str, Any]:
         up=(age <= UP_INTERVALS * int(n.report_interval)
             if up is None else up),
         generation=int(n.generation), agent=n.agent,
-        age_ms=age, links=dict(n.links), bfd=dict(n.bfd),
+        # (By the writer's clock: shown, never judged by fabric status.)
+        age_ms=age, report_interval_ms=int(n.report_interval),
+        links=dict(n.links), bfd=dict(n.bfd),
         rings={r: {"occupancy": n.ring_occupancy.get(r),
                    "high_watermark": n.ring_high_watermark.get(r),
                    "drops": n.ring_drops.get(r)}
@@ -345,7 +404,11 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
     db = FabricDb(_remote(args), args.timeout)
     try:
         fab = db.root()
-        nodes = node_view(db, now_ms())
+        # Up or not by this command's clock alone: the reports that
+        # arrive while it listens (listen_for_reports()).
+        since, listened = listen_for_reports(db, args.timeout)
+        fab = db.root()
+        nodes = listened_view(db, since, listened)
         asg = db.assignments()
         st = db.state()
         bad = db.row_errors()
@@ -402,6 +465,10 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
                      if bfd else "",
                      ", %d rings" % len(n["rings"]) if n.get("rings")
                      else ""))
+        if n.get("silent_s") is not None:
+            out.write("           not heard from for %.1f s by this "
+                      "command's clock (it reports every %.1f s)\n"
+                      % (n["silent_s"], n["report_interval_ms"] / 1000.0))
         if n.get("error"):
             out.write("".join("           %s\n" % line for line in
                               ("error: " + n["error"]).splitlines()))
@@ -460,7 +527,10 @@ def ring_lines(rings: Dict[str, Dict[str, Any]], limit: int) -> List[str]:
 def _liveness(n: Dict[str, Any]) -> str:
     if n["up"]:
         return "up"
-    return "no agent" if n["generation"] is None else "DOWN"
+    if n["generation"] is None:
+        return "no agent"
+    return {"silent": "SILENT", "unknown": "unknown"}.get(
+        n.get("liveness", ""), "DOWN")
 
 
 def cmd_fabric_plan(args: argparse.Namespace) -> int:
