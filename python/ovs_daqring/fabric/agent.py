@@ -492,6 +492,9 @@ class Agent(SwitchHold):
             "state_file": self.cache_path,
             "applies": self.n_applies,
             "checks": dict(self.n_checks),
+            # Bundles through an ovs-ofctl started ahead, and not
+            # (warmofctl.py).
+            "bundles": self.bundle_counts(),
             "flow_monitor": ("-" if self.watch is None else "%s (started "
                              "%d times)" % ("up" if self.watch.ready
                                             else "starting",

@@ -40,6 +40,7 @@ from ..daqctl.reconcile import Reconciler
 from .flows import dcm_of_json, route_ports, route_table
 from .node import PROG, NodeBase, vlog
 from .statefile import load_cache, save_cache
+from .warmofctl import WarmOpenFlow
 
 # --full-check-every's default: of the switch's checks every --interval,
 # one in this many dumps and compares every flow, group and port; those
@@ -192,6 +193,8 @@ class SwitchHold(NodeBase):
             self.failed_links = None
             self.rec = Reconciler(spec, self.args, _Log(), SWITCH_COLUMNS)
             self.rec.manage_groups = True
+            # Bundles through an ovs-ofctl started ahead (warmofctl.py).
+            self.rec.of = WarmOpenFlow(self.rec.of, self.spare_key)
             self.watch = FlowWatch(self.rec.of)
         return self.rec
 
@@ -202,8 +205,35 @@ class SwitchHold(NodeBase):
             self.watch.stop()
             self.watch = None
         if self.rec is not None:
+            if isinstance(self.rec.of, WarmOpenFlow):
+                self.rec.of.close()
             self.rec.close()
             self.rec = None
+
+    def spare_key(self) -> Any:
+        """What a spare ovs-ofctl (warmofctl.py) is good for: the
+        switch's configuration as the agent's IDL last saw it changed
+        (its port names and numbers among it), on this connection to
+        it and this run of ovs-vswitchd (the flow monitor's starts)."""
+        if self.rec is None:
+            return None
+        return (id(self.rec.db), self.rec.db.config_seqno,
+                self.watch.started if self.watch is not None else None)
+
+    def bundle_counts(self) -> Dict[str, int]:
+        """The bundles sent through a spare ovs-ofctl ("warm") and a new
+        one ("cold") on this connection to the switch."""
+        of = self.rec.of if self.rec is not None else None
+        if not isinstance(of, WarmOpenFlow):
+            return {"warm": 0, "cold": 0}
+        return {"warm": of.warm_bundles, "cold": of.cold_bundles}
+
+    def warm(self) -> None:
+        """A spare ovs-ofctl for the next bundle, once the switch holds
+        its slice (WarmOpenFlow.warm())."""
+        if (self.rec is not None and self.error is None
+                and isinstance(self.rec.of, WarmOpenFlow)):
+            self.rec.of.warm()
 
     def set_bfd(self, rec: Reconciler) -> None:
         """Makes Interface:bfd of the switch's link ports the fabric's
@@ -539,6 +569,7 @@ class SwitchHold(NodeBase):
                     self.n_checks["counted"] += 1
                 self.restore_wait(rec)
                 self.held(want, text)
+                self.warm()
                 return
             if not (new_slice and not restarted and self.error is None
                     and self.flow_count is not None
@@ -589,6 +620,7 @@ class SwitchHold(NodeBase):
                          want["generation"])
             return
         self.held(want, text)
+        self.warm()
 
     def held(self, want: Dict[str, Any], text: str) -> None:
         """The switch holds slice 'want' ('text': its slice as JSON)."""
