@@ -1225,3 +1225,36 @@ def test_a_killed_spines_bfd_packets_are_not_lost_host_frames() -> None:
         "frames": 25, "reason": "received, not sent on (socket buffer or "
         "ovs-vswitchd)", "control_frames": {"received": 72, "sent": 5}}}, d
     assert d["balance"]["balanced"] and d["overcounted"] == 0, d
+
+
+def test_the_routes_are_not_sampled_during_the_reroute() -> None:
+    """--failover samples the routes through the failed spine (two
+    ovs-ofctl per watched leaf) before the failure, then not before
+    ROUTES_QUIET after it: at once, the samples took the shared core
+    the reroute they measure needed."""
+    from ovs_daqring.incast.fabric import failover as fo
+    from ovs_daqring.process import Cleanup
+    c = cfg("--ros", "1", "--dcms", "1", "--spines", "2", "--failover",
+            "1/3")
+    p = make_fabric_plan(77, c)
+    f = fo.Failover((0.05, 60.0), p, {}, {}, resolve_target(p, ""), [0],
+                    Cleanup())
+    calls: List[float] = []
+
+    def routes() -> int:
+        calls.append(time.monotonic() - f.t0)
+        return 1
+    f.uplink_routes = routes                    # type: ignore
+    f.fail = lambda down: None                  # type: ignore
+    f.retrans = lambda: 0                       # type: ignore
+    f.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(calls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        f.halt.set()
+        f.join(10)
+    down = f.events["down"]
+    assert calls[0] <= down, (calls, down)
+    assert calls[1] >= down + fo.ROUTES_QUIET, (calls, down)

@@ -30,6 +30,11 @@ from .routes import fabric_flows, no_flood_ports
 # --failover: seconds between samples of the TCP counters and the routes,
 # and the width of the goodput timeline's bins.
 FAILOVER_SAMPLE = 0.1
+# --failover: seconds after the failure before the first sample of the
+# routes.  Each sample runs two ovs-ofctl per watched leaf (six in all)
+# on the shared core: at once after the failure, they took the CPU that
+# the reroute they measure needed (the planner's target is 100 ms).
+ROUTES_QUIET = 0.15
 # --failover: seconds past the hold-down that a mode whose events ended
 # waits for the DCMs to be routed home again.
 FAILOVER_SETTLE = 15
@@ -394,6 +399,7 @@ class Failover(threading.Thread):
                 # path's, bench/fabric_path.py.)
                 self.down_wall = time.time()
                 self.fail(True)
+                next_routes = t + ROUTES_QUIET
             elif ("down" in self.events and "up" not in self.events
                   and t >= self.up_at):
                 t = self.events["up"] = time.monotonic() - self.t0
