@@ -42,3 +42,27 @@ def test_the_counter_counts_bfd_packets_only() -> None:
         if p.stdin is not None:
             p.stdin.close()
         p.wait(10)
+
+
+def test_the_control_plane_runs_ahead_of_the_hosts() -> None:
+    """The emulated fabric's agents and database members start at
+    CONTROL_NICE (procs._preexec()), and control_priority() sets a
+    running process's threads to it: on the shared core, the failover's
+    critical path does not wait behind the incast's hosts."""
+    from ovs_daqring.incast.fabric import procs
+    assert procs.CONTROL_NICE < 0
+    code = "import os; print(os.getpriority(os.PRIO_PROCESS, 0))"
+    out = subprocess.run([sys.executable, "-c", code], check=True,
+                         capture_output=True, text=True,
+                         preexec_fn=procs._preexec(
+                             sorted(os.sched_getaffinity(0)),
+                             procs.CONTROL_NICE)).stdout
+    assert int(out) == procs.CONTROL_NICE
+    p = subprocess.Popen([sys.executable, "-c",
+                          "import sys; sys.stdin.read()"],
+                         stdin=subprocess.PIPE)
+    try:
+        procs.control_priority(p.pid)
+        assert os.getpriority(os.PRIO_PROCESS, p.pid) == procs.CONTROL_NICE
+    finally:
+        p.communicate(b"")
