@@ -123,9 +123,10 @@ def test_the_critical_path_from_the_agents_logs() -> None:
                      "now)\n"
                      "2025-12-02T15:23:20.020Z|00043|ovs-daqfabric-agent|"
                      "INFO|something else\n",
-        "hlt-leaf": "2025-12-02T15:23:20.045Z|00101|ovs-daqfabric-agent|"
-                    "INFO|fabric path: planner: plan sent: 2 assignments "
-                    "changed (round 3.0 ms)\n"
+        # (The format the emulator's agents log with.)
+        "hlt-leaf": "2025-12-02T15:23:20.045Z | 101 | ovs-daqfabric-agent "
+                    "| INFO | fabric path: planner: plan sent: 2 "
+                    "assignments changed (round 3.0 ms)\n"
                     "2025-12-02T15:23:25.000Z|00102|ovs-daqfabric-agent|"
                     "INFO|fabric path: much later\n"}
     got = ff.critical_path(logs, down)

@@ -78,8 +78,8 @@ PLANNER_MS = 100.0
 SLOWEST = 2.0
 # The agents' log lines that trace a failover's critical path
 # (fabric/agent.py's PATH) and how long after the failure they are read.
-PATH_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z\|"
-                       r"(?:[^|]*\|){3}fabric path: (.*)$")
+PATH_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z\s*\|"
+                       r"(?:[^|]*\|){3}\s*fabric path: (.*)$")
 PATH_WINDOW_S = 2.0
 
 
