@@ -300,9 +300,19 @@ def serve_metrics(args: argparse.Namespace, agent: Agent) -> Any:
     def read_pmds() -> List[str]:
         return ask_vswitchd(args.vswitchd, min(5.0, args.timeout))
 
+    def version() -> Any:
+        rec = agent.rec
+        return (id(rec), rec and id(rec.db),
+                rec and rec.db.idl.change_seqno)
+
+    def after_run() -> None:
+        fabric.observe()
+        switch.poke()
+
     switch = DaqringCollector(
         read, lock, log=vlog.warn,
-        read_pmds=None if args.no_pmd_metrics else read_pmds)
+        read_pmds=None if args.no_pmd_metrics else read_pmds,
+        version=version)
     host, port = args.metrics
     try:
         registry = serve_http(switch, host, port)
@@ -311,7 +321,7 @@ def serve_metrics(args: argparse.Namespace, agent: Agent) -> Any:
                            % (args.metrics_address, e.strerror or e), vlog)
     registry.register(fabric)
     vlog.info("metrics on http://%s:%d/metrics" % (host, port))
-    return AgentLock(agent, lock, fabric.observe)
+    return AgentLock(agent, lock, after_run)
 
 
 def run() -> int:

@@ -15,11 +15,11 @@
 
 """ovs-daqring-exporter's entry point (utilities/ovs-daqring-exporter,
 ovs-daqring-exporter(8)): Prometheus metrics of one switch's daqrings
-(ovs_daqring.metrics), read from the switch's OVSDB at each scrape and
-served over HTTP.  main() daemonizes, keeps the OVSDB connection up to
-date, and serves the unixctl command "exit"; run() is main() for the
-executable (an unexpected exception is logged and exits with the status
-that makes --monitor restart the daemon)."""
+(ovs_daqring.metrics), rendered from the replica of the switch's OVSDB
+each time it changes and served over HTTP.  main() daemonizes, keeps the
+OVSDB connection up to date, and serves the unixctl command "exit";
+run() is main() for the executable (an unexpected exception is logged
+and exits with the status that makes --monitor restart the daemon)."""
 
 import argparse
 import sys
@@ -65,7 +65,7 @@ RETRY_S = 5.0
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="Prometheus metrics of one ovs-daqring "
-        "switch's daqrings: read from the switch's OVSDB at each scrape "
+        "switch's daqrings: rendered from the switch's OVSDB as it changes "
         "and served on http://ADDRESS/metrics (ovs-daqring-exporter(8), "
         "Documentation/topics/monitoring.rst).")
     p.add_argument("--db", metavar="REMOTE", default=None,
@@ -114,8 +114,9 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 class Exporter:
     """The switch's OVSDB, kept up to date by the main loop (run(),
-    wait()) and read by the scrapes' thread (read()), one at a time
-    ('lock')."""
+    wait()) and read by the collector's render thread (read()), one at
+    a time ('lock'); after_run(), if set, is called after each run(),
+    'lock' held (the collector's poke())."""
 
     def __init__(self, remote: str, timeout: float,
                  vswitchd: str = "") -> None:
@@ -129,6 +130,7 @@ class Exporter:
         self.error = "%s: not connected yet" % remote
         self.retry_at = 0.0
         self.exiting = False
+        self.after_run: Optional[Any] = None
 
     def connect(self) -> None:
         """One attempt; on failure the next one after RETRY_S."""
@@ -157,6 +159,13 @@ class Exporter:
         from ..metrics.collector import ask_vswitchd
         return ask_vswitchd(self.vswitchd, 5.0)
 
+    def version(self) -> Any:
+        """What moves whenever read() would read something new: the
+        connection, its state, the IDL's change count ('lock' held)."""
+        if self.db is None:
+            return (None, self.error)
+        return (id(self.db), self.connected(), self.db.idl.change_seqno)
+
     def read(self) -> List[Any]:
         """The daqrings' readings (RingReading); called with 'lock' held
         (DaqringCollector)."""
@@ -179,9 +188,12 @@ class Exporter:
         if self.db is None:
             if time.monotonic() >= self.retry_at:
                 self.connect()
-            return
-        with self.lock:
-            self.db.idl.run()
+        else:
+            with self.lock:
+                self.db.idl.run()
+        if self.after_run is not None:
+            with self.lock:
+                self.after_run()
 
     def wait(self, poller: Any) -> None:
         if self.db is None:
@@ -214,7 +226,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     exporter = Exporter(args.db, args.timeout, args.vswitchd)
     collector = DaqringCollector(
         exporter.read, exporter.lock, log=vlog.warn,
-        read_pmds=None if args.no_pmd_metrics else exporter.read_pmds)
+        read_pmds=None if args.no_pmd_metrics else exporter.read_pmds,
+        version=exporter.version)
+    exporter.after_run = collector.poke
     try:
         serve(collector, args.host, args.port)
     except OSError as e:

@@ -19,7 +19,7 @@ import errno
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 import ovs.db.idl
 import ovs.dirs
 import ovs.jsonrpc
@@ -31,6 +31,33 @@ from .model import (DaqctlError, Dcm, EXIT_BAD_INPUT, EXT_DCM, EXT_DL_DST,
                     MAX_BURST_DEFAULT, RING_SIZE_DEFAULT)
 from .idlutil import commit_block, opt, run_until
 from .mapfile import parse_tuple
+
+
+def request_reply(rpc: Any, req: Any, deadline: float) -> Tuple[int, Any]:
+    """Sends request REQ on RPC (an ovs.jsonrpc.Connection) and waits for
+    its reply, or its error, until DEADLINE (time.monotonic()): OVS's
+    transact_block() with a deadline, which the library's has not.
+    (0, the reply) or (errno, None): ETIMEDOUT at the deadline.  The one
+    such loop: the OVSDB requests here, the unixctl requests of
+    metrics/collector.py's ask_vswitchd()."""
+    error = rpc.send(req)
+    while not error:
+        rpc.run()
+        error, msg = rpc.recv()
+        if error == errno.EAGAIN:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return errno.ETIMEDOUT, None
+            poller = ovs.poller.Poller()
+            rpc.wait(poller)
+            rpc.recv_wait(poller)
+            poller.timer_wait(int(left * 1000) + 1)
+            poller.block()
+            error = 0
+        elif not error and msg.id == req.id and msg.type in (
+                ovs.jsonrpc.Message.T_REPLY, ovs.jsonrpc.Message.T_ERROR):
+            return 0, msg
+    return error, None
 
 
 # ===================================================================== OVSDB
@@ -140,27 +167,12 @@ class Ovsdb:
 
     def _transact(self, rpc: Any, req: Any, deadline: float,
                   what: str) -> Any:
-        """transact_block() with a deadline: (error, reply to req)."""
-        error = rpc.send(req)
-        while not error:
-            rpc.run()
-            error, msg = rpc.recv()
-            if error == errno.EAGAIN:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise DaqctlError("%s: timed out (%g s) waiting to %s"
-                                      % (self.remote, self.timeout, what))
-                poller = ovs.poller.Poller()
-                rpc.wait(poller)
-                rpc.recv_wait(poller)
-                poller.timer_wait(int(left * 1000) + 1)
-                poller.block()
-                error = 0
-            elif not error and msg.id == req.id and msg.type in (
-                    ovs.jsonrpc.Message.T_REPLY,
-                    ovs.jsonrpc.Message.T_ERROR):
-                return 0, msg
-        return error, None
+        """request_reply(), a timeout said as such: (error, reply)."""
+        error, reply = request_reply(rpc, req, deadline)
+        if error == errno.ETIMEDOUT:
+            raise DaqctlError("%s: timed out (%g s) waiting to %s"
+                              % (self.remote, self.timeout, what))
+        return error, reply
 
     def _schema(self) -> Any:
         """The server's own schema, so that any OVS version works."""

@@ -12,16 +12,30 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The Collector that reads a switch's daqrings at each scrape, and the
-HTTP endpoint that serves it (prometheus_client's own server: the
-exposition format is the library's, never ours)."""
+"""The Collector of a switch's daqrings, the exposition it renders off
+the scrape path, and the HTTP endpoint that serves it (prometheus_client's
+own server and encoders: the exposition format is the library's, never
+ours).
+
+The daqrings' series are rendered once per change of the switch's
+replica, not at each scrape: the daemon's main loop, once its IDL has
+run, calls DaqringCollector.poke(); when the replica's change count
+(version()) has moved, a thread of the collector's reads the rings that
+changed (under the main loop's lock), makes their families and writes
+their text with the library's encoder, in every format a scrape has
+asked for, and publishes the result whole (one reference, replaced).  A
+scrape serves the last exposition published as it is, with the few
+series read at each scrape (the exporter's own, the PMD threads') around
+it: it never waits for the replica's update or for a render, and a
+scrape during a render serves the previous complete exposition."""
 
 import errno
 import os
 import threading
 import time
-from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence,
-                    Tuple)
+from dataclasses import dataclass
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
+                    Sequence, Tuple)
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
@@ -50,9 +64,9 @@ def ask_vswitchd(target: str, timeout: float,
     started per scrape.  ReadError if it cannot be asked in TIMEOUT
     seconds (the library's own client waits for ever)."""
     import ovs.jsonrpc
-    import ovs.poller
     import ovs.stream
     import ovs.unixctl
+    from ..daqctl.ovsdb import request_reply
     error, path = ovs.unixctl.socket_name_from_target(target)
     if error:
         raise ReadError("%s: %s" % (target, path))
@@ -67,24 +81,10 @@ def ask_vswitchd(target: str, timeout: float,
     try:
         for cmd in commands:
             req = ovs.jsonrpc.Message.create_request(cmd, [])
-            error = rpc.send(req)
-            reply = None
-            while not error and reply is None:
-                rpc.run()
-                error, msg = rpc.recv()
-                if error == errno.EAGAIN:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise ReadError("%s: %s: no answer in %g s"
-                                        % (path, cmd, timeout))
-                    poller = ovs.poller.Poller()
-                    rpc.wait(poller)
-                    rpc.recv_wait(poller)
-                    poller.timer_wait(int(left * 1000) + 1)
-                    poller.block()
-                    error = 0
-                elif not error and msg.id == req.id:
-                    reply = msg
+            error, reply = request_reply(rpc, req, deadline)
+            if error == errno.ETIMEDOUT:
+                raise ReadError("%s: %s: no answer in %g s"
+                                % (path, cmd, timeout))
             if error:
                 raise ReadError("%s: %s: %s" % (path, cmd,
                                                 os.strerror(error)))
@@ -97,31 +97,196 @@ def ask_vswitchd(target: str, timeout: float,
     return out
 
 
+@dataclass(frozen=True)
+class Rendered:
+    """One complete exposition of the daqrings, as a render published it
+    (never changed after: a scrape that holds it holds all of it)."""
+    # version() when the replica was read (None: no version()).
+    version: Any
+    # The ReadError's text if the switch could not be read (then no
+    # series), else None.
+    error: Optional[str]
+    # Content type -> the text of the daqrings' families (every METRICS
+    # family but the exporter's own, OpenMetrics without "# EOF").
+    texts: Dict[str, bytes]
+    # The rings' values left out (daqring_exporter_invalid_values).
+    invalid: int
+    # The CPU time of the render (daqring_exporter_render_cpu_seconds).
+    cpu_s: float
+
+
+def encode(encoder: Callable[[Any], bytes], fams: Iterable[Metric],
+           om: bool) -> bytes:
+    """FAMS as ENCODER (prometheus_client's) writes them, without the
+    OpenMetrics "# EOF" (the exposition ends with it once)."""
+    text = encoder(_Families(fams))
+    if om and text.endswith(EOF_LINE):
+        text = text[:-len(EOF_LINE)]
+    return text
+
+
+class _Families:
+    """A registry of some families, for an encoder."""
+
+    def __init__(self, fams: Iterable[Metric]) -> None:
+        self.fams = list(fams)
+
+    def collect(self) -> List[Metric]:
+        return self.fams
+
+
+EOF_LINE = b"# EOF\n"
+
+
+def _openmetrics(ctype: str) -> bool:
+    return ctype.startswith("application/openmetrics-text")
+
+
+def _gauge(name: str, value: float) -> Metric:
+    doc = BY_NAME[name]
+    fam = GaugeMetricFamily(doc.name, doc.help)
+    fam.add_metric([], value)
+    return fam
+
+
 class DaqringCollector:
-    """A prometheus_client collector: at each scrape, read() (under
-    'lock', which the caller shares with whatever else uses the OVSDB
-    connection) gives the daqrings' readings.  A ReadError makes the
-    scrape serve daqring_exporter_ovsdb_up 0 and nothing else; 'log' is
-    told why."""
+    """A switch's daqrings and PMD threads as metrics.
+
+    read() (called under 'lock', which the caller shares with whatever
+    else uses the OVSDB connection: its main loop runs the IDL under it)
+    gives the daqrings' readings, or raises ReadError (the exposition is
+    then daqring_exporter_ovsdb_up 0 and nothing else; 'log' is told
+    why, once while it lasts).
+
+    version() (called under 'lock'), if given, is what changes whenever
+    read() would read something new (the IDL's change_seqno, its
+    connection): the daemon calls poke() once its IDL has run, and the
+    daqrings' exposition is rendered again by the collector's thread
+    only when version() moved; scrapes serve what was rendered last
+    (exposition()).  Without version() every scrape renders, waiting
+    for 'lock'.
+
+    read_pmds(): what ovs-vswitchd's pmd-stats-show, pmd-rxq-show and
+    (optionally) pmd-perf-show print (a ReadError if it cannot be asked;
+    called at each scrape, without 'lock'), or None for no PMD
+    metrics."""
+
+    OWN = ("daqring_exporter_ovsdb_up", "daqring_exporter_invalid_values",
+           "daqring_exporter_render_cpu_seconds")
 
     def __init__(self, read: Callable[[], List[RingReading]],
                  lock: Optional[Any] = None,
                  log: Optional[Callable[[str], None]] = None,
-                 read_pmds: Optional[Callable[[], Sequence[str]]] = None
-                 ) -> None:
-        """read_pmds: what ovs-vswitchd's pmd-stats-show, pmd-rxq-show
-        and (optionally) pmd-perf-show print (a ReadError if it cannot
-        be asked; called without 'lock'), or None for no PMD metrics."""
+                 read_pmds: Optional[Callable[[], Sequence[str]]] = None,
+                 version: Optional[Callable[[], Any]] = None) -> None:
         self.read = read
         self.lock = lock if lock is not None else threading.Lock()
         self.log = log
         self.read_pmds = read_pmds
+        self.version = version
         self.last_error: Optional[str] = None
         self.last_pmd_error: Optional[str] = None
+        # What a render keeps for the next one (under render_lock): the
+        # rings' families, each family's text by content type (written
+        # again only when its version moved), the formats scrapes asked
+        # for (content type -> encoder).
+        self.render_lock = threading.Lock()
         self.families = RingFamilies()
-        self.scrape_lock = threading.Lock()
-        self.last_readings: Optional[List[RingReading]] = None
+        self.texts: Dict[Tuple[str, str], Tuple[int, bytes]] = {}
+        # (OpenMetrics from the start: what Prometheus asks for.)
+        encoder, ctype = choose_encoder("application/openmetrics-text")
+        self.encoders: Dict[str, Callable[[Any], bytes]] = {ctype: encoder}
+        # The last exposition rendered; replaced whole.
+        self.published: Optional[Rendered] = None
+        self.renders = 0
+        # poke(): the version that last woke the thread, and the thread.
+        self.poked: Any = None
+        self.wake = threading.Event()
+        self.thread: Optional[threading.Thread] = None
 
+    # ---------------------------------------------- the main loop's side
+    def poke(self) -> None:
+        """Called by the daemon's main loop after its IDL ran, 'lock'
+        held: if version() moved since the last poke, the collector's
+        thread (started at the first) renders the daqrings again."""
+        if self.version is None:
+            return
+        v = self.version()
+        if v == self.poked:
+            return
+        self.poked = v
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._renderer,
+                                           name="daqring-render",
+                                           daemon=True)
+            self.thread.start()
+        self.wake.set()
+
+    def _renderer(self) -> None:
+        while True:
+            self.wake.wait()
+            self.wake.clear()
+            try:
+                self.render()
+            except Exception as e:      # noqa: B902 -- told, not fatal
+                # (A bug: the scrapes serve the last exposition.)
+                if self.log is not None:
+                    self.log("rendering the daqrings failed: %r" % e)
+
+    # ------------------------------------------------------------ rendering
+    def _readings(self) -> Tuple[Any, Optional[List[RingReading]]]:
+        """version() and read(), under 'lock'; None (told to 'log') if
+        the switch cannot be read."""
+        with self.lock:
+            v = self.version() if self.version is not None else None
+            try:
+                readings = self.read()
+            except ReadError as e:
+                if self.log is not None and str(e) != self.last_error:
+                    self.log(str(e))
+                self.last_error = str(e)
+                return v, None
+        self.last_error = None
+        return v, readings
+
+    def render(self) -> Rendered:
+        """Reads the rings (under 'lock'), makes their families and
+        writes them in every format asked for so far (without 'lock':
+        the readings are the render's own), then publishes the
+        exposition; returns it."""
+        with self.render_lock:
+            t0 = time.thread_time()
+            v, readings = self._readings()
+            if readings is None:
+                pub = Rendered(v, self.last_error, {}, 0, 0.0)
+            else:
+                fams = self.families
+                fams.update(readings)
+                texts = {}
+                for ctype, encoder in self.encoders.items():
+                    texts[ctype] = b"".join(
+                        self._text(ctype, encoder, name)
+                        for name in RingFamilies.NAMES)
+                pub = Rendered(v, None, texts, fams.invalid,
+                               time.thread_time() - t0)
+            self.published = pub
+            self.renders += 1
+            return pub
+
+    def _text(self, ctype: str, encoder: Callable[[Any], bytes],
+              name: str) -> bytes:
+        """Family NAME's text: written again only if the family changed
+        since it was last written (its version)."""
+        version = self.families.version[name]
+        got = self.texts.get((ctype, name))
+        if got is not None and got[0] == version:
+            return got[1]
+        text = encode(encoder, [self.families.family(name)],
+                      _openmetrics(ctype))
+        self.texts[(ctype, name)] = (version, text)
+        return text
+
+    # ------------------------------------------------------------- scrapes
     def _pmds(self) -> Tuple[Optional[List[PmdReading]], int]:
         """The PMD threads (None: ovs-vswitchd could not be asked) and the
         values left out."""
@@ -136,126 +301,93 @@ class DaqringCollector:
         self.last_pmd_error = None
         return parse_pmd_stats(*texts)
 
+    def _live(self) -> Tuple[List[Metric], int]:
+        """The families read at each scrape: ovs-vswitchd's up gauge and
+        the PMD threads' (none without read_pmds), and their values
+        left out."""
+        if self.read_pmds is None:
+            return [], 0
+        pmds, invalid = self._pmds()
+        doc = PMD_METRICS[-1]
+        vs_up = GaugeMetricFamily(doc.name, doc.help)
+        vs_up.add_metric([], 0 if pmds is None else 1)
+        return [vs_up] + (pmd_families(pmds) if pmds is not None
+                          else []), invalid
+
+    def exposition(self, ctype: str,
+                   encoder: Callable[[Any], bytes]) -> bytes:
+        """This collector's part of a scrape in format CTYPE (ENCODER
+        writes it): the last exposition rendered, served as it is (it is
+        rendered now only if none was, in this format, or without
+        version()), and the series read now."""
+        pub = self.published
+        if (self.version is None or pub is None
+                or (pub.error is None and ctype not in pub.texts)):
+            with self.render_lock:
+                self.encoders.setdefault(ctype, encoder)
+            pub = self.render()
+        om = _openmetrics(ctype)
+        if pub.error is not None:
+            return encode(encoder, [_gauge("daqring_exporter_ovsdb_up", 0)],
+                          om)
+        live, invalid = self._live()
+        head = encode(encoder, [_gauge("daqring_exporter_ovsdb_up", 1)]
+                      + live, om)
+        tail = encode(encoder, [
+            RingFamilies.invalid_family(pub.invalid + invalid),
+            _gauge("daqring_exporter_render_cpu_seconds", pub.cpu_s)], om)
+        return head + pub.texts[ctype] + tail
+
     def describe(self) -> List[Metric]:
         # Registration must not read the switch (it would, to learn the
         # names, without describe()).
         return []
 
-    def _read(self) -> List[RingReading]:
-        """read() under 'lock'.  While the lock is taken (the daemon's
-        main loop takes the OVSDB's update of thousands of rows into its
-        replica, or the agent applies a slice), the readings of the last
-        scrape that read: they are the switch's as they were before that
-        update (at most a statistics interval old), and a scrape does
-        not wait for it."""
-        if self.lock.acquire(blocking=self.last_readings is None):
-            try:
-                self.last_readings = self.read()
-            except ReadError:
-                self.last_readings = None
-                raise
-            finally:
-                self.lock.release()
-        assert self.last_readings is not None
-        return self.last_readings
-
-    def chunks(self) -> Iterator[Tuple[Any, Callable[[], Metric]]]:
-        """The scrape's families, each as (key, make): make() builds it;
-        key (None: none) is the same only while the family is the same
-        (Exposition serves its text again then).  The readings are
-        taken under 'lock' (_read()); the families are made under this
-        collector's own lock (concurrent scrapes share its state)."""
-        up = BY_NAME["daqring_exporter_ovsdb_up"]
-        up_family = GaugeMetricFamily(up.name, up.help)
-        with self.scrape_lock:
-            try:
-                readings = self._read()
-            except ReadError as e:
-                if self.log is not None and str(e) != self.last_error:
-                    self.log(str(e))
-                self.last_error = str(e)
-                up_family.add_metric([], 0)
-                yield None, lambda: up_family
-                return
-            self.last_error = None
-            up_family.add_metric([], 1)
-            yield None, lambda: up_family
-            invalid = 0
-            if self.read_pmds is not None:
-                pmds, invalid = self._pmds()
-                doc = PMD_METRICS[-1]
-                vs_up = GaugeMetricFamily(doc.name, doc.help)
-                vs_up.add_metric([], 0 if pmds is None else 1)
-                yield None, lambda: vs_up
-                if pmds is not None:
-                    for f in pmd_families(pmds):
-                        yield None, (lambda f=f: f)
-            fams = self.families
-            fams.update(readings)
-            for name in fams.NAMES:
-                key = (None if name == "daqring_exporter_invalid_values"
-                       else (id(self), name, fams.version[name]))
-                yield key, (lambda name=name: fams.family(name, invalid))
-
     def collect(self) -> Iterator[Metric]:
-        for _, make in self.chunks():
-            yield make()
-
-
-class _One:
-    """A registry of one family, for an encoder."""
-
-    def __init__(self, fam: Metric) -> None:
-        self.fam = fam
-
-    def collect(self) -> List[Metric]:
-        return [self.fam]
-
-
-EOF_LINE = b"# EOF\n"
+        """The same families as a registry collects them (the rings read
+        and their families made now)."""
+        with self.render_lock:
+            t0 = time.thread_time()
+            _, readings = self._readings()
+            if readings is not None:
+                self.families.update(readings)
+                fams = [self.families.family(n)
+                        for n in RingFamilies.NAMES]
+                invalid = self.families.invalid
+            cpu = time.thread_time() - t0
+        if readings is None:
+            yield _gauge("daqring_exporter_ovsdb_up", 0)
+            return
+        yield _gauge("daqring_exporter_ovsdb_up", 1)
+        live, more = self._live()
+        yield from live
+        yield from fams
+        yield RingFamilies.invalid_family(invalid + more)
+        yield _gauge("daqring_exporter_render_cpu_seconds", cpu)
 
 
 class Exposition:
-    """What /metrics serves: every registered collector's families, each
+    """What /metrics serves: every registered collector's families,
     written by prometheus_client's encoder for the scrape (OpenMetrics,
-    which Prometheus asks for, or the text format), one family at a time
-    so that a family whose key (a collector's chunks()) is the same as at
-    the last scrape is served from the text written then.  A collector
-    without chunks() has its collect() written at every scrape."""
+    which Prometheus asks for, or the text format): a collector's
+    exposition() if it has one (DaqringCollector: rendered off the
+    scrape path), else its collect() written now."""
 
     def __init__(self) -> None:
         self.collectors: List[Any] = []
-        # (content type, key but its version) -> (key, text)
-        self.cache: Dict[Tuple[str, Any], Tuple[Any, bytes]] = {}
-        self.lock = threading.Lock()
 
     def register(self, collector: Any) -> None:
         self.collectors.append(collector)
 
     def render(self, accept: Optional[str]) -> Tuple[bytes, str]:
         encoder, ctype = choose_encoder(accept or "")
-        om = ctype.startswith("application/openmetrics-text")
+        om = _openmetrics(ctype)
         parts = []
-        with self.lock:
-            for c in self.collectors:
-                items = (c.chunks() if hasattr(c, "chunks")
-                         else ((None, (lambda f=f: f)) for f in c.collect()))
-                for key, make in items:
-                    got = None
-                    if key is not None:
-                        # (The key's last item is its version.)
-                        got = self.cache.get((ctype, key[:-1]))
-                        if got is not None and got[0] != key:
-                            got = None
-                    if got is not None:
-                        parts.append(got[1])
-                        continue
-                    text = encoder(_One(make()))
-                    if om and text.endswith(EOF_LINE):
-                        text = text[:-len(EOF_LINE)]
-                    if key is not None:
-                        self.cache[(ctype, key[:-1])] = (key, text)
-                    parts.append(text)
+        for c in self.collectors:
+            if hasattr(c, "exposition"):
+                parts.append(c.exposition(ctype, encoder))
+            else:
+                parts.append(encode(encoder, c.collect(), om))
         if om:
             parts.append(EOF_LINE)
         return b"".join(parts), ctype

@@ -147,11 +147,17 @@ METRICS = [
     _m("daqring_rings", "gauge", ("bridge",),
        "Daqrings on the bridge."),
     _m("daqring_exporter_ovsdb_up", "gauge", (),
-       "1 if the last scrape read the switch's OVSDB, 0 if it could not "
-       "(then no daqring series is served)."),
+       "1 if the exporter read the switch's OVSDB at its replica's last "
+       "change, 0 if it could not (then no daqring series is served)."),
     _m("daqring_exporter_invalid_values", "gauge", (),
-       "Values of the last scrape's reading that were not valid (not a "
-       "count, out of range) and were left out."),
+       "Values of the replica's rows (and of the PMD threads' counters "
+       "read at the scrape) that were not valid (not a count, out of "
+       "range) and were left out."),
+    _m("daqring_exporter_render_cpu_seconds", "gauge", (),
+       "CPU time the exporter spent making the daqring series it serves "
+       "(reading the replica's changed rows, making the families, writing "
+       "their text), once for the replica's last change: the cost of each "
+       "statistics update, not of a scrape."),
 ]
 BY_NAME = {m.name: m for m in METRICS}
 
@@ -329,20 +335,16 @@ class RingReader:
             error=err)
 
 
-class _Families:
-    """The families of one scrape, filled ring by ring; 'invalid' counts
-    the values left out."""
+class _Samples:
+    """One ring's samples: family name -> [(labels, value)]; 'invalid'
+    counts the values left out."""
 
     def __init__(self) -> None:
-        self.fam: Dict[str, Metric] = {}
+        self.samples: Dict[str, List[Tuple[List[str], float]]] = {}
         self.invalid = 0
-        for m in METRICS:
-            cls = CounterMetricFamily if m.kind == "counter" \
-                else GaugeMetricFamily
-            self.fam[m.name] = cls(m.name, m.help, labels=list(m.labels))
 
     def add(self, name: str, labels: List[str], value: float) -> None:
-        self.fam[name].add_metric(labels, value)
+        self.samples.setdefault(name, []).append((labels, value))
 
     def count(self, v: Any, text: bool = False) -> Optional[int]:
         """A counter or gauge read from the row: a non-negative integer
@@ -372,44 +374,7 @@ class _Families:
         return n
 
 
-class _Samples(_Families):
-    """One ring's samples: family name -> [(labels, value)]."""
-
-    def __init__(self) -> None:       # pylint: disable=super-init-not-called
-        self.samples: Dict[str, List[Tuple[List[str], float]]] = {}
-        self.invalid = 0
-
-    def add(self, name: str, labels: List[str], value: float) -> None:
-        self.samples.setdefault(name, []).append((labels, value))
-
-
-def _ring_stats(f: _Families, r: RingReading, lab: List[str]) -> None:
-    st = r.statistics
-    f.stat("daqring_enqueued_packets", lab, st, "tx_packets")
-    f.stat("daqring_enqueued_bytes", lab, st, "tx_bytes")
-    f.stat("daqring_dequeued_packets", lab, st, "rx_packets")
-    f.stat("daqring_dequeued_bytes", lab, st, "rx_bytes")
-    counted = {}
-    for reason, key in DROP_REASONS.items():
-        if key is not None and key in st:
-            counted[key] = f.stat("daqring_dropped_packets",
-                                  lab + [reason], st, key)
-    total = f.count(st["tx_dropped"]) if "tx_dropped" in st else None
-    full, loop = counted.get("ring_full_drops"), counted.get("loop_drops")
-    if total is not None and full is not None and loop is not None:
-        # The statistics are read one after the other: a drop counted
-        # between the reads could make the difference negative.
-        f.add("daqring_dropped_packets", lab + ["refused"],
-              max(0, total - full - loop))
-    f.stat("daqring_occupancy_packets", lab, st, "occupancy")
-    f.stat("daqring_high_watermark_packets", lab, st, "high_watermark")
-    f.stat("daqring_shaper_intervals", lab, st, "shaper_intervals")
-    f.stat("daqring_shaper_burst_excess_bytes", lab, st,
-           "shaper_burst_bytes")
-    f.stat("daqring_egress_share_waits", lab, st, "egress_share_waits")
-
-
-def _ring_status(f: _Families, r: RingReading, lab: List[str]) -> None:
+def _ring_status(f: _Samples, r: RingReading, lab: List[str]) -> None:
     st = r.status
     f.stat("daqring_size_packets", lab, st, "ring_size", text=True)
     burst = f.stat("daqring_max_burst_packets", lab, st, "max_burst",
@@ -441,30 +406,7 @@ def _ring_status(f: _Families, r: RingReading, lab: List[str]) -> None:
           else 0)
 
 
-def ring_families(readings: Iterable[RingReading],
-                  invalid: int = 0) -> List[Metric]:
-    """The metric families of one scrape: every METRICS family but the
-    exporter's own up gauge (the collector adds it), in METRICS' order.
-    A value that is not valid is left out and counted in
-    daqring_exporter_invalid_values, with INVALID more (found
-    elsewhere in the scrape)."""
-    f = _Families()
-    f.invalid = invalid
-    per_bridge: Dict[str, int] = {}
-    for r in readings:
-        lab = [r.bridge, r.ring]
-        per_bridge[r.bridge] = per_bridge.get(r.bridge, 0) + 1
-        f.add("daqring_info", lab + [r.dcm or ""], 1)
-        _ring_stats(f, r, lab)
-        _ring_status(f, r, lab)
-    for br, n in sorted(per_bridge.items()):
-        f.add("daqring_rings", [br], n)
-    f.add("daqring_exporter_invalid_values", [], f.invalid)
-    return [f.fam[m.name] for m in METRICS
-            if m.name != "daqring_exporter_ovsdb_up"]
-
-
-# The families _ring_stats() makes (of the statistics alone).
+# The families stats_samples() makes (of the statistics alone).
 STATS_FAMILIES = frozenset((
     "daqring_enqueued_packets", "daqring_enqueued_bytes",
     "daqring_dequeued_packets", "daqring_dequeued_bytes",
@@ -489,11 +431,12 @@ _ABSENT = object()
 
 def stats_samples(st: Dict[str, Any], lab: List[str]
                   ) -> Tuple[Dict[str, List[Any]], int]:
-    """What _ring_stats() makes of statistics ST (a ring's, labels LAB),
-    as ring_samples() keeps them, and its values left out; the same,
-    with fewer calls (the part of a scrape that is done for every ring
-    whose statistics changed: all of them, under traffic; a test holds
-    the two equal)."""
+    """The samples of a ring's statistics ST (labels LAB) by family, as
+    ring_samples() keeps them, and its values left out (an absent key:
+    no sample; a value that is not a count: none, counted).  The part of
+    a render done for every ring whose statistics changed (all of them,
+    under traffic), hence a loop over tables rather than _Samples'
+    calls."""
     out: Dict[str, List[Any]] = {}
     invalid = 0
     for name, key in _STATS_BEFORE:
@@ -555,15 +498,16 @@ def ring_samples(r: RingReading, rest: Optional[Tuple[Dict[str, Any], int]]
 
 
 class RingFamilies:
-    """ring_families() kept between scrapes: each ring's samples are made
-    again only when its reading is a new object (RingReader), and each
-    family has a version that changes only when a sample of it does
-    (or the rings do): a family whose version is the same as at the
-    last scrape is the same, and its text can be served again
-    (collector.serve())."""
+    """The rings' families, kept between renders: each ring's samples are
+    made again only when its reading is a new object (RingReader), and
+    each family has a version that changes only when a sample of it
+    does (or the rings do): a family whose version is the same as at
+    the last render is the same, and its text can be served again
+    (collector.DaqringCollector)."""
 
+    # Every METRICS family but the exporter's own (the collector's).
     NAMES = [m.name for m in METRICS
-             if m.name != "daqring_exporter_ovsdb_up"]
+             if not m.name.startswith("daqring_exporter_")]
 
     def __init__(self) -> None:
         # (bridge, ring) -> (reading, samples, invalid of the statistics,
@@ -608,9 +552,8 @@ class RingFamilies:
             self.version[n] += 1
         self.invalid = sum(v[2] + v[3] for v in rings.values())
 
-    def family(self, name: str, extra_invalid: int = 0) -> Metric:
-        """Family NAME as update() left it (daqring_exporter_invalid_
-        values with EXTRA_INVALID more)."""
+    def family(self, name: str) -> Metric:
+        """Family NAME (one of NAMES) as update() left it."""
         m = BY_NAME[name]
         cls = CounterMetricFamily if m.kind == "counter" \
             else GaugeMetricFamily
@@ -621,13 +564,28 @@ class RingFamilies:
                 per_bridge[br] = per_bridge.get(br, 0) + 1
             for br, n in sorted(per_bridge.items()):
                 fam.add_metric([br], n)
-        elif name == "daqring_exporter_invalid_values":
-            fam.add_metric([], self.invalid + extra_invalid)
         else:
             for k in self.order:
                 for labels, value in self.rings[k][1].get(name, ()):
                     fam.add_metric(labels, value)
         return fam
 
-    def families(self, extra_invalid: int = 0) -> List[Metric]:
-        return [self.family(n, extra_invalid) for n in self.NAMES]
+    @staticmethod
+    def invalid_family(invalid: int) -> Metric:
+        """daqring_exporter_invalid_values: INVALID values left out."""
+        m = BY_NAME["daqring_exporter_invalid_values"]
+        fam = GaugeMetricFamily(m.name, m.help)
+        fam.add_metric([], invalid)
+        return fam
+
+
+def ring_families(readings: Iterable[RingReading],
+                  invalid: int = 0) -> List[Metric]:
+    """The rings' families of READINGS made afresh, in METRICS' order,
+    and daqring_exporter_invalid_values: the values of the readings
+    that were not valid (left out), and INVALID more (found elsewhere in
+    the scrape)."""
+    fams = RingFamilies()
+    fams.update(list(readings))
+    return ([fams.family(n) for n in RingFamilies.NAMES]
+            + [RingFamilies.invalid_family(fams.invalid + invalid)])
