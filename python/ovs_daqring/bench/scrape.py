@@ -77,6 +77,41 @@ def complete(body: bytes, series: int) -> bool:
                     if ln and not ln.startswith(b"#")) == series)
 
 
+def update(sw: Any, names: List[str], k: int, timeout: float) -> bytes:
+    """Every ring's counters changed (the K-th time), as ovs-vswitchd
+    refreshes them (one transaction: the exporter's replica gets them at
+    once); what the last ring's series will say."""
+    n = len(names)
+    args: List[str] = []
+    for i, nm in enumerate(names):
+        args += ["--", "set", "Interface", nm,
+                 "statistics:tx_packets=%d" % (k * n + i + 1),
+                 "statistics:tx_bytes=%d" % (64 * (k * n + i + 1)),
+                 "statistics:rx_packets=%d" % (k * n + i + 1),
+                 "statistics:rx_bytes=%d" % (64 * (k * n + i + 1)),
+                 "statistics:occupancy=%d" % (k % 3)]
+    sw.vsctl("--no-wait", *args, timeout=timeout)
+    return ('daqring_enqueued_packets_total{bridge="br0",ring="%s"} %d'
+            % (names[-1], k * n + n)).encode()
+
+
+def idle(exporter: int, ovsdb: int, cpu0: int) -> int:
+    """Waits until process EXPORTER has taken the update in and rendered
+    it: busy first (the 2048 rows cost it more than a tick, from CPU0),
+    then idle, and OVSDB (ovsdb-server, which sends the update) too; its
+    CPU ticks then."""
+    idle_since, last = time.monotonic(), (cpu0, 0)
+    deadline = time.monotonic() + 60
+    while last[0] == cpu0 or time.monotonic() - idle_since < 0.5:
+        if time.monotonic() > deadline:
+            raise RunError("metrics: the exporter stays busy")
+        time.sleep(0.1)
+        now = (process_ticks(exporter), process_ticks(ovsdb))
+        if now != last:
+            idle_since, last = time.monotonic(), now
+    return last[0]
+
+
 def measure(bench: Bench) -> None:
     """n_max daqrings (2048) on a DPDK switch, idle, and the tree's
     ovs-daqring-exporter on the switch (on the cores the PMD is not
@@ -155,46 +190,13 @@ def measure(bench: Bench) -> None:
         assert sw.ovsdb is not None
         ovsdb = sw.ovsdb.pid
 
-        def update(k: int) -> bytes:
-            """Every ring's counters changed, as ovs-vswitchd refreshes
-            them (one transaction: the exporter's replica gets them at
-            once); what the last ring's series will say."""
-            args: List[str] = []
-            for i, nm in enumerate(names):
-                args += ["--", "set", "Interface", nm,
-                         "statistics:tx_packets=%d" % (k * n + i + 1),
-                         "statistics:tx_bytes=%d" % (64 * (k * n + i + 1)),
-                         "statistics:rx_packets=%d" % (k * n + i + 1),
-                         "statistics:rx_bytes=%d" % (64 * (k * n + i + 1)),
-                         "statistics:occupancy=%d" % (k % 3)]
-            sw.vsctl("--no-wait", *args, timeout=bench.args.vsctl_timeout)
-            return ('daqring_enqueued_packets_total{bridge="br0",'
-                    'ring="%s"} %d' % (names[-1], k * n + n)).encode()
-
-        def idle(cpu0: int) -> int:
-            """Waits until the exporter has taken the update in and
-            rendered it: busy first (the 2048 rows cost it more than a
-            tick), then idle, and ovsdb-server too (which sends the
-            update); its CPU ticks then."""
-            idle_since, last = time.monotonic(), (cpu0, 0)
-            deadline = time.monotonic() + 60
-            while (last[0] == cpu0
-                   or time.monotonic() - idle_since < 0.5):
-                if time.monotonic() > deadline:
-                    raise RunError("metrics: the exporter stays busy")
-                time.sleep(0.1)
-                now = (process_ticks(exporter.pid), process_ticks(ovsdb))
-                if now != last:
-                    idle_since, last = time.monotonic(), now
-            return last[0]
-
         changed: List[float] = []
         update_s: List[float] = []
         render_s: List[float] = []
         for k in range(SCRAPES):
             cpu0 = process_ticks(exporter.pid)
-            want = update(k)
-            update_s.append((idle(cpu0) - cpu0) / hz)
+            want = update(sw, names, k, bench.args.vsctl_timeout)
+            update_s.append((idle(exporter.pid, ovsdb, cpu0) - cpu0) / hz)
             got = scrape(url)
             if want not in got["body"]:
                 raise RunError("metrics: the exporter, idle, does not "
@@ -207,14 +209,14 @@ def measure(bench: Bench) -> None:
         served_new = 0
         for k in range(SCRAPES, 2 * SCRAPES):
             cpu0 = process_ticks(exporter.pid)
-            want = update(k)
+            want = update(sw, names, k, bench.args.vsctl_timeout)
             got = scrape(url)
             if not complete(got["body"], out["series"]):
                 raise RunError("metrics: a scrape during an update "
                                "served a partial exposition")
             served_new += want in got["body"]
             during.append(got["s"])
-            idle(cpu0)
+            idle(exporter.pid, ovsdb, cpu0)
         c1 = processing_cycles(sw.appctl("dpif-netdev/pmd-stats-show"))
         out["same_s"] = summarize(same)
         out["changed_s"] = summarize(changed)
