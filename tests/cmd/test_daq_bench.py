@@ -939,7 +939,7 @@ def test_parse_args_defaults() -> None:
     ns = db.parse_args([])
     assert ns.parts == db.DEFAULT_PARTS
     assert sorted(db.PARTS) == sorted(db.DEFAULT_PARTS + [
-        "lossless", "fabric-incast", "fabric-failover"])
+        "lossless", "fabric-incast", "fabric-failover", "share"])
     assert db.parse_args(["--parts", "fabric-incast"]).parts == [
         "fabric-incast"]
     assert ns.sizes == [64, 1518]

@@ -175,7 +175,7 @@ def run_parts(bench: Bench, info: Dict[str, Any]) -> bool:
         # not depend on the port: with several sources, EMC entries
         # would evict each other, so those parts use in_port flows.
         bench.lookup = ("simple" if part in ("scale", "waiting",
-                                             "fairness")
+                                             "fairness", "share")
                         else "emc")
         bench.say("part %s%s" % (part, "; other ovs-vswitchd "
                                  "running: " + ", ".join(others)

@@ -11,7 +11,7 @@ section."""
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import (builds, fairness, hop, incast, lossless, peers, scale,
-               scrape, shaping, sleep, waiting)
+               scrape, shaping, share, sleep, waiting)
 from .fabric_failover import failover_markdown, failover_verdicts
 from .fabric_incast import (FABRIC_TARGETS, fabric_markdown,
                             fabric_verdicts)
@@ -40,6 +40,7 @@ def verdicts(res: Dict[str, Any]) -> List[Dict[str, Any]]:
     scale.create_verdicts(res.get("scale"), add)
     shaping.shaping_verdicts(res.get("shaping"), add)
     fairness.fairness_verdicts(res.get("fairness"), add)
+    share.share_verdicts(res.get("share"), add)
     builds.builds_verdicts(res.get("builds"), add)
     incast.incast_verdicts(res.get("incast"), add)
     peers.peer_verdicts(res.get("peers"), add)
@@ -113,6 +114,7 @@ def markdown(res: Dict[str, Any]) -> str:
     L += scrape.markdown(res.get("metrics"))
     L += shaping.markdown(res.get("shaping"))
     L += fairness.markdown(res.get("fairness"))
+    L += share.markdown(res.get("share"))
     L += builds.markdown(res.get("builds"))
     L += incast.markdown(res.get("incast"))
     if res.get("peers", {}).get("points"):

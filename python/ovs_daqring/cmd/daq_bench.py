@@ -58,6 +58,10 @@ ovsdb-server, ovs-vswitchd in a network namespace of its own):
             max-burst grid, and achieved/configured wire rate of
             max-rate from 10 Mbit/s to 10 Gbit/s (64 and 1514 B frames)
   fairness  Jain index of 8 backlogged daqrings sharing one egress
+  share     (only when named) two daqrings bound to one egress with
+            egress-max-rate, on PMD threads on both cores polling them
+            at very different rates: each ring's share and the egress's
+            rate at 10 and 100 Gbit/s
   builds    stock Debian ovs-vswitchd-dpdk vs unpatched base vs patched
             (-O2) vs -O3
   incast    utilities/daq-incast (stock / credits / daqring)
@@ -148,6 +152,17 @@ def add_measure_options(g: argparse._ArgumentGroup) -> None:
                    "what the rate sends in this many ms, where that is "
                    "more than --shaping-byte-burst frames, so that a PMD "
                    "stall that long costs no link time; 0: never set "
+                   "(default: %(default)s)")
+    g.add_argument("--share-rates", default="10000000000,100000000000",
+                   help="share: egress-max-rates in bit/s (default: "
+                   "%(default)s)")
+    g.add_argument("--share-loaders", type=int, default=6,
+                   help="share: null sources whose packets the slow PMD "
+                   "thread drops, to poll its ring less often (default: "
+                   "%(default)s)")
+    g.add_argument("--share-burst-us", type=float, default=20.0,
+                   help="share: egress-max-burst-bytes, what the rate "
+                   "sends in this many us, where more than the default "
                    "(default: %(default)s)")
     g.add_argument("--shaping-max-fps", type=float, default=2e6,
                    help="shaping: skip max-rate points above this many "
@@ -355,6 +370,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         ns.shaping_bursts = [int(x) for x in ns.shaping_bursts.split(",")]
         ns.shaping_rates = [int(x) for x in ns.shaping_rates.split(",")]
         ns.shaping_frames = [int(x) for x in ns.shaping_frames.split(",")]
+        ns.share_rates = [int(x) for x in ns.share_rates.split(",")]
         parse_cpu_mask(ns.pmd_cpu_mask)
         socket_mem = [int(x) for x in ns.socket_mem.split(",")]
     except (ValueError, ConfigError) as e:
@@ -381,6 +397,12 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         p.error("--shaping-rates must be within 1000..10^12 bit/s")
     if any(not 60 <= f <= 9000 for f in ns.shaping_frames):
         p.error("--shaping-frames must be within 60..9000 bytes")
+    if any(not 1000 <= r <= 10**12 for r in ns.share_rates):
+        p.error("--share-rates must be within 1000..10^12 bit/s")
+    if not 0 <= ns.share_burst_us <= 10**6:
+        p.error("--share-burst-us must be within 0..10^6")
+    if not 0 <= ns.share_loaders <= 20:
+        p.error("--share-loaders must be within 0..20")
     try:
         parse_points(ns.peers_points, ns.quick)
     except ValueError as e:
