@@ -70,8 +70,9 @@
  * a packet while it had nothing queued, with a credit ("deficit") of one
  * quantum, DAQRING_FQ_QUANTUM bytes (a full frame of a 1500-byte MTU).  The
  * bucket at the front sends its packets while their length (at least
- * DAQRING_MIN_FRAME_LEN each) fits in its credit, taking it from the
- * credit; when the next one does not fit, its turn ends: it gets one more
+ * DAQRING_MIN_FRAME_LEN each; for a TSO packet, the bytes of the segments
+ * it leaves as, each with its headers) fits in its credit, taking it from
+ * the credit; when the next one does not fit, its turn ends: it gets one more
  * quantum, carried over with what it did not use, and goes to the back.  A
  * bucket leaves the round, and loses its credit, when its queue empties.
  * So every backlogged flow gets the same bytes per round, within one
@@ -203,11 +204,15 @@ daqring_fq_create(const char *name, uint32_t n_buckets, uint32_t capacity,
     return fq;
 }
 
-/* Returns the bytes that 'packet' takes from its bucket's credit. */
+/* Returns the bytes that 'packet' takes from its bucket's credit: the
+ * bytes of the frames it leaves the egress as, without the frame overhead,
+ * as a byte shaper counts them (see daqring_packet_wire_bytes()): its
+ * length, at least DAQRING_MIN_FRAME_LEN, or, for a TSO packet, its
+ * segments, each with the packet's headers. */
 static inline int32_t
 daqring_fq_cost(const struct dp_packet *packet)
 {
-    return MAX(dp_packet_size(packet), DAQRING_MIN_FRAME_LEN);
+    return daqring_packet_wire_bytes(packet, 0);
 }
 
 /* Removes the packet that leaves next, by deficit round-robin, and returns

@@ -196,17 +196,19 @@ daqring_shaper_create(const struct daqring_shaper_params *p,
     return s;
 }
 
-/* Returns what TSO packet 'p', of TCP segment size 'segsz', costs under
- * byte shaper 's', in bit-ticks: the frames it leaves as, the payload cut
- * into 'segsz' bytes, each segment with the packet's headers up to its TCP
- * payload (at least DAQRING_MIN_FRAME_LEN) and the frame overhead.  (The
- * frame overhead and headers of the extra segments made a 64 kB TSO
- * packet, charged as one frame, leave about 5% more than the rate.)  A
- * packet without a TCP payload where its offsets say is charged as one
- * frame. */
-int64_t
-daqring_shaper_tso_cost(const struct daqring_shaper *s,
-                        const struct dp_packet *p, uint16_t segsz)
+/* Returns the bytes on the wire of TSO packet 'p', of TCP segment size
+ * 'segsz', each frame counted with 'overhead' more bytes: the frames it
+ * leaves as, the payload cut into 'segsz' bytes, each segment with the
+ * packet's headers up to its TCP payload (at least DAQRING_MIN_FRAME_LEN),
+ * at most DAQRING_MAX_PACKET_WIRE_BYTES.  (The frame overhead and headers
+ * of the extra segments made a 64 kB TSO packet, charged as one frame,
+ * leave about 5% more than a shaper's rate.)  A packet without a TCP
+ * payload where its offsets say, or with a payload of one segment, leaves
+ * as one frame.  The byte shaper (daqring_shaper_frame_cost()) and the flow
+ * buckets' deficit round-robin (lib/daqring-fq.c) both count with this. */
+uint32_t
+daqring_tso_wire_bytes(const struct dp_packet *p, uint16_t segsz,
+                       uint32_t overhead)
 {
     const char *payload = dp_packet_get_tcp_payload(p);
     uint32_t len = MAX(dp_packet_size(p), DAQRING_MIN_FRAME_LEN);
@@ -214,20 +216,30 @@ daqring_shaper_tso_cost(const struct daqring_shaper *s,
     uint64_t wire;
 
     if (!payload) {
-        return len * s->byte_ticks + s->overhead_ticks;
+        return len + overhead;
     }
     hdr = payload - (const char *) dp_packet_data(p);
     data = dp_packet_size(p) - hdr;
     if (data <= segsz) {
-        return len * s->byte_ticks + s->overhead_ticks;
+        return len + overhead;
     }
     n = DIV_ROUND_UP(data, segsz);
     last = data - (n - 1) * segsz;
     wire = ((uint64_t) (n - 1) * (hdr + segsz)
             + MAX(hdr + last, DAQRING_MIN_FRAME_LEN));
-    wire = MIN(wire + (uint64_t) n * s->overhead_ticks / s->byte_ticks,
-               DAQRING_MAX_PACKET_WIRE_BYTES);
-    return wire * s->byte_ticks;
+    return MIN(wire + (uint64_t) n * overhead, DAQRING_MAX_PACKET_WIRE_BYTES);
+}
+
+/* Returns what TSO packet 'p', of TCP segment size 'segsz', costs under
+ * byte shaper 's', in bit-ticks: the bytes it leaves as, each frame with
+ * the frame overhead (see daqring_tso_wire_bytes()). */
+int64_t
+daqring_shaper_tso_cost(const struct daqring_shaper *s,
+                        const struct dp_packet *p, uint16_t segsz)
+{
+    uint32_t overhead = s->overhead_ticks / s->byte_ticks;
+
+    return daqring_tso_wire_bytes(p, segsz, overhead) * s->byte_ticks;
 }
 
 /* Returns how many of the 'n' packets in 'pkts' may leave under byte

@@ -154,17 +154,77 @@ daqring_shaper_shapes(const struct daqring_shaper *s)
 }
 
 /* Returns the TCP segment size of 'packet' if it asks for TCP segmentation
- * offload (TSO), otherwise 0.  Every base keeps it in the mbuf, where DPDK
- * (a vhost port's receive) sets it and which OVS clears for other packets
- * (dp_packet_init_specific()). */
+ * offload (TSO), otherwise 0.  The segment size is in the mbuf's second
+ * cache line, which nothing else on a daqring's way reads for a packet
+ * without TSO (and which may hold a stale value for one: a driver's
+ * receive need not reset it), so it is read only behind the request, as
+ * each base's netdev-dpdk does:
+ *
+ *   - OVS 3.1 (DPDK 22.11): the mbuf's offload flag RTE_MBUF_F_TX_TCP_SEG,
+ *     in its first cache line, read directly.
+ *
+ *   - OVS 3.5 (DPDK 24.11): the same flag, which dp-packet.h maps to
+ *     DP_PACKET_OL_TX_TCP_SEG (dp_packet_hwol_is_tso()), and the segment
+ *     size through dp_packet_get_tso_segsz().
+ *
+ *   - OVS 4.0 (DPDK 25.11): there is no TSO flag; a non-zero segment size
+ *     is the request (dp_packet_get_tso_segsz(), which
+ *     dp_packet_reset_offload() clears), and netdev-dpdk's send to a port
+ *     with Tx offloads reads it for every packet as well.  (A packet that
+ *     asks for TSO also asks for its L4 checksum, but 4.0 does not rely on
+ *     that, so neither does this.) */
 static inline uint16_t
 daqring_packet_tso_segsz(const struct dp_packet *packet OVS_UNUSED)
 {
-#ifdef DPDK_NETDEV
-    return packet->mbuf.tso_segsz;
-#else
+#if !defined(DPDK_NETDEV)
     return 0;
+#elif !defined(DEF_OL_FLAG)
+    return dp_packet_get_tso_segsz(packet);
+#elif defined(DP_PACKET_OL_TX_ANY_CKSUM)
+    return (dp_packet_hwol_is_tso(packet)
+            ? dp_packet_get_tso_segsz(packet) : 0);
+#else
+    return (packet->mbuf.ol_flags & RTE_MBUF_F_TX_TCP_SEG
+            ? packet->mbuf.tso_segsz : 0);
 #endif
+}
+
+/* Makes 'packet' ask for TSO with TCP segment size 'segsz', the way each
+ * base marks a packet that a port received with TSO: the converse of
+ * daqring_packet_tso_segsz(), for the unit tests. */
+static inline void
+daqring_packet_set_tso(struct dp_packet *packet OVS_UNUSED,
+                       uint16_t segsz OVS_UNUSED)
+{
+#if !defined(DPDK_NETDEV)
+#elif !defined(DEF_OL_FLAG)
+    dp_packet_set_tso_segsz(packet, segsz);
+#elif defined(DP_PACKET_OL_TX_ANY_CKSUM)
+    dp_packet_hwol_set_tcp_seg(packet);
+    dp_packet_set_tso_segsz(packet, segsz);
+#else
+    packet->mbuf.ol_flags |= RTE_MBUF_F_TX_TCP_SEG;
+    packet->mbuf.tso_segsz = segsz;
+#endif
+}
+
+uint32_t daqring_tso_wire_bytes(const struct dp_packet *, uint16_t segsz,
+                                uint32_t overhead);
+
+/* Returns the bytes that 'packet' takes on the wire, each of its frames
+ * counted with 'overhead' more bytes: one frame of its length (at least
+ * DAQRING_MIN_FRAME_LEN) or, for a TSO packet, the frames it leaves the
+ * egress port as (see daqring_tso_wire_bytes()). */
+static inline uint32_t
+daqring_packet_wire_bytes(const struct dp_packet *packet, uint32_t overhead)
+{
+    uint32_t len = MAX(dp_packet_size(packet), DAQRING_MIN_FRAME_LEN);
+    uint16_t segsz = daqring_packet_tso_segsz(packet);
+
+    if (OVS_UNLIKELY(segsz) && len > segsz) {
+        return daqring_tso_wire_bytes(packet, segsz, overhead);
+    }
+    return len + overhead;
 }
 
 int64_t daqring_shaper_tso_cost(const struct daqring_shaper *,
@@ -173,7 +233,7 @@ int64_t daqring_shaper_tso_cost(const struct daqring_shaper *,
 /* Returns what 'packet' costs under byte shaper 's', in bit-ticks: a frame
  * of its length (at least DAQRING_MIN_FRAME_LEN) plus the overhead or, for
  * a TSO packet, the frames it leaves the egress port as (see
- * daqring_shaper_tso_cost()). */
+ * daqring_tso_wire_bytes()). */
 static inline int64_t
 daqring_shaper_frame_cost(const struct daqring_shaper *s,
                           const struct dp_packet *packet)

@@ -527,6 +527,89 @@ test_drr_bytes(void)
     fixture_destroy(&f);
 }
 
+/* Returns a TCP packet of flow 'flow', numbered 'seq', whose flow hash is
+ * 'hash', with 'payload' bytes after Ethernet, IPv4 and TCP headers (54
+ * bytes), parsed as the datapath leaves it, asking for TSO with segments
+ * of 'segsz' bytes. */
+static struct dp_packet *
+make_tso_frame(uint32_t flow, uint32_t seq, uint32_t hash, size_t payload,
+               uint16_t segsz)
+{
+    struct dp_packet *p = make_frame(flow, seq, hash, 54 + payload);
+    struct tcp_header *tcp;
+
+    dp_packet_set_l2_pad_size(p, 0);
+    p->l3_ofs = ETH_HEADER_LEN;
+    p->l4_ofs = ETH_HEADER_LEN + IP_HEADER_LEN;
+    tcp = dp_packet_l4(p);
+    tcp->tcp_ctl = TCP_CTL(0, 5);
+    daqring_packet_set_tso(p, segsz);
+    CHECK(daqring_packet_tso_segsz(p) == segsz, "TSO needs DPDK");
+    return p;
+}
+
+/* Issue 49 item 6 in the flow buckets: a TSO packet takes from its flow's
+ * credit the bytes it leaves the egress as, its segments each with the
+ * packet's headers, as a byte shaper charges it.  A flow of TSO packets of
+ * 10000 bytes of payload in segments of 200 (50 frames of 254 bytes, 12700
+ * bytes where the packet is 10054) and a flow of 1500-byte frames, both
+ * backlogged, get the same bytes on the wire, within one quantum and one
+ * packet.  (Charged its length, the TSO flow got 26% more.) */
+static void
+test_drr_tso(void)
+{
+    enum { N_TSO = 100, N_BIG = 2000, TSO_WIRE = 50 * 254 };
+    struct dp_packet *pkts[N_TSO + N_BIG];
+    uint32_t left[2] = { N_TSO, N_BIG };
+    uint32_t next_seq[2] = { 0, 0 };
+    uint64_t bytes[2] = { 0, 0 };
+    struct fixture f;
+    size_t k = 0;
+
+    fixture_init(&f, 4096, 1024);
+    for (uint32_t i = 0; k < N_TSO + N_BIG; i++) {
+        if (i < N_TSO) {
+            pkts[k++] = make_tso_frame(0, i, 1, 10000, 200);
+        }
+        if (i < N_BIG) {
+            pkts[k++] = make_frame(1, i, 2, 1500);
+        }
+    }
+    CHECK(send_packets(&f, pkts, k) == k, "not all enqueued");
+    pull_all(&f);
+    while (left[0] && left[1]) {
+        struct dp_packet *out[NETDEV_MAX_BURST];
+        unsigned int avail;
+        int64_t budget = 0;
+        size_t got;
+
+        got = daqring_fq_dequeue(f.fq, f.ring, f.unshaped, &budget, out,
+                                 NETDEV_MAX_BURST, &avail);
+        CHECK(got, "nothing left with %"PRIu32" and %"PRIu32" queued",
+              left[0], left[1]);
+        for (size_t i = 0; i < got; i++) {
+            struct tag tag = packet_tag(out[i]);
+            uint64_t diff;
+
+            CHECK(tag.flow < 2 && tag.seq == next_seq[tag.flow],
+                  "flow %"PRIu32": packet %"PRIu32" out of order",
+                  tag.flow, tag.seq);
+            next_seq[tag.flow]++;
+            left[tag.flow]--;
+            bytes[tag.flow] += tag.flow ? 1500 : TSO_WIRE;
+            dp_packet_delete(out[i]);
+            if (left[0] && left[1]) {
+                diff = (bytes[0] > bytes[1] ? bytes[0] - bytes[1]
+                        : bytes[1] - bytes[0]);
+                CHECK(diff <= DAQRING_FQ_QUANTUM + TSO_WIRE,
+                      "the TSO flow sent %"PRIu64" bytes on the wire, the "
+                      "1500-byte flow %"PRIu64, bytes[0], bytes[1]);
+            }
+        }
+    }
+    fixture_destroy(&f);
+}
+
 /* Issue 49 item A2: a dequeue pulls at most DAQRING_FQ_PULL_MAX packets from
  * the ring into the flow queues, however many wait there (after a sleep, a
  * ring of a million packets must not cost a million cache misses in one
@@ -590,6 +673,7 @@ run_tests(struct ovs_cmdl_context *ctx)
         { "sparse", test_sparse },
         { "fair-many", test_fair_many },
         { "drr-bytes", test_drr_bytes },
+        { "drr-tso", test_drr_tso },
         { "pull-bound", test_pull_bound },
     };
     const char *only = ctx->argc > 1 ? ctx->argv[1] : NULL;
