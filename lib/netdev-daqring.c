@@ -131,6 +131,12 @@ struct netdev_daqring {
         atomic_bool admin_up;           /* NETDEV_UP: accept packets. */
         int doorbell;                   /* Of the rx queue, or -1, see
                                          * netdev_daqring_rxq_idle(). */
+        atomic_bool other_sources;      /* Set for good by the first sender
+                                         * of a packet that is not an mbuf
+                                         * of a DPDK mempool: until then
+                                         * the receiver need not look at
+                                         * the packets' sources (see
+                                         * netdev_daqring_rxq_recv()). */
         uint32_t rss_basis;             /* Mixed into the RSS hash of the
                                          * packets dequeued, see
                                          * netdev_daqring_rxq_recv(). */
@@ -630,6 +636,7 @@ netdev_daqring_construct(struct netdev *netdev)
     dev->ring = NULL;
     dev->fq = NULL;
     atomic_init(&dev->admin_up, true);
+    atomic_init(&dev->other_sources, false);
     atomic_init(&dev->tx_packets, 0);
     atomic_init(&dev->tx_bytes, 0);
     atomic_init(&dev->ring_full_drops, 0);
@@ -1934,6 +1941,7 @@ netdev_daqring_send(struct netdev *netdev, int qid,
     unsigned int sent = 0;
     struct dp_packet *packet;
     bool looping = false;
+    bool other = false;
     bool check_passes;
     uint64_t orig;
     size_t cnt;
@@ -1941,16 +1949,30 @@ netdev_daqring_send(struct netdev *netdev, int qid,
 
     /* Sizes must be read before enqueueing: from then on the consumer may
      * already have forwarded and freed the packets.  Pass counts only
-     * matter once a packet has reached DAQRING_MAX_PASSES. */
+     * matter once a packet has reached DAQRING_MAX_PASSES.  The sources are
+     * read here, where the packets are in this thread's cache, so that the
+     * receiver need not read them (see 'other_sources'). */
     atomic_read_relaxed(&daqring_max_passes_seen, &check_passes);
     if (OVS_LIKELY(!check_passes)) {
         DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
             bytes += dp_packet_size(packet);
+            other |= packet->source != DPBUF_DPDK;
         }
     } else {
         DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
             bytes += dp_packet_size(packet);
+            other |= packet->source != DPBUF_DPDK;
             looping |= packet->queue_passes >= DAQRING_MAX_PASSES;
+        }
+    }
+    if (OVS_UNLIKELY(other)) {
+        bool seen;
+
+        /* Before the enqueue, whose release the receiver's dequeue
+         * acquires. */
+        atomic_read_relaxed(&dev->other_sources, &seen);
+        if (!seen) {
+            atomic_store_relaxed(&dev->other_sources, true);
         }
     }
     if (OVS_UNLIKELY(looping)) {
@@ -1988,7 +2010,8 @@ netdev_daqring_send(struct netdev *netdev, int qid,
     }
 
     if (OVS_LIKELY(sent)) {
-        netdev_rxq_doorbell_ring(dev->doorbell);
+        /* The enqueue's tail update was an atomic read-modify-write. */
+        netdev_rxq_doorbell_ring_after_rmw(dev->doorbell);
         if (OVS_LIKELY(!concurrent_txq && qid >= 0
                        && qid < dev->n_txq_counters)) {
             /* This thread is the only writer of these counters. */
@@ -2218,7 +2241,7 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     uint64_t bytes = 0, occupancy, value, now = 0;
     struct daqring_share_grant grant = { .budget = 0 };
     int64_t budget = 0, own = 0, start = 0;
-    enum dp_packet_source source;
+    bool other_sources;
     bool mixed = false;
     uint32_t burst;
     bool shaped;
@@ -2334,12 +2357,24 @@ netdev_daqring_rxq_recv(struct netdev_rxq *rxq, struct dp_packet_batch *batch,
     }
 
     batch->count = n;
-    source = batch->packets[0]->source;
-    for (size_t i = 0; i < n; i++) {
-        const struct dp_packet *packet = batch->packets[i];
+    /* Read after the dequeue: a sender set it before its enqueue. */
+    atomic_read_relaxed(&dev->other_sources, &other_sources);
+    if (OVS_LIKELY(!other_sources)) {
+        /* Every packet is an mbuf of a DPDK mempool: the sizes are in the
+         * mbufs' first cache line, which the egress port's driver reads
+         * too, the sources in a line that it does not need. */
+        for (size_t i = 0; i < n; i++) {
+            bytes += dp_packet_size(batch->packets[i]);
+        }
+    } else {
+        enum dp_packet_source source = batch->packets[0]->source;
 
-        mixed |= packet->source != source;
-        bytes += dp_packet_size(packet);
+        for (size_t i = 0; i < n; i++) {
+            const struct dp_packet *packet = batch->packets[i];
+
+            mixed |= packet->source != source;
+            bytes += dp_packet_size(packet);
+        }
     }
     if (OVS_UNLIKELY(mixed)) {
         netdev_daqring_split_batch(dev, batch, from_stash);
