@@ -1258,3 +1258,38 @@ def test_the_routes_are_not_sampled_during_the_reroute() -> None:
     down = f.events["down"]
     assert calls[0] <= down, (calls, down)
     assert calls[1] >= down + fo.ROUTES_QUIET, (calls, down)
+
+
+def test_a_killed_spines_account_uses_the_veths_live_counters() -> None:
+    """With the BFD packets counted, a switch without DPDK is judged by
+    its veths' counters read next to them (the snapshots' "links"), not
+    by its Interface statistics, which lag by ovs-vswitchd's refresh:
+    20 BFD packets that arrived after the last refresh made 20 frames
+    of the spine's account vanish."""
+    c = cfg("--ros", "1", "--dcms", "1", "--spines", "2", "--failover",
+            "1/3")
+    p = make_fabric_plan(77, c)
+    r = FabricRunner.__new__(FabricRunner)
+    r.fplan, r.cfg = p, c
+    r.target = resolve_target(p, "spine:spine1")
+    after = _counters(p, (600, 400), 300, lose=25)
+    control = {}
+    for s in p.switches:
+        if s.dpdk:
+            continue
+        for port in s.ports:
+            name = "%s:%s" % (s.name, port.name)
+            after["links"][name] = dict(after["ports"][name])
+            control[name] = {"rx": 0, "tx": 0}
+    # 20 BFD packets at spine1:dn0 since the statistics' last refresh.
+    after["links"]["spine1:dn0"]["rx_packets"] += 20
+    control["spine1:dn0"] = {"rx": 20, "tx": 0}
+    after["control"] = control
+    zero = {"ports": {}, "links": {}, "qdisc": {}, "normal": {},
+            "control": {n: {"rx": 0, "tx": 0} for n in control}}
+    for n in control:
+        zero["links"][n] = {"rx_packets": 0, "tx_packets": 0,
+                            "rx_dropped": 0, "tx_dropped": 0}
+    d = r._drops(zero, after)
+    assert d["switch_inside"]["spine1"]["frames"] == 25, d
+    assert d["balance"]["balanced"], d

@@ -66,3 +66,23 @@ def test_the_control_plane_runs_ahead_of_the_hosts() -> None:
         assert os.getpriority(os.PRIO_PROCESS, p.pid) == procs.CONTROL_NICE
     finally:
         p.communicate(b"")
+
+
+def test_dump_ports_is_read_into_packet_counts() -> None:
+    """The HLT leaf's uplinks' packets as 'ovs-ofctl --names dump-ports'
+    gives them at once (its Interface statistics lag by the refresh
+    interval, which BFD's packets made a loss)."""
+    from ovs_daqring.incast.fabric.counters import dump_ports_packets
+    text = """OFPST_PORT reply (xid=0x2): 3 ports
+  port  h0: rx pkts=10, bytes=600, drop=0, errs=0, frame=0, over=0, crc=0
+           tx pkts=12, bytes=720, drop=0, errs=0, coll=0
+           duration=3.1s
+  port  "up1": rx pkts=47740, bytes=0, drop=?, errs=?, frame=?, over=?, crc=?
+           tx pkts=24453, bytes=0, drop=?, errs=?, coll=?
+  port LOCAL: rx pkts=0, bytes=0, drop=0, errs=0, frame=0, over=0, crc=0
+           tx pkts=0, bytes=0, drop=0, errs=0, coll=0
+"""
+    assert dump_ports_packets(text) == {
+        "h0": {"rx_packets": 10, "tx_packets": 12},
+        "up1": {"rx_packets": 47740, "tx_packets": 24453},
+        "LOCAL": {"rx_packets": 0, "tx_packets": 0}}

@@ -10,6 +10,7 @@ account of its frames from the snapshots before and after its events
 why), counted with the single switch's helpers (incast/counters.py)."""
 
 import json
+import re
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ...process import run
@@ -19,6 +20,28 @@ from .control import control_delta
 from .plan import FabricPlan
 
 Counters = Dict[str, Dict[str, int]]
+
+
+def dump_ports_packets(text: str) -> Counters:
+    """'ovs-ofctl --names dump-ports' TEXT: port -> {"rx_packets",
+    "tx_packets"}.  Read at once, where the Interface statistics of a
+    DPDK port are as old as ovs-vswitchd's last refresh (5 s): while BFD
+    runs, its packets in that time made the HLT leaf's uplinks look as
+    if they had handed the kernel frames that their veths never sent
+    (40 per uplink in a spine's failure)."""
+    out: Counters = {}
+    port = None
+    for line in text.splitlines():
+        m = re.match(r"\s*port\s+\"?([^\":]+)\"?:\s*rx pkts=(\d+)", line)
+        if m:
+            port = m.group(1).strip()
+            out[port] = {"rx_packets": int(m.group(2))}
+            continue
+        m = re.match(r"\s*tx pkts=(\d+)", line)
+        if m and port is not None:
+            out[port]["tx_packets"] = int(m.group(1))
+            port = None
+    return out
 
 
 def qdisc_counters(plan: FabricPlan) -> Counters:
@@ -39,8 +62,10 @@ def qdisc_counters(plan: FabricPlan) -> Counters:
     return out
 
 
-def link_counters(plan: FabricPlan) -> Counters:
-    """Kernel counters of every veth end (switches' and hosts')."""
+def link_counters(plan: FabricPlan,
+                  only: Optional[Set[str]] = None) -> Counters:
+    """Kernel counters of every veth end (switches' and hosts'), or of
+    those in the namespaces ONLY."""
     out: Dict[str, Dict[str, int]] = {}
     # A veth of a namespace that several switches share (the HLT
     # leaves of several planes) is the one that has it as port's.
@@ -52,6 +77,8 @@ def link_counters(plan: FabricPlan) -> Counters:
     where.update({ns: ns for ns in plan.hosts_ns})
     skip = {s.bridge for s in plan.switches} | {"ovs-netdev"}
     for ns, label in where.items():
+        if only is not None and ns not in only:
+            continue
         for link in json.loads(run(["ip", "-n", ns, "-s", "-j", "link",
                                     "show"])):
             if link.get("link_type") != "ether" or link.get(
@@ -136,9 +163,16 @@ def switch_inside(plan: FabricPlan, failed: Optional[Tuple[str, str]],
     for s in plan.switches:
         if s.dpdk:
             continue
+        # With its BFD packets counted, the veths' own counters, read
+        # next to them (a port's Interface statistics are as old as
+        # ovs-vswitchd's last refresh, and BFD runs meanwhile).
+        src = ("links" if all("%s:%s" % (s.name, p.name) in (
+            snap.get("control") or {}) and "%s:%s" % (s.name, p.name)
+            in snap.get("links", {}) for snap in (before, after)
+            for p in s.ports) else "ports")
         d = {p.name: counter_delta(
-            before["ports"].get("%s:%s" % (s.name, p.name), {}),
-            after["ports"].get("%s:%s" % (s.name, p.name), {}))
+            before[src].get("%s:%s" % (s.name, p.name), {}),
+            after[src].get("%s:%s" % (s.name, p.name), {}))
             for p in s.ports}
         # (What its sends lost in the veth is in kernel_links, what a
         # port's tbf dropped in qdisc: the port's counters, the

@@ -30,7 +30,8 @@ from ..stats import busy_time, ideal_collection_time
 from ..switch import STATS_INTERVAL, ModeUnavailable, Switch, daqctl_path
 from ..topology import parse_snmp
 from .control import ControlFrames
-from .counters import fabric_drops, link_counters, qdisc_counters
+from .counters import (dump_ports_packets, fabric_drops, link_counters,
+                       qdisc_counters)
 from .failover import (FAILOVER_SETTLE, RECOVERY_FRACTION, SPINE_BFD,
                        Failover, FailTarget, dcms_on, probe_ends, recovery,
                        resolve_target, timeline)
@@ -518,11 +519,31 @@ class FabricRunner(Runner):
             tcp[ns] = parse_snmp(run(["ip", "netns", "exec", ns, "cat",
                                       "/proc/net/snmp",
                                       "/proc/net/netstat"]))
-        snap = {"ports": ports, "qdisc": qdisc_counters(self.fplan),
-                "tcp": tcp, "links": link_counters(self.fplan),
-                "normal": normal}
+        links = link_counters(self.fplan)
         if self.control is not None:
-            # The BFD packets of the switches without DPDK, apart.
+            # BFD runs: the DPDK leaves' uplinks' packets as they are
+            # now, and their veths' read right after
+            # (dump_ports_packets()).
+            for leaf in self.fplan.hlt_leaves:
+                fsw = self.fplan.switch(leaf)
+                if not fsw.dpdk:
+                    continue
+                live = dump_ports_packets(self.switches[leaf].ofctl(
+                    "--names", "dump-ports", fsw.bridge))
+                now = link_counters(self.fplan, {fsw.ns})
+                for p in fsw.ports:
+                    name = "%s:%s" % (leaf, p.name)
+                    if (not p.to_host and p.name in live and name in ports
+                            and name in now):
+                        ports[name] = dict(ports[name], **live[p.name])
+                        links[name] = now[name]
+        snap = {"ports": ports, "qdisc": qdisc_counters(self.fplan),
+                "tcp": tcp, "links": links, "normal": normal}
+        if self.control is not None:
+            # The BFD packets of the switches without DPDK, apart, and
+            # their veths' counters read again right before.
+            links.update(link_counters(self.fplan, {
+                s.ns for s in self.fplan.switches if not s.dpdk}))
             snap["control"] = self.control.read()
         return snap
 
