@@ -19,8 +19,9 @@ monitoring.rst), served by ovs-daqring-exporter(8):
                (ring_families()); METRICS documents every name
   pmd       -- the PMD threads, from what ovs-vswitchd's pmd-stats-show
                and pmd-rxq-show print (parse_pmd_stats(), pmd_families())
-  collector -- the prometheus_client Collector that reads at each scrape,
-               and the HTTP endpoint that serves it
+  collector -- the Collector that renders the rings once per change of
+               the replica, off the scrape path (DaqringCollector), and
+               the HTTP endpoint that serves the last exposition
   address   -- --metrics-address [HOST:]PORT (no prometheus_client
                needed: the tools' --help and argument checks work
                without it)
