@@ -111,3 +111,27 @@ def test_a_spare_that_fails_says_so(ofctl: Path) -> None:
             of.bundle(["add priority=99,ip,actions=drop"])
     finally:
         of.close()
+
+
+def test_a_spare_is_kept_until_a_port_changes() -> None:
+    """The agent's key for its spare (SwitchHold.spare_key()): the
+    bridge's port names and numbers, read again when the switch's
+    configuration changes; a change that leaves them (a ring's options,
+    say) keeps the spare, a port renumbered does not."""
+    from types import SimpleNamespace
+    from ovs_daqring.fabric.switchhold import SwitchHold
+    iface = SimpleNamespace(ofport=[1])
+    ports = {"up0": SimpleNamespace(interfaces=[iface]),
+             "up1": SimpleNamespace(interfaces=[SimpleNamespace(
+                 ofport=[2])])}
+    db = SimpleNamespace(config_seqno=1, bridge=lambda name: name,
+                         ports=lambda br: dict(ports))
+    h = SwitchHold.__new__(SwitchHold)
+    h.rec = SimpleNamespace(db=db, spec=SimpleNamespace(bridge="br0"))
+    h.watch = SimpleNamespace(started=1)
+    k1 = h.spare_key()
+    db.config_seqno = 2
+    assert h.spare_key() == k1
+    iface.ofport = [7]
+    db.config_seqno = 3
+    assert h.spare_key() != k1

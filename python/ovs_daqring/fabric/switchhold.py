@@ -172,6 +172,9 @@ class SwitchHold(NodeBase):
         self.frw_releases = 0
         self.frw_note: Optional[str] = None
         self.frw_why: Optional[str] = None
+        # spare_key()'s bridge ports, and the (connection, config_seqno)
+        # they were read at.
+        self._spare_ports: Optional[Tuple[Any, Any]] = None
 
     def slice_text(self, want: Dict[str, Any]) -> str:
         """want's slice as JSON text."""
@@ -212,12 +215,25 @@ class SwitchHold(NodeBase):
 
     def spare_key(self) -> Any:
         """What a spare ovs-ofctl (warmofctl.py) is good for: the
-        switch's configuration as the agent's IDL last saw it changed
-        (its port names and numbers among it), on this connection to
-        it and this run of ovs-vswitchd (the flow monitor's starts)."""
+        bridge's port names and numbers (what it asked the switch), on
+        this connection to it and this run of ovs-vswitchd (the flow
+        monitor's starts).  The names and numbers are read again only
+        when the switch's configuration changed (config_seqno)."""
         if self.rec is None:
             return None
-        return (id(self.rec.db), self.rec.db.config_seqno,
+        db = self.rec.db
+        seqno = db.config_seqno
+        cached = getattr(self, "_spare_ports", None)
+        if cached is None or cached[0] != (id(db), seqno):
+            try:
+                ports = db.ports(db.bridge(self.rec.spec.bridge))
+                names = tuple(sorted(
+                    (name, tuple(tuple(i.ofport) for i in p.interfaces))
+                    for name, p in ports.items()))
+            except DaqctlError:
+                names = None
+            cached = self._spare_ports = ((id(db), seqno), names)
+        return (id(db), cached[1],
                 self.watch.started if self.watch is not None else None)
 
     def bundle_counts(self) -> Dict[str, int]:
