@@ -981,9 +981,10 @@ daqring_share_n_busy(struct daqring_share *sh)
  * ahead leaves the tokens to the busy rings behind it, whose threads may
  * come later (they accumulate in the bucket, up to its depth).  Beyond its
  * fair part, a ring may spend the tokens that would otherwise overflow the
- * bucket before it polls again (assuming it does so after as long as since
- * its last claim): the egress never idles for a ring that does not come,
- * and what a ring takes that way does not count against it. */
+ * bucket before it polls again (assuming it does so within twice as long
+ * as since its last claim, for the jitter of its thread's polls): the
+ * egress never idles for a ring that does not come, and what a ring takes
+ * that way does not count against it. */
 enum daqring_share_claim
 daqring_share_claim(struct daqring_share *sh, unsigned int slot,
                     uint64_t now, struct daqring_share_grant *g)
@@ -1036,8 +1037,8 @@ daqring_share_claim(struct daqring_share *sh, unsigned int slot,
             vt = now - catchup;
         }
         fair = ((int64_t) (now - vt) + quantum) / n;
-        gap = MIN(MAX((int64_t) (now - last), 0), tau);
-        excess = level + gap - tau;
+        gap = MIN(MAX((int64_t) (now - last), 0), tau / 2);
+        excess = level + 2 * gap - tau;
         budget = MIN(level, MAX(fair, excess));
 
         g->n = n;
