@@ -260,11 +260,12 @@ def metrics_verdicts(m: Optional[Dict[str, Any]],
                      add: Callable[..., None]) -> None:
     """The row of TARGETS: every scrape after a change of every ring's
     statistics within the target.  The scrapes aimed at such a change
-    as it is taken in are stated, not judged: they are bimodal (about
-    30 ms if they meet the render, up to about 0.2 s if they meet the
-    IDL's parse of the 2048 rows), the share of each mode is the
-    bench's timing, and Prometheus's scrapes, not aimed, meet one in
-    about 2% of the time (0.1 s per stats-update-interval, 5 s)."""
+    as it is taken in are stated, not judged: they take 15-40 ms if they
+    meet the render alone, up to the update's whole processing (0.14-
+    0.26 s) if they meet the IDL's parse of the 2048 rows, the share of
+    each is the bench's timing, and Prometheus's scrapes, not aimed,
+    meet that work about 4% of the time (0.2 s per stats-update-
+    interval, 5 s)."""
     if m and m.get("changed_s"):
         add("scrape_2048", "%s ms after every ring's statistics changed, "
             "%s ms aimed at such an update (not judged), %s ms unchanged "
