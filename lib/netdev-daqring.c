@@ -1941,7 +1941,6 @@ netdev_daqring_send(struct netdev *netdev, int qid,
     unsigned int sent = 0;
     struct dp_packet *packet;
     bool looping = false;
-    bool other = false;
     bool check_passes;
     uint64_t orig;
     size_t cnt;
@@ -1949,30 +1948,16 @@ netdev_daqring_send(struct netdev *netdev, int qid,
 
     /* Sizes must be read before enqueueing: from then on the consumer may
      * already have forwarded and freed the packets.  Pass counts only
-     * matter once a packet has reached DAQRING_MAX_PASSES.  The sources are
-     * read here, where the packets are in this thread's cache, so that the
-     * receiver need not read them (see 'other_sources'). */
+     * matter once a packet has reached DAQRING_MAX_PASSES. */
     atomic_read_relaxed(&daqring_max_passes_seen, &check_passes);
     if (OVS_LIKELY(!check_passes)) {
         DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
             bytes += dp_packet_size(packet);
-            other |= packet->source != DPBUF_DPDK;
         }
     } else {
         DP_PACKET_BATCH_FOR_EACH (i, packet, batch) {
             bytes += dp_packet_size(packet);
-            other |= packet->source != DPBUF_DPDK;
             looping |= packet->queue_passes >= DAQRING_MAX_PASSES;
-        }
-    }
-    if (OVS_UNLIKELY(other)) {
-        bool seen;
-
-        /* Before the enqueue, whose release the receiver's dequeue
-         * acquires. */
-        atomic_read_relaxed(&dev->other_sources, &seen);
-        if (!seen) {
-            atomic_store_relaxed(&dev->other_sources, true);
         }
     }
     if (OVS_UNLIKELY(looping)) {
@@ -1985,6 +1970,20 @@ netdev_daqring_send(struct netdev *netdev, int qid,
     cnt = dp_packet_batch_size(batch);
     if (OVS_UNLIKELY(!cnt)) {
         return 0;
+    }
+    /* The packets of a batch all come from one buffer source, which
+     * netdev-dpdk's send assumes as well (see dp_execute_output_action()):
+     * one look, so that the receiver need not read each packet's (see
+     * 'other_sources'), in a cache line of the dp_packet past the mbuf
+     * that nothing else on a bound ring's way reads.  Set before the
+     * enqueue, whose release the receiver's dequeue acquires. */
+    if (OVS_UNLIKELY(batch->packets[0]->source != DPBUF_DPDK)) {
+        bool seen;
+
+        atomic_read_relaxed(&dev->other_sources, &seen);
+        if (!seen) {
+            atomic_store_relaxed(&dev->other_sources, true);
+        }
     }
 
     atomic_read_relaxed(&dev->admin_up, &up);
