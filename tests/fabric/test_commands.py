@@ -565,6 +565,32 @@ def test_status_judges_liveness_by_its_own_clock(cluster: Cluster) -> None:
     assert "not heard from for" in p.stdout
 
 
+def test_status_listen_0_reads_without_listening(cluster: Cluster) -> None:
+    """fabric status --listen 0 (daq-incast's, which wants only the
+    assignments): no node is judged, every one with an agent is
+    'unknown', however fresh its report; the DCMs are all there."""
+    remotes = cluster.remotes()
+    assert daqctl("fabric", "apply", str(EXAMPLE), "--db",
+                  remotes).returncode == 0
+    _report(remotes, "spine1", 1, 0, interval=500)
+    p = daqctl("fabric", "status", "--json", "--listen", "0", "--db",
+               remotes)
+    assert p.returncode == 0, p.stderr
+    fab = json.loads(p.stdout)["fabric"]
+    nodes = {n["switch"]: n for n in fab["nodes"]}
+    assert nodes["spine1"]["liveness"] == "unknown", nodes["spine1"]
+    assert nodes["spine1"]["up"] is False
+    assert fab["dcms"]
+
+
+@pytest.mark.parametrize("value", ["-1", "61", "soon"])
+def test_status_listen_refuses_a_bad_value(value: str) -> None:
+    p = daqctl("fabric", "status", "--listen", value, "--db",
+               "unix:/nonexistent")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "not a number of seconds from 0 to 60" in p.stderr
+
+
 def _report(remote: str, node: str, generation: int, age_ms: int,
             failed: Optional[int] = None, error: Optional[str] = None,
             interval: int = 60000) -> None:

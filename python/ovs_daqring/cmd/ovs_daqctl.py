@@ -335,10 +335,29 @@ def add_fabric(sub: Any, add_command: Callable[
     s.add_argument("--json", dest="format", action="store_const",
                    const="json", default=argparse.SUPPRESS,
                    help="the same as -f json")
+    s.add_argument("--listen", metavar="SECONDS", type=_listen_seconds,
+                   default=None,
+                   help="listen for the nodes' reports for at most "
+                   "SECONDS (default: the longest report interval and "
+                   "0.5 s, 5 s at most); 0: do not listen, every node's "
+                   "liveness is unknown (for a script that wants only "
+                   "the assignments)")
     p = cmd("plan", cmd_fabric_plan, "run one planner round: take the "
             "planner lock, take over, write the assignments")
     p.add_argument("--name", metavar="NAME", help="this planner's name "
                    "(default ovs-daqctl PID@HOST)")
+
+
+def _listen_seconds(text: str) -> float:
+    """fabric status --listen: a number of seconds, 0 to 60."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 <= v <= 60:
+        raise argparse.ArgumentTypeError(
+            "%r is not a number of seconds from 0 to 60" % text)
+    return v
 
 
 def _fabric_no_command(p: argparse.ArgumentParser) -> int:

@@ -406,7 +406,10 @@ def cmd_fabric_status(args: argparse.Namespace) -> int:
         fab = db.root()
         # Up or not by this command's clock alone: the reports that
         # arrive while it listens (listen_for_reports()).
-        since, listened = listen_for_reports(db, args.timeout)
+        listen = getattr(args, "listen", None)
+        since, listened = listen_for_reports(
+            db, args.timeout if listen is None else min(listen,
+                                                        args.timeout))
         fab = db.root()
         nodes = listened_view(db, since, listened)
         asg = db.assignments()

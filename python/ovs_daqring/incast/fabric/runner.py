@@ -327,7 +327,7 @@ class FabricRunner(Runner):
         assert self.db is not None
         doc = json.loads(run([sys.executable, daqctl_path(), "--db",
                               self.db.remotes(), "fabric", "status",
-                              "--json"]))
+                              "--json", "--listen", "0"]))
         # (A DCM the planner has not assigned yet, no path being usable,
         # has none: a fabric with BFD before its sessions are up.)
         return {d["name"]: "%s/%s" % (d["plane"], d["spine"])
