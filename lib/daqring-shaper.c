@@ -981,10 +981,10 @@ daqring_share_n_busy(struct daqring_share *sh)
  * ahead leaves the tokens to the busy rings behind it, whose threads may
  * come later (they accumulate in the bucket, up to its depth).  Beyond its
  * fair part, a ring may spend the tokens that would otherwise overflow the
- * bucket before it polls again (assuming it does so within twice as long
- * as since its last claim, for the jitter of its thread's polls): the
- * egress never idles for a ring that does not come, and what a ring takes
- * that way does not count against it. */
+ * bucket before it polls again (assuming it does so after as long as since
+ * its last claim, at most half the depth: the lower half is always kept
+ * for the rings behind): the egress never idles for a ring that does not
+ * come, and what a ring takes that way does not count against it. */
 enum daqring_share_claim
 daqring_share_claim(struct daqring_share *sh, unsigned int slot,
                     uint64_t now, struct daqring_share_grant *g)
@@ -1038,7 +1038,7 @@ daqring_share_claim(struct daqring_share *sh, unsigned int slot,
         }
         fair = ((int64_t) (now - vt) + quantum) / n;
         gap = MIN(MAX((int64_t) (now - last), 0), tau / 2);
-        excess = level + 2 * gap - tau;
+        excess = level + gap - tau;
         budget = MIN(level, MAX(fair, excess));
 
         g->n = n;
@@ -1116,8 +1116,8 @@ daqring_share_idle(struct daqring_share *sh, unsigned int slot)
 /* Returns the TSC at which a ring that daqring_share_claim() at TSC 'now'
  * made wait, for reason 'why', should try again: when the bucket holds
  * tokens again or, ahead of its share, after the time of one full-size
- * frame (by which a ring behind it has usually had its part, or the
- * bucket fills). */
+ * frame or of half the bucket's depth, whichever is shorter (by which a
+ * ring behind it has usually had its part, or the bucket fills). */
 uint64_t
 daqring_share_deadline(struct daqring_share *sh,
                        enum daqring_share_claim why, uint64_t now)
@@ -1126,7 +1126,9 @@ daqring_share_deadline(struct daqring_share *sh,
     uint64_t tat;
 
     if (why == DAQRING_SHARE_TURN) {
-        return now + s->turn_cycles;
+        /* Soon enough to take what would overflow the bucket (see
+         * daqring_share_claim()), at low rates with a shallow bucket. */
+        return now + MAX(MIN(s->turn_cycles, s->depth_cycles / 2), 1);
     }
     atomic_read_relaxed(&sh->tat, &tat);
     tat -= s->depth_cycles;

@@ -311,9 +311,9 @@ void daqring_shaper_destroy(struct daqring_shaper *);
  * clock: its catch-up batch is at most one depth.  What a ring ahead of its
  * share leaves stays in the bucket for the busy rings behind it, up to the
  * depth; tokens that would overflow it before the ring polls again
- * (within twice as long as since its last poll) may go to a ring ahead,
- * without counting against it, so that the egress never idles for a ring
- * that does not come.  Frames of different sizes share by bytes.
+ * (after as long as since its last poll, at most half the depth) may go to
+ * a ring ahead, without counting against it, so that the egress never
+ * idles for a ring that does not come.  Frames of different sizes share by bytes.
  *
  * A ring counts as busy from its first claim after it waited for nothing
  * to its daqring_share_idle() (nothing to send, set down, held by its own
