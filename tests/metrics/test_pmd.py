@@ -133,6 +133,61 @@ def test_switch_not_asked() -> None:
     assert told == ["ovs-appctl: cannot connect"]
 
 
+def test_a_late_answer_leaves_the_scrape_its_previous_one() -> None:
+    """ovs-vswitchd's main loop busy (taking thousands of rows in): a
+    scrape does not wait for its answer to the PMD commands beyond
+    PMD_WAIT_S, it serves the previous answer; the late one is served by
+    the next scrape once it came.  Before, the scrape waited for it."""
+    import threading
+    answers = [(STATS, RXQS),
+               (STATS.replace("packets received: 48",
+                              "packets received: 50"), RXQS)]
+    calls: List[int] = []
+    release = threading.Event()
+
+    def read() -> Tuple[str, str]:
+        calls.append(1)
+        if len(calls) == 2:
+            # The second call hangs until released (at most 60 s).
+            assert release.wait(60)
+        return answers[min(len(calls), 2) - 1]
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(DaqringCollector(lambda: [], read_pmds=read))
+
+    def packets() -> float:
+        text = generate_latest(reg).decode()
+        return next(s.value for f in text_string_to_metric_families(text)
+                    for s in f.samples
+                    if s.name == "daqring_pmd_received_packets_total"
+                    and s.labels["core"] == "1")
+    assert packets() == 48
+    # The call under way is still blocked: the scrape came back anyway.
+    assert packets() == 48
+    assert len(calls) == 2 and not release.is_set()
+    release.set()
+    for _ in range(600):
+        if packets() == 50:
+            break
+        release.wait(0.1)
+    assert packets() == 50
+
+
+def test_latest_reading_waits_for_its_first_answer() -> None:
+    """With no earlier answer there is nothing else to serve: get()
+    waits for the call, and an error is an outcome like a value."""
+    import threading
+    from ovs_daqring.metrics.collector import LatestReading
+    go = threading.Event()
+
+    def read() -> str:
+        assert go.wait(60)
+        raise ReadError("no answer")
+    r = LatestReading(read, 0.0)
+    threading.Timer(0.2, go.set).start()
+    value, e = r.get()
+    assert value is None and str(e) == "no answer"
+
+
 # OVS 4.0: pmd-stats-show is pmd-perf-show.
 PERF_STATS = """\
 Time: 09:10:00.000

@@ -49,6 +49,65 @@ class ReadError(Exception):
     (daqring_exporter_ovsdb_up 0)."""
 
 
+class LatestReading:
+    """READ() called in a thread of its own, one call at a time, and its
+    newest outcome kept: get() starts a call (unless one is under way)
+    and waits for it WAIT seconds at most when it has an earlier outcome
+    (for as long as the call takes when it has none), then returns the
+    newest outcome, (value, None) or (None, the ReadError).
+
+    The PMD series of a scrape: ovs-vswitchd answers the PMD commands
+    from its main loop, which is busy for a tenth of a second or more
+    while it writes or takes in the statistics of thousands of
+    interfaces; a scrape that comes then serves the answer the previous
+    call got (the counters only lag), not a late exposition.  A call
+    bounds its own time (ask_vswitchd()'s timeout)."""
+
+    def __init__(self, read: Callable[[], Any], wait: float) -> None:
+        self.read = read
+        self.wait = wait
+        self.cond = threading.Condition()
+        self.outcome: Optional[Tuple[Any, Optional[ReadError]]] = None
+        self.calls = 0
+        self.busy = False
+
+    def _call(self) -> None:
+        try:
+            out: Tuple[Any, Optional[ReadError]] = (self.read(), None)
+        except ReadError as e:
+            out = (None, e)
+        except Exception as e:      # noqa: B902 -- a bug, told as such
+            out = (None, ReadError("reading failed: %r" % e))
+        with self.cond:
+            self.outcome = out
+            self.calls += 1
+            self.busy = False
+            self.cond.notify_all()
+
+    def get(self) -> Tuple[Any, Optional[ReadError]]:
+        with self.cond:
+            if not self.busy:
+                self.busy = True
+                threading.Thread(target=self._call, name="daqring-read",
+                                 daemon=True).start()
+            calls = self.calls
+            deadline = time.monotonic() + self.wait
+            while self.calls == calls:
+                if self.outcome is None:
+                    self.cond.wait()
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(left)
+            assert self.outcome is not None
+            return self.outcome
+
+
+# How long a scrape waits for ovs-vswitchd's answer to the PMD commands
+# when it has an earlier one (LatestReading).
+PMD_WAIT_S = 0.05
+
 # What the PMD metrics are read from (pmd.py): pmd-stats-show (packets
 # and cycles), pmd-rxq-show (rx queues), pmd-perf-show (sleep: OVS 3.1
 # and 3.5 print it there only; 4.0's pmd-stats-show is pmd-perf-show).
@@ -168,8 +227,10 @@ class DaqringCollector:
 
     read_pmds(): what ovs-vswitchd's pmd-stats-show, pmd-rxq-show and
     (optionally) pmd-perf-show print (a ReadError if it cannot be asked;
-    called at each scrape, without 'lock'), or None for no PMD
-    metrics."""
+    called at each scrape, without 'lock', in a thread of its own: a
+    scrape waits PMD_WAIT_S at most for it when an earlier call
+    answered, and serves that answer if this one is late,
+    LatestReading), or None for no PMD metrics."""
 
     OWN = ("daqring_exporter_ovsdb_up", "daqring_exporter_invalid_values",
            "daqring_exporter_render_cpu_seconds")
@@ -183,6 +244,9 @@ class DaqringCollector:
         self.lock = lock if lock is not None else threading.Lock()
         self.log = log
         self.read_pmds = read_pmds
+        # The scrapes' PMD series: at most PMD_WAIT_S late.
+        self.pmd_reading = (LatestReading(read_pmds, PMD_WAIT_S)
+                            if read_pmds is not None else None)
         self.version = version
         self.last_error: Optional[str] = None
         self.last_pmd_error: Optional[str] = None
@@ -290,10 +354,9 @@ class DaqringCollector:
     def _pmds(self) -> Tuple[Optional[List[PmdReading]], int]:
         """The PMD threads (None: ovs-vswitchd could not be asked) and the
         values left out."""
-        assert self.read_pmds is not None
-        try:
-            texts = self.read_pmds()
-        except ReadError as e:
+        assert self.pmd_reading is not None
+        texts, e = self.pmd_reading.get()
+        if e is not None:
             if self.log is not None and str(e) != self.last_pmd_error:
                 self.log(str(e))
             self.last_pmd_error = str(e)
