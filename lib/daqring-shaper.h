@@ -313,7 +313,8 @@ void daqring_shaper_destroy(struct daqring_shaper *);
  * depth; tokens that would overflow it before the ring polls again
  * (after as long as since its last poll, at most half the depth) may go to
  * a ring ahead, without counting against it, so that the egress never
- * idles for a ring that does not come.  Frames of different sizes share by bytes.
+ * idles for a ring that does not come.  Frames of different sizes share
+ * by bytes.
  *
  * A ring counts as busy from its first claim after it waited for nothing
  * to its daqring_share_idle() (nothing to send, set down, held by its own
