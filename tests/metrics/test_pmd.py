@@ -135,18 +135,20 @@ def test_switch_not_asked() -> None:
 
 def test_a_late_answer_leaves_the_scrape_its_previous_one() -> None:
     """ovs-vswitchd's main loop busy (taking thousands of rows in): a
-    scrape does not wait for its answer to the PMD commands beyond
-    PMD_WAIT_S, it serves the previous answer; the late one is served by
-    the next scrape once it came.  Before, the scrape waited for it."""
+    scrape does not wait for its answer to the PMD commands, it serves
+    the previous answer, with its age; one worker asks, one request at
+    a time however many scrapes come meanwhile; the late answer is
+    served by a scrape once it came.  Before, each scrape started a
+    thread that asked, and waited for it."""
     import threading
     answers = [(STATS, RXQS),
                (STATS.replace("packets received: 48",
                               "packets received: 50"), RXQS)]
-    calls: List[int] = []
+    calls: List[str] = []
     release = threading.Event()
 
     def read() -> Tuple[str, str]:
-        calls.append(1)
+        calls.append(threading.current_thread().name)
         if len(calls) == 2:
             # The second call hangs until released (at most 60 s).
             assert release.wait(60)
@@ -154,27 +156,47 @@ def test_a_late_answer_leaves_the_scrape_its_previous_one() -> None:
     reg = CollectorRegistry(auto_describe=False)
     reg.register(DaqringCollector(lambda: [], read_pmds=read))
 
-    def packets() -> float:
+    def sample(name: str) -> float:
         text = generate_latest(reg).decode()
         return next(s.value for f in text_string_to_metric_families(text)
-                    for s in f.samples
-                    if s.name == "daqring_pmd_received_packets_total"
-                    and s.labels["core"] == "1")
+                    for s in f.samples if s.name == name
+                    and s.labels.get("core", "1") == "1")
+
+    def packets() -> float:
+        return sample("daqring_pmd_received_packets_total")
+    # (The first scrape of this process's collector waits for the first
+    # answer: there is none to serve before.)
     assert packets() == 48
-    # The call under way is still blocked: the scrape came back anyway.
-    assert packets() == 48
+    assert sample("daqring_exporter_pmd_reading_age_seconds") >= 0
+    wait_until(lambda: len(calls) == 2)
+    # The call under way is blocked: scrapes come back anyway, and ask
+    # no more of ovs-vswitchd meanwhile.
+    for _ in range(5):
+        assert packets() == 48
     assert len(calls) == 2 and not release.is_set()
+    assert len(set(calls)) == 1
     release.set()
+    wait_until(lambda: packets() == 50)
+    # One more call, asked for during the wait, and the same worker.
+    wait_until(lambda: len(calls) >= 3)
+    assert len(set(calls)) == 1
+
+
+def wait_until(cond: Any) -> None:
+    """A bound on a hang, not a timing."""
+    import threading
+    ev = threading.Event()
     for _ in range(600):
-        if packets() == 50:
-            break
-        release.wait(0.1)
-    assert packets() == 50
+        if cond():
+            return
+        ev.wait(0.1)
+    raise AssertionError("timed out")
 
 
 def test_latest_reading_waits_for_its_first_answer() -> None:
     """With no earlier answer there is nothing else to serve: get()
-    waits for the call, and an error is an outcome like a value."""
+    waits for the call (unless told not to: the scrape process), and an
+    error is an outcome like a value."""
     import threading
     from ovs_daqring.metrics.collector import LatestReading
     go = threading.Event()
@@ -182,10 +204,13 @@ def test_latest_reading_waits_for_its_first_answer() -> None:
     def read() -> str:
         assert go.wait(60)
         raise ReadError("no answer")
-    r = LatestReading(read, 0.0)
+    assert LatestReading(read, 0).get() is None
+    r = LatestReading(read)
     threading.Timer(0.2, go.set).start()
-    value, e = r.get()
-    assert value is None and str(e) == "no answer"
+    got = r.get()
+    assert got is not None
+    value, e, age = got
+    assert value is None and str(e) == "no answer" and age >= 0
 
 
 # OVS 4.0: pmd-stats-show is pmd-perf-show.

@@ -121,13 +121,14 @@ def measure(bench: Bench) -> None:
     statistics of every ring changed (ovs-vsctl writes them: ovs-
     vswitchd would every stats-update-interval, under traffic), and
     once the exporter is idle again (its IDL took the update in, its
-    render thread rendered the exposition), a scrape: the exporter's
-    CPU time per update (process), of it the render's (the
+    render thread rendered the exposition and handed it to its scrape
+    process), a scrape: the exporter's CPU time per update (its main
+    process), of it the render's (the
     daqring_exporter_render_cpu_seconds it serves), and the scrape's
     time; SCRAPES more updates, each scraped at once, while the
     exporter takes it in (a scrape that meets the update: its time, and
-    that it serves a whole exposition, the previous one or the new
-    one); the PMD's processing cycles over all the scrapes
+    that its scrape process serves a whole exposition, the previous one
+    or the new one); the PMD's processing cycles over all the scrapes
     (pmd-stats-show)."""
     n = bench.args.scale_counts[0]
     out: Dict[str, Any] = {"rings": n}
@@ -264,10 +265,13 @@ def metrics_verdicts(m: Optional[Dict[str, Any]],
     while the exporter and ovs-vswitchd take it in (Prometheus's own
     scrapes, not aimed, meet that work about 4% of the time: 0.2 s per
     stats-update-interval, 5 s; a scrape that does must still answer in
-    time).  Measured on 2026-12-02 (Intel, base 3.1): the aimed scrapes
-    took 39-240 ms, 16-112 ms with --no-pmd-metrics: most of it waits
-    for ovs-vswitchd's main loop to answer the PMD commands while it
-    takes the update in."""
+    time).  Measured on 2026-12-02 (Intel, base 3.1): with the HTTP
+    server a thread of the exporter, the aimed scrapes took 39-240 ms
+    (31-171 ms once they waited 50 ms at most for ovs-vswitchd),
+    waiting for the interpreter while the IDL parsed the rows and the
+    render ran, and for ovs-vswitchd's main loop taking the same update
+    in; served by the scrape process, which waits for neither,
+    17-27 ms."""
     if m and m.get("changed_s"):
         during = m.get("during_s") or {}
         add("scrape_2048", "%s ms after every ring's statistics changed, "
@@ -297,8 +301,9 @@ def markdown(m: Optional[Dict[str, Any]]) -> List[str]:
                  "(the cores the PMD is not on), scraped as Prometheus "
                  "does (OpenMetrics): %d series (%d of them the rings'), "
                  "%d bytes.  The exporter renders the exposition once per "
-                 "change of its replica, off the scrape path; a scrape "
-                 "serves the last one rendered.  Scrape time (request to "
+                 "change of its replica, off the scrape path, and its "
+                 "scrape process, which does nothing else, serves the "
+                 "last one rendered.  Scrape time (request to "
                  "last byte): the first that served every ring %.0f ms; "
                  "with the rings unchanged %s "
                  "ms; after every ring's statistics changed (written with "
@@ -308,7 +313,8 @@ def markdown(m: Optional[Dict[str, Any]]) -> List[str]:
                  "new statistics, the others the previous exposition, "
                  "every one whole).  The cost moved off the scrape: the "
                  "exporter's CPU time per update %s ms, of it the render "
-                 "(daqring_exporter_render_cpu_seconds) %s ms, the rest "
+                 "of both formats (daqring_exporter_render_cpu_seconds) "
+                 "%s ms, the rest "
                  "its IDL taking the 2048 rows in.  PMD processing cycles "
                  "over the scrapes: %d."
                  % (m["rings"], m["series"], m["ring_series"], m["bytes"],

@@ -276,13 +276,14 @@ def main(argv: Optional[List[str]] = None) -> int:
 def serve_metrics(args: argparse.Namespace, agent: Agent) -> Any:
     """--metrics-address: the switch's daqring and PMD metrics (the
     exporter's collector, on the agent's replica of its switch) and the
-    node's and planner's (metrics/fabric.py), served from
-    prometheus_client's thread; returns the agent for the main loop,
-    its rounds under the lock the scrapes take."""
-    from ..metrics.collector import (DaqringCollector, ReadError,
-                                     ask_vswitchd, serve as serve_http)
+    node's and planner's (metrics/fabric.py), rendered by the
+    collector's thread and served by the scrape process
+    (metrics/server.py); returns the agent for the main loop, its
+    rounds under the lock the render takes, with the scrape process."""
+    from ..metrics.collector import DaqringCollector, ReadError, ask_vswitchd
     from ..metrics.fabric import AgentLock, FabricCollector
     from ..metrics.rings import RingReader
+    from ..metrics.server import Served, serve as serve_http
     lock = threading.Lock()
     fabric = FabricCollector(agent, lock)
     reader = RingReader()
@@ -315,13 +316,13 @@ def serve_metrics(args: argparse.Namespace, agent: Agent) -> Any:
         version=version)
     host, port = args.metrics
     try:
-        registry = serve_http(switch, host, port)
+        scrapes = serve_http(switch, host, port, log=vlog.warn)
     except OSError as e:
         ovs.util.ovs_fatal(0, "cannot serve metrics on %s: %s"
                            % (args.metrics_address, e.strerror or e), vlog)
-    registry.register(fabric)
+    scrapes.register(fabric)
     vlog.info("metrics on http://%s:%d/metrics" % (host, port))
-    return AgentLock(agent, lock, after_run)
+    return Served(AgentLock(agent, lock, after_run), scrapes)
 
 
 def run() -> int:

@@ -16,8 +16,9 @@
 """ovs-daqring-exporter's entry point (utilities/ovs-daqring-exporter,
 ovs-daqring-exporter(8)): Prometheus metrics of one switch's daqrings
 (ovs_daqring.metrics), rendered from the replica of the switch's OVSDB
-each time it changes and served over HTTP.  main() daemonizes, keeps the
-OVSDB connection up to date, and serves the unixctl command "exit";
+each time it changes and served over HTTP by a process of its own (the
+scrape process, metrics/server.py).  main() daemonizes, keeps the OVSDB
+connection up to date, and serves the unixctl command "exit";
 run() is main() for the executable (an unexpected exception is logged
 and exits with the status that makes --monitor restart the daemon)."""
 
@@ -154,8 +155,9 @@ class Exporter:
     def read_pmds(self) -> List[str]:
         """What pmd-stats-show, pmd-rxq-show and pmd-perf-show print,
         asked over one connection to ovs-vswitchd's control socket (no
-        ovs-appctl started per scrape; 5 s at most); called by the
-        scrapes' thread, without 'lock'."""
+        ovs-appctl started per scrape; 5 s at most); called by the PMD
+        worker of the scrape process (metrics/server.py), never by the
+        main loop's."""
         from ..metrics.collector import ask_vswitchd
         return ask_vswitchd(self.vswitchd, 5.0)
 
@@ -217,7 +219,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ovs.daemon.handle_args(args)
     set_ssl(args)
     try:
-        from ..metrics.collector import DaqringCollector, serve
+        from ..metrics.collector import DaqringCollector
+        from ..metrics.server import Served, serve
     except ImportError as e:
         sys.stderr.write("%s: %s: %s\n" % (PROG, LIBRARY_MISSING, e))
         return 1
@@ -230,7 +233,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         version=exporter.version)
     exporter.after_run = collector.poke
     try:
-        serve(collector, args.host, args.port)
+        scrapes = serve(collector, args.host, args.port, log=vlog.warn)
     except OSError as e:
         ovs.util.ovs_fatal(0, "cannot serve metrics on %s: %s"
                            % (args.metrics_address, e.strerror or e), vlog)
@@ -248,7 +251,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ovs.daemon.daemonize_complete()
     vlog.info("%s %s: switch %s, metrics on http://%s:%d/metrics"
               % (PROG, VERSION, args.db, args.host, args.port))
-    daemonloop.serve(server, exporter)
+    # The scrape process starts at the main loop's first round.
+    daemonloop.serve(server, Served(exporter, scrapes))
     vlog.info("exiting")
     return 0
 

@@ -20,8 +20,10 @@ monitoring.rst), served by ovs-daqring-exporter(8):
   pmd       -- the PMD threads, from what ovs-vswitchd's pmd-stats-show
                and pmd-rxq-show print (parse_pmd_stats(), pmd_families())
   collector -- the Collector that renders the rings once per change of
-               the replica, off the scrape path (DaqringCollector), and
-               the HTTP endpoint that serves the last exposition
+               the replica, off the scrape path (DaqringCollector)
+  server    -- the scrape process: the HTTP endpoint, a process of its
+               own that serves the last whole exposition (serve())
+  fabric    -- a fabric node's and its planner's metrics
   address   -- --metrics-address [HOST:]PORT (no prometheus_client
                needed: the tools' --help and argument checks work
                without it)

@@ -12,35 +12,35 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The Collector of a switch's daqrings, the exposition it renders off
-the scrape path, and the HTTP endpoint that serves it (prometheus_client's
-own server and encoders: the exposition format is the library's, never
-ours).
+"""The Collector of a switch's daqrings and the exposition it renders
+off the scrape path (prometheus_client's own encoders: the exposition
+format is the library's, never ours); server.py serves it.
 
 The daqrings' series are rendered once per change of the switch's
 replica, not at each scrape: the daemon's main loop, once its IDL has
 run, calls DaqringCollector.poke(); when the replica's change count
 (version()) has moved, a thread of the collector's reads the rings that
 changed (under the main loop's lock), makes their families and writes
-their text with the library's encoder, in every format a scrape has
-asked for, and publishes the result whole (one reference, replaced).  A
-scrape serves the last exposition published as it is, with the few
-series read at each scrape (the exporter's own, the PMD threads') around
-it: it never waits for the replica's update or for a render, and a
-scrape during a render serves the previous complete exposition."""
+their text with the library's encoder, in both formats (OpenMetrics and
+the text format), and publishes the result whole (one reference,
+replaced), which it hands to the scrape process (server.py).  A scrape
+is served by that process, which never takes in the database or
+renders: it answers from the last whole exposition, with the few series
+read for the scrape (the exporter's own, the PMD threads' from one
+worker, LatestReading) around it."""
 
 import errno
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
                     Sequence, Tuple)
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 
-from .pmd import PMD_METRICS, PmdReading, parse_pmd_stats, pmd_families
+from .pmd import PMD_DOCS, PmdReading, parse_pmd_stats, pmd_families
 from .rings import BY_NAME, RingFamilies, RingReading
 
 
@@ -50,63 +50,83 @@ class ReadError(Exception):
 
 
 class LatestReading:
-    """READ() called in a thread of its own, one call at a time, and its
-    newest outcome kept: get() starts a call (unless one is under way)
-    and waits for it WAIT seconds at most when it has an earlier outcome
-    (for as long as the call takes when it has none), then returns the
-    newest outcome, (value, None) or (None, the ReadError).
+    """READ() called by one long-lived worker thread, one call at a time,
+    and its newest outcome kept with the moment it came: ask() (and
+    get()) asks for a call, which the worker makes once the call under
+    way, if any, has returned (at most one call in flight, and at most
+    one more asked for, however many ask); get() returns at once the
+    newest outcome, (value, None) or (None, the ReadError), and its age
+    in seconds: it never waits for the call it asked for.  Only while no
+    call has returned yet does get() wait for the first outcome,
+    FIRST_WAIT seconds at most (None: as long as the call takes, 0: not
+    at all); it returns None if there is still none.
 
-    The PMD series of a scrape: ovs-vswitchd answers the PMD commands
-    from its main loop, which is busy for a tenth of a second or more
-    while it writes or takes in the statistics of thousands of
-    interfaces; a scrape that comes then serves the answer the previous
-    call got (the counters only lag), not a late exposition.  A call
-    bounds its own time (ask_vswitchd()'s timeout)."""
+    The PMD series: ovs-vswitchd answers the PMD commands from its main
+    loop, which is busy for a tenth of a second or more while it writes
+    or takes in the statistics of thousands of interfaces; a scrape
+    serves the answer the worker got last, which the scrape before it
+    asked for (the counters lag, and say by how much), never a late
+    exposition.  A call bounds its own time (ask_vswitchd()'s
+    timeout)."""
 
-    def __init__(self, read: Callable[[], Any], wait: float) -> None:
+    def __init__(self, read: Callable[[], Any],
+                 first_wait: Optional[float] = None) -> None:
         self.read = read
-        self.wait = wait
+        self.first_wait = first_wait
         self.cond = threading.Condition()
         self.outcome: Optional[Tuple[Any, Optional[ReadError]]] = None
+        # When (time.monotonic()) the outcome came.
+        self.at = 0.0
         self.calls = 0
-        self.busy = False
+        self.asked = False
+        self.thread: Optional[threading.Thread] = None
 
-    def _call(self) -> None:
-        try:
-            out: Tuple[Any, Optional[ReadError]] = (self.read(), None)
-        except ReadError as e:
-            out = (None, e)
-        except Exception as e:      # noqa: B902 -- a bug, told as such
-            out = (None, ReadError("reading failed: %r" % e))
+    def ask(self) -> None:
+        """A call asked for (the worker started at the first)."""
         with self.cond:
-            self.outcome = out
-            self.calls += 1
-            self.busy = False
+            self.asked = True
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._worker,
+                                               name="daqring-pmds",
+                                               daemon=True)
+                self.thread.start()
             self.cond.notify_all()
 
-    def get(self) -> Tuple[Any, Optional[ReadError]]:
-        with self.cond:
-            if not self.busy:
-                self.busy = True
-                threading.Thread(target=self._call, name="daqring-read",
-                                 daemon=True).start()
-            calls = self.calls
-            deadline = time.monotonic() + self.wait
-            while self.calls == calls:
-                if self.outcome is None:
+    def _worker(self) -> None:
+        while True:
+            with self.cond:
+                while not self.asked:
                     self.cond.wait()
-                    continue
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.cond.wait(left)
-            assert self.outcome is not None
-            return self.outcome
+                self.asked = False
+            try:
+                out: Tuple[Any, Optional[ReadError]] = (self.read(), None)
+            except ReadError as e:
+                out = (None, e)
+            except Exception as e:      # noqa: B902 -- a bug, told as such
+                out = (None, ReadError("reading failed: %r" % e))
+            with self.cond:
+                self.outcome = out
+                self.at = time.monotonic()
+                self.calls += 1
+                self.cond.notify_all()
 
+    def get(self) -> Optional[Tuple[Any, Optional[ReadError], float]]:
+        self.ask()
+        with self.cond:
+            if self.outcome is None and self.first_wait != 0:
+                deadline = (None if self.first_wait is None
+                            else time.monotonic() + self.first_wait)
+                while self.outcome is None:
+                    left = (None if deadline is None
+                            else deadline - time.monotonic())
+                    if left is not None and left <= 0:
+                        break
+                    self.cond.wait(left)
+            if self.outcome is None:
+                return None
+            value, e = self.outcome
+            return value, e, max(0.0, time.monotonic() - self.at)
 
-# How long a scrape waits for ovs-vswitchd's answer to the PMD commands
-# when it has an earlier one (LatestReading).
-PMD_WAIT_S = 0.05
 
 # What the PMD metrics are read from (pmd.py): pmd-stats-show (packets
 # and cycles), pmd-rxq-show (rx queues), pmd-perf-show (sleep: OVS 3.1
@@ -158,12 +178,15 @@ def ask_vswitchd(target: str, timeout: float,
 
 @dataclass(frozen=True)
 class Rendered:
-    """One complete exposition of the daqrings, as a render published it
-    (never changed after: a scrape that holds it holds all of it)."""
-    # version() when the replica was read (None: no version()).
+    """One complete exposition of the daqrings (and of the collectors
+    rendered with them), as a render published it: never changed after,
+    so a scrape that holds it holds all of it; what the daemon hands its
+    scrape process whole (server.py)."""
+    # version() when the replica was read (None: no version(); the scrape
+    # process is not told).
     version: Any
     # The ReadError's text if the switch could not be read (then no
-    # series), else None.
+    # daqring series), else None.
     error: Optional[str]
     # Content type -> the text of the daqrings' families (every METRICS
     # family but the exporter's own, OpenMetrics without "# EOF").
@@ -172,6 +195,10 @@ class Rendered:
     invalid: int
     # The CPU time of the render (daqring_exporter_render_cpu_seconds).
     cpu_s: float
+    # Content type -> the text of the other collectors' families
+    # (register(): the fabric node's and planner's), written after the
+    # daqrings', without "# EOF".
+    extra: Dict[str, bytes] = field(default_factory=dict)
 
 
 def encode(encoder: Callable[[Any], bytes], fams: Iterable[Metric],
@@ -201,11 +228,83 @@ def _openmetrics(ctype: str) -> bool:
     return ctype.startswith("application/openmetrics-text")
 
 
-def _gauge(name: str, value: float) -> Metric:
-    doc = BY_NAME[name]
+def _gauge(name: str, value: float, docs: Any = BY_NAME) -> Metric:
+    doc = docs[name]
     fam = GaugeMetricFamily(doc.name, doc.help)
     fam.add_metric([], value)
     return fam
+
+
+class PmdSeries:
+    """The families read from ovs-vswitchd for a scrape (read_pmds():
+    what pmd-stats-show, pmd-rxq-show and pmd-perf-show print, or a
+    ReadError): daqring_exporter_vswitchd_up, the PMD threads' and the
+    age of their reading, from one worker's newest answer
+    (LatestReading: at most one request in flight, never waited for
+    but, with FIRST_WAIT, the first); a ReadError's text told to 'log'
+    once while it lasts."""
+
+    def __init__(self, read_pmds: Callable[[], Sequence[str]],
+                 first_wait: Optional[float] = None,
+                 log: Optional[Callable[[str], None]] = None) -> None:
+        self.reading = LatestReading(read_pmds, first_wait)
+        self.log = log
+        self.last_error: Optional[str] = None
+
+    def families(self) -> Tuple[List[Metric], int]:
+        """The families and the values left out (none before the first
+        answer)."""
+        got = self.reading.get()
+        if got is None:
+            return [], 0
+        texts, e, age = got
+        pmds: Optional[List[PmdReading]] = None
+        invalid = 0
+        if e is not None:
+            if self.log is not None and str(e) != self.last_error:
+                self.log(str(e))
+            self.last_error = str(e)
+        else:
+            self.last_error = None
+            pmds, invalid = parse_pmd_stats(*texts)
+        vs_up = _gauge("daqring_exporter_vswitchd_up",
+                       0 if pmds is None else 1, PMD_DOCS)
+        fams = [vs_up, _gauge("daqring_exporter_pmd_reading_age_seconds",
+                              age, PMD_DOCS)]
+        if pmds is not None:
+            fams += pmd_families(pmds)
+        return fams, invalid
+
+
+def compose(pub: Optional[Rendered], ctype: str,
+            encoder: Callable[[Any], bytes],
+            live: Callable[[], Tuple[List[Metric], int]]) -> bytes:
+    """A scrape's text in format CTYPE (ENCODER writes it; without
+    "# EOF"): of exposition PUB (None: none rendered yet, as if the
+    switch could not be read) served as it is, and LIVE's families (the
+    PMD series) read now, around its daqrings' text."""
+    om = _openmetrics(ctype)
+    extra = pub.extra.get(ctype, b"") if pub is not None else b""
+    if pub is None or pub.error is not None:
+        return encode(encoder, [_gauge("daqring_exporter_ovsdb_up", 0)],
+                      om) + extra
+    fams, invalid = live()
+    head = encode(encoder, [_gauge("daqring_exporter_ovsdb_up", 1)] + fams,
+                  om)
+    tail = encode(encoder, [
+        RingFamilies.invalid_family(pub.invalid + invalid),
+        _gauge("daqring_exporter_render_cpu_seconds", pub.cpu_s)], om)
+    return head + pub.texts[ctype] + tail + extra
+
+
+# The formats rendered: OpenMetrics (what Prometheus asks for) and the
+# text format, as prometheus_client's choose_encoder() names them.
+FORMATS = ("application/openmetrics-text", "text/plain")
+# The other collectors (register()) are rendered again at most every
+# OTHERS_MIN_S after a round of the daemon's main loop, and at least
+# every OTHERS_MAX_S (their series may age with time alone).
+OTHERS_MIN_S = 0.2
+OTHERS_MAX_S = 1.0
 
 
 class DaqringCollector:
@@ -221,16 +320,16 @@ class DaqringCollector:
     read() would read something new (the IDL's change_seqno, its
     connection): the daemon calls poke() once its IDL has run, and the
     daqrings' exposition is rendered again by the collector's thread
-    only when version() moved; scrapes serve what was rendered last
-    (exposition()).  Without version() every scrape renders, waiting
-    for 'lock'.
+    only when version() moved, in both formats, and published whole
+    (published, and on_publish(), which hands it to the scrape process:
+    server.py); the collectors register()ed are rendered with it.
+    Without version() every exposition() renders, waiting for 'lock'.
 
     read_pmds(): what ovs-vswitchd's pmd-stats-show, pmd-rxq-show and
-    (optionally) pmd-perf-show print (a ReadError if it cannot be asked;
-    called at each scrape, without 'lock', in a thread of its own: a
-    scrape waits PMD_WAIT_S at most for it when an earlier call
-    answered, and serves that answer if this one is late,
-    LatestReading), or None for no PMD metrics."""
+    (optionally) pmd-perf-show print (a ReadError if it cannot be
+    asked), or None for no PMD metrics: read at a scrape by whoever
+    serves it (PmdSeries: the scrape process's worker; in this process,
+    for exposition() and collect(), this collector's)."""
 
     OWN = ("daqring_exporter_ovsdb_up", "daqring_exporter_invalid_values",
            "daqring_exporter_render_cpu_seconds")
@@ -244,41 +343,61 @@ class DaqringCollector:
         self.lock = lock if lock is not None else threading.Lock()
         self.log = log
         self.read_pmds = read_pmds
-        # The scrapes' PMD series: at most PMD_WAIT_S late.
-        self.pmd_reading = (LatestReading(read_pmds, PMD_WAIT_S)
-                            if read_pmds is not None else None)
+        # This process's PMD series (exposition(), collect()); the
+        # scrape process has its own.
+        self.pmds = (PmdSeries(read_pmds, None, log)
+                     if read_pmds is not None else None)
         self.version = version
         self.last_error: Optional[str] = None
-        self.last_pmd_error: Optional[str] = None
         # What a render keeps for the next one (under render_lock): the
         # rings' families, each family's text by content type (written
-        # again only when its version moved), the formats scrapes asked
-        # for (content type -> encoder).
+        # again only when its version moved), the formats (content type
+        # -> encoder).
         self.render_lock = threading.Lock()
         self.families = RingFamilies()
         self.texts: Dict[Tuple[str, str], Tuple[int, bytes]] = {}
-        # (OpenMetrics from the start: what Prometheus asks for.)
-        encoder, ctype = choose_encoder("application/openmetrics-text")
-        self.encoders: Dict[str, Callable[[Any], bytes]] = {ctype: encoder}
+        self.encoders: Dict[str, Callable[[Any], bytes]] = {}
+        for accept in FORMATS:
+            encoder, ctype = choose_encoder(accept)
+            self.encoders[ctype] = encoder
+        # The other collectors (collect()) rendered with the daqrings.
+        self.others: List[Any] = []
         # The last exposition rendered; replaced whole.
         self.published: Optional[Rendered] = None
+        # Called with each exposition published (by the render thread).
+        self.on_publish: Optional[Callable[[Rendered], None]] = None
         self.renders = 0
-        # poke(): the version that last woke the thread, and the thread.
+        # poke(): the version that last woke the thread, whether the
+        # daqrings are due a render (under due_lock), when the others
+        # may be rendered again, the thread.
         self.poked: Any = None
+        self.due_lock = threading.Lock()
+        self.rings_due = False
+        self.others_at = 0.0
         self.wake = threading.Event()
         self.thread: Optional[threading.Thread] = None
+
+    def register(self, collector: Any) -> None:
+        """COLLECTOR's families (its collect(), under its own locking)
+        rendered with the daqrings', after them."""
+        self.others.append(collector)
 
     # ---------------------------------------------- the main loop's side
     def poke(self) -> None:
         """Called by the daemon's main loop after its IDL ran, 'lock'
         held: if version() moved since the last poke, the collector's
-        thread (started at the first) renders the daqrings again."""
+        thread (started at the first) renders the daqrings again; the
+        other collectors' are rendered again anyway, OTHERS_MIN_S after
+        their last render at the soonest."""
         if self.version is None:
             return
         v = self.version()
-        if v == self.poked:
+        if v != self.poked:
+            self.poked = v
+            with self.due_lock:
+                self.rings_due = True
+        elif not self.others or time.monotonic() < self.others_at:
             return
-        self.poked = v
         if self.thread is None:
             self.thread = threading.Thread(target=self._renderer,
                                            name="daqring-render",
@@ -288,10 +407,12 @@ class DaqringCollector:
 
     def _renderer(self) -> None:
         while True:
-            self.wake.wait()
+            self.wake.wait(OTHERS_MAX_S if self.others else None)
             self.wake.clear()
+            with self.due_lock:
+                rings, self.rings_due = self.rings_due, False
             try:
-                self.render()
+                self.render(rings)
             except Exception as e:      # noqa: B902 -- told, not fatal
                 # (A bug: the scrapes serve the last exposition.)
                 if self.log is not None:
@@ -313,29 +434,47 @@ class DaqringCollector:
         self.last_error = None
         return v, readings
 
-    def render(self) -> Rendered:
-        """Reads the rings (under 'lock'), makes their families and
-        writes them in every format asked for so far (without 'lock':
-        the readings are the render's own), then publishes the
-        exposition; returns it."""
+    def render(self, rings: bool = True) -> Rendered:
+        """Reads the rings (under 'lock'; unless not RINGS and they were
+        rendered before), makes their families and writes them in both
+        formats (without 'lock': the readings are the render's own), and
+        the other collectors' families; then publishes the exposition
+        (on_publish() too if anything in it changed) and returns it."""
         with self.render_lock:
-            t0 = time.thread_time()
-            v, readings = self._readings()
-            if readings is None:
-                pub = Rendered(v, self.last_error, {}, 0, 0.0)
+            prev = self.published
+            if rings or prev is None:
+                pub = self._render_rings()
+                self.renders += 1
             else:
-                fams = self.families
-                fams.update(readings)
-                texts = {}
-                for ctype, encoder in self.encoders.items():
-                    texts[ctype] = b"".join(
-                        self._text(ctype, encoder, name)
-                        for name in RingFamilies.NAMES)
-                pub = Rendered(v, None, texts, fams.invalid,
-                               time.thread_time() - t0)
+                pub = prev
+            if self.others:
+                pub = replace(pub, extra=self._render_others())
+                self.others_at = time.monotonic() + OTHERS_MIN_S
             self.published = pub
-            self.renders += 1
+            if self.on_publish is not None and (
+                    prev is None or pub.texts is not prev.texts
+                    or pub.error != prev.error or pub.extra != prev.extra):
+                self.on_publish(pub)
             return pub
+
+    def _render_rings(self) -> Rendered:
+        t0 = time.thread_time()
+        v, readings = self._readings()
+        if readings is None:
+            return Rendered(v, self.last_error, {}, 0, 0.0)
+        fams = self.families
+        fams.update(readings)
+        texts = {}
+        for ctype, encoder in self.encoders.items():
+            texts[ctype] = b"".join(self._text(ctype, encoder, name)
+                                    for name in RingFamilies.NAMES)
+        return Rendered(v, None, texts, fams.invalid,
+                        time.thread_time() - t0)
+
+    def _render_others(self) -> Dict[str, bytes]:
+        fams = [f for c in self.others for f in c.collect()]
+        return {ctype: encode(encoder, fams, _openmetrics(ctype))
+                for ctype, encoder in self.encoders.items()}
 
     def _text(self, ctype: str, encoder: Callable[[Any], bytes],
               name: str) -> bytes:
@@ -350,56 +489,23 @@ class DaqringCollector:
         self.texts[(ctype, name)] = (version, text)
         return text
 
-    # ------------------------------------------------------------- scrapes
-    def _pmds(self) -> Tuple[Optional[List[PmdReading]], int]:
-        """The PMD threads (None: ovs-vswitchd could not be asked) and the
-        values left out."""
-        assert self.pmd_reading is not None
-        texts, e = self.pmd_reading.get()
-        if e is not None:
-            if self.log is not None and str(e) != self.last_pmd_error:
-                self.log(str(e))
-            self.last_pmd_error = str(e)
-            return None, 0
-        self.last_pmd_error = None
-        return parse_pmd_stats(*texts)
-
+    # ---------------------------------------------------- scrapes in-process
     def _live(self) -> Tuple[List[Metric], int]:
-        """The families read at each scrape: ovs-vswitchd's up gauge and
-        the PMD threads' (none without read_pmds), and their values
-        left out."""
-        if self.read_pmds is None:
+        if self.pmds is None:
             return [], 0
-        pmds, invalid = self._pmds()
-        doc = PMD_METRICS[-1]
-        vs_up = GaugeMetricFamily(doc.name, doc.help)
-        vs_up.add_metric([], 0 if pmds is None else 1)
-        return [vs_up] + (pmd_families(pmds) if pmds is not None
-                          else []), invalid
+        return self.pmds.families()
 
     def exposition(self, ctype: str,
                    encoder: Callable[[Any], bytes]) -> bytes:
         """This collector's part of a scrape in format CTYPE (ENCODER
-        writes it): the last exposition rendered, served as it is (it is
-        rendered now only if none was, in this format, or without
-        version()), and the series read now."""
+        writes it) served by this process (the daemons' are served by
+        their scrape process, server.py): the last exposition rendered,
+        as it is (rendered now only if none was, or without version()),
+        and the series read now."""
         pub = self.published
-        if (self.version is None or pub is None
-                or (pub.error is None and ctype not in pub.texts)):
-            with self.render_lock:
-                self.encoders.setdefault(ctype, encoder)
+        if self.version is None or pub is None:
             pub = self.render()
-        om = _openmetrics(ctype)
-        if pub.error is not None:
-            return encode(encoder, [_gauge("daqring_exporter_ovsdb_up", 0)],
-                          om)
-        live, invalid = self._live()
-        head = encode(encoder, [_gauge("daqring_exporter_ovsdb_up", 1)]
-                      + live, om)
-        tail = encode(encoder, [
-            RingFamilies.invalid_family(pub.invalid + invalid),
-            _gauge("daqring_exporter_render_cpu_seconds", pub.cpu_s)], om)
-        return head + pub.texts[ctype] + tail
+        return compose(pub, ctype, encoder, self._live)
 
     def describe(self) -> List[Metric]:
         # Registration must not read the switch (it would, to learn the
@@ -430,11 +536,12 @@ class DaqringCollector:
 
 
 class Exposition:
-    """What /metrics serves: every registered collector's families,
-    written by prometheus_client's encoder for the scrape (OpenMetrics,
-    which Prometheus asks for, or the text format): a collector's
-    exposition() if it has one (DaqringCollector: rendered off the
-    scrape path), else its collect() written now."""
+    """What /metrics serves, in this process (tests; the daemons serve
+    from their scrape process, server.py): every registered collector's
+    families, written by prometheus_client's encoder for the scrape
+    (OpenMetrics, which Prometheus asks for, or the text format): a
+    collector's exposition() if it has one (DaqringCollector: rendered
+    off the scrape path), else its collect() written now."""
 
     def __init__(self) -> None:
         self.collectors: List[Any] = []
@@ -454,32 +561,3 @@ class Exposition:
         if om:
             parts.append(EOF_LINE)
         return b"".join(parts), ctype
-
-
-def serve(collector: Any, host: str, port: int) -> Exposition:
-    """Serves COLLECTOR (and whatever is registered later on the
-    Exposition returned; no process or platform collectors) on
-    http://HOST:PORT/metrics, from threads of prometheus_client's WSGI
-    server; raises OSError if the address cannot be bound."""
-    from prometheus_client import exposition as pe
-    expo = Exposition()
-    expo.register(collector)
-
-    def app(environ: Dict[str, Any], start_response: Any) -> List[bytes]:
-        if environ.get("PATH_INFO") == "/favicon.ico":
-            start_response("200 OK", [])
-            return [b""]
-        body, ctype = expo.render(environ.get("HTTP_ACCEPT"))
-        start_response("200 OK", [("Content-Type", ctype)])
-        return [body]
-
-    class Server(pe.ThreadingWSGIServer):
-        """prometheus_client's threading server, of the address's
-        family."""
-
-    Server.address_family, addr = pe._get_best_family(host, port)
-    httpd = pe.make_server(addr, port, app, Server,
-                           handler_class=pe._SilentHandler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    return expo

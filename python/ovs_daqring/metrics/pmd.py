@@ -57,10 +57,16 @@ PMD_METRICS = [
               "Polling iterations in which the PMD thread slept "
               "(pmd-perf-show: sleep iterations)."),
     MetricDoc("daqring_exporter_vswitchd_up", "gauge", (),
-              "1 if the last scrape read the PMD threads from "
-              "ovs-vswitchd, 0 if it could not (then no PMD series is "
-              "served)."),
+              "1 if the exporter's last request read the PMD threads "
+              "from ovs-vswitchd, 0 if it could not (then no PMD series "
+              "is served)."),
+    MetricDoc("daqring_exporter_pmd_reading_age_seconds", "gauge", (),
+              "How old the PMD series served are: the time since "
+              "ovs-vswitchd answered the request they come from (one "
+              "request at a time, made after each scrape; a scrape "
+              "never waits for it)."),
 ]
+PMD_DOCS = {m.name: m for m in PMD_METRICS}
 
 # pmd-stats-show's lines read (lowercased), and the cycle states.  OVS
 # 4.0's pmd-stats-show is pmd-perf-show: "Rx packets" (printed once a
@@ -158,8 +164,8 @@ def parse_pmd_stats(stats: str, rxqs: str,
 
 
 def pmd_families(readings: Iterable[PmdReading]) -> List[Metric]:
-    """The PMD families (PMD_METRICS but the up gauge)."""
-    docs = {m.name: m for m in PMD_METRICS}
+    """The PMD families (PMD_METRICS but the exporter's own)."""
+    docs = PMD_DOCS
 
     def fam(name: str) -> Metric:
         m = docs[name]
