@@ -192,8 +192,8 @@ def test_dry_run_changes_nothing(cluster: Cluster) -> None:
                cluster.remotes())
     assert p.returncode == 0, p.stderr
     # The HLT leaf's routes are the way back toward the ROS hosts, one
-    # per DCM along its spine.
-    assert "switch hlt-leaf1: 4 daqrings, 4 routes" in p.stdout, p.stdout
+    # per DCM along its spine, and two per uplink for the detours.
+    assert "switch hlt-leaf1: 4 daqrings, 8 routes" in p.stdout, p.stdout
     # A spine's: every DCM (standing routes, whatever spine it is
     # assigned to), and one toward each of the two ROS hosts.
     assert "switch spine1: 0 daqrings, 6 routes" in p.stdout, p.stdout

@@ -29,7 +29,7 @@ import pytest
 
 from ovs_daqring.daqctl.dcmmap import validate_dcms
 from ovs_daqring.daqctl.model import NAME_RE, PRIO_TO_RING, MapError
-from ovs_daqring.daqctl.openflow import dcm_flows, parse_flow
+from ovs_daqring.daqctl.openflow import BOUNCE, dcm_flows, parse_flow
 from ovs_daqring.fabric.fabmap import FabricMapReader, state_json
 from ovs_daqring.fabric.model import Assignment, FabricDcm, FabricState
 from ovs_daqring.fabric.planner import (changed, next_return, path_order,
@@ -600,7 +600,7 @@ def test_slices_put_rings_on_hlt_leaves_and_routes_elsewhere() -> None:
     # No switch of another plane or spine has anything of it.
     for sw, s in sl.items():
         for r in s.routes:
-            assert r.dcm in asg
+            assert r.dcm in asg or r.key.startswith("detour/")
 
 
 def test_every_plane_leaf_of_a_host_holds_its_dcms_rings() -> None:
@@ -773,7 +773,8 @@ def test_routes_fall_back_on_the_other_spines_of_their_plane() -> None:
     """A ROS leaf's route of a DCM: its assigned spine's uplink first,
     then the uplinks to the plane's other spines (a fast_failover group);
     the DCMs of one spine spread their first backup over the others.  A
-    spine's route has no backup (one link to the HLT leaf)."""
+    spine's route has no backup link (one link to the HLT leaf), only
+    its detours through the plane's other leaves."""
     st = parse(fabric_yaml(planes=2, spines=4, hlt=2, dcms_per_host=12))
     asg = assign(st, {})
     sl = slices(st, asg)
@@ -788,7 +789,8 @@ def test_routes_fall_back_on_the_other_spines_of_their_plane() -> None:
         assert up.ports == tuple("u%s" % s[-1] for s in order)
         first.setdefault(a.spine, set()).add(order[1])
         dn = next(r for r in sl[a.spine].routes if r.dcm == d.name)
-        assert dn.backups == ()
+        assert dn.backups and all(b.startswith(BOUNCE)
+                                  for b in dn.backups)
     # 48 DCMs on 8 spines: the DCMs of most spines fall back on more
     # than one other spine.
     assert sum(len(v) > 1 for v in first.values()) >= 6, first
@@ -827,7 +829,7 @@ def test_routes_towards_the_ros_follow_each_dcm() -> None:
     asg = assign(st, {})
     up = {"spine1": "up1", "spine2": "up2"}
     sl = slices(st, asg)
-    hl = sl["hlt-leaf1"].routes
+    hl = [r for r in sl["hlt-leaf1"].routes if r.dcm]
     assert sorted(r.dcm for r in hl) == ["dcm1", "dcm2", "dcm3", "dcm4"]
     other = {"spine1": "up2", "spine2": "up1"}
     for r in hl:
@@ -848,7 +850,7 @@ def test_routes_towards_the_ros_follow_each_dcm() -> None:
                  if not r.dcm]
         assert hosts == [("ros1", "ip:10.0.0.1", "down1"),
                          ("ros2", "ip:10.0.0.2", "down1")]
-    rl = [(r.host, r.port) for r in sl["ros-leaf1"].routes if not r.dcm]
+    rl = [(r.host, r.port) for r in sl["ros-leaf1"].routes if r.host]
     assert rl == [("ros1", "h1"), ("ros2", "h2")]
     assert route_matches("ip:10.0.2.0/24") == [["ip",
                                                 "nw_dst=10.0.2.0/24"]]
@@ -858,7 +860,7 @@ def test_routes_towards_the_ros_follow_each_dcm() -> None:
     # ways.
     moved = assign(st, asg, {("hlt-leaf1", "up1")})
     sl2 = slices(st, moved)
-    assert all(r.port == "up2" for r in sl2["hlt-leaf1"].routes)
+    assert all(r.port == "up2" for r in sl2["hlt-leaf1"].routes if r.dcm)
     assert all(r.port == "up2" for r in sl2["ros-leaf1"].routes if r.dcm)
     # A slice kept by an older agent (no priority, no host) still loads.
     old = route_table([{"dcm": "dcm1", "match": "ip:10.1.0.1",

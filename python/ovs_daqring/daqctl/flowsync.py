@@ -27,11 +27,13 @@ from .model import DaqctlError, Dcm, Problem
 from .idlutil import opt
 from .openflow import (DumpedFlow, Flow, Group, dcm_flows, failover_group,
                        flow_text, group_ids, group_text, is_ours,
-                       ofport_text, set_dl_dst)
+                       ofport_text, port_actions, port_name, set_dl_dst)
 
 # Flows besides the DCMs' (the fabric agent's routes): cookie ->
 # [(priority, match, output ports, primary first, the destination MAC
-# set before the output or "")].
+# set before the output or "")].  A match's "in_port=NAME" names a port
+# (route_match()); a port may carry actions (openflow.port_actions());
+# no ports: the packets are dropped (a flow that counts them).
 Routes = Dict[int, List[Tuple[int, List[str], Tuple[str, ...], str]]]
 
 
@@ -275,16 +277,15 @@ class FlowSync:
         self._groups_after = None
         if self.manage_groups:
             self._groups_after = {
-                gid: failover_group([ofport_text(ofports[p]) for p in ports])
+                gid: route_group(ports, ofports)
                 for ports, gid in groups.items()}
         for c, route in sorted(self.routes.items()):
-            if c in wanted or any(ports[0] not in ofports
-                                  for _, _, ports, _ in route):
+            if c in wanted:
+                continue
+            flows = self.route_flows(route, ofports, groups)
+            if flows is None:
                 continue
             wanted.add(c)
-            flows = [(prio, match,
-                      self.route_action(ports, ofports, groups, mac))
-                     for prio, match, ports, mac in route]
             want = {(p, frozenset(m), a) for p, m, a in flows}
             have = installed.get(c, set())
             after[c] = want
@@ -310,16 +311,37 @@ class FlowSync:
             + [ln for ln in group_lines if ln.startswith("group delete")])
         return lines, (n_changed, n_del, n_add)
 
+    @classmethod
+    def route_flows(cls, route: List[Tuple[int, List[str], Tuple[str, ...],
+                                           str]],
+                    ofports: Dict[str, int],
+                    groups: Dict[Tuple[str, ...], int]
+                    ) -> Optional[List[Tuple[int, List[str], str]]]:
+        """A cookie's flows (priority, match, actions), or None if a port
+        it needs (a primary port, an in_port) is not on the bridge."""
+        flows = []
+        for prio, match, ports, mac in route:
+            m = route_match(match, ofports)
+            if m is None or (ports and port_name(ports[0]) not in ofports):
+                return None
+            flows.append((prio, m, cls.route_action(ports, ofports, groups,
+                                                    mac)))
+        return flows
+
     @staticmethod
     def route_action(ports: Tuple[str, ...], ofports: Dict[str, int],
                      groups: Dict[Tuple[str, ...], int],
                      mac: str = "") -> str:
         """A route's actions: an output, or its group, after setting the
-        destination MAC to 'mac' if given."""
-        live = tuple(p for p in ports if p in ofports)
+        destination MAC to 'mac' if given (and the port's own actions:
+        openflow.port_actions()); no port: a drop."""
+        live = tuple(p for p in ports if port_name(p) in ofports)
+        if not live:
+            return "drop"
         if len(live) == 1:
-            return set_dl_dst(mac) + "output:%s" % ofport_text(
-                ofports[live[0]])
+            pre, name = port_actions(live[0])
+            return set_dl_dst(mac) + pre + "output:%s" % ofport_text(
+                ofports[name])
         return set_dl_dst(mac) + "group:%d" % groups[live]
 
     def route_groups(self, ofports: Dict[str, int],
@@ -344,15 +366,15 @@ def route_groups(routes: Routes, ofports: Dict[str, int],
     lists = set()
     for route in routes.values():
         for _, _, ports, _ in route:
-            live = tuple(p for p in ports if p in ofports)
-            if len(live) > 1 and ports[0] in ofports:
+            live = tuple(p for p in ports if port_name(p) in ofports)
+            if len(live) > 1 and port_name(ports[0]) in ofports:
                 lists.add(live)
     ids = group_ids(lists)
     if installed is None:
         return ids, []
     lines = []
     for ports, gid in sorted(ids.items(), key=lambda x: x[1]):
-        g = failover_group([ofport_text(ofports[p]) for p in ports])
+        g = route_group(ports, ofports)
         have = installed.get(gid)
         if have is None:
             lines.append("group add " + group_text(gid, g))
@@ -362,3 +384,26 @@ def route_groups(routes: Routes, ofports: Dict[str, int],
     lines += ["group delete group_id=%d" % gid
               for gid in sorted(installed) if gid not in wanted]
     return ids, lines
+
+
+def route_group(ports: Tuple[str, ...], ofports: Dict[str, int]) -> Group:
+    """The fast_failover group of a route's live 'ports', in order."""
+    acts = [port_actions(p) for p in ports]
+    return failover_group([ofport_text(ofports[n]) for _, n in acts],
+                          [a for a, _ in acts])
+
+
+def route_match(match: List[str],
+                ofports: Dict[str, int]) -> Optional[List[str]]:
+    """A route's match with an "in_port=NAME" as the port's number, as
+    ovs-ofctl prints it (None: the port is not on the bridge)."""
+    out = []
+    for f in match:
+        if f.startswith("in_port="):
+            name = f[len("in_port="):]
+            if not name.isdigit():
+                if name not in ofports:
+                    return None
+                f = "in_port=" + ofport_text(ofports[name])
+        out.append(f)
+    return out

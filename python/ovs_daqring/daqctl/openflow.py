@@ -177,10 +177,47 @@ def group_ids(lists: Iterable[Tuple[str, ...]]) -> Dict[Tuple[str, ...], int]:
     return out
 
 
-def failover_group(ofports: List[str]) -> Group:
+# The fabric's detours (fabric.rst, "Detours"): a spine whose link
+# down to a leaf is dead sends what it routes there to another leaf,
+# tagged with BOUNCE_VID (and its in_port cleared: the other leaf is
+# often the one the packet came from); that leaf takes the tag off,
+# marks the source MAC BOUNCED_MAC and sends it up to another spine,
+# which routes it down; a tagged packet that a leaf receives already
+# marked was bounced twice and is dropped (counted by its flow).  A
+# route's port (Reconciler.routes) prefixed BOUNCE or RESUME outputs to
+# the port after those actions; a port name has no ':' (a map names a
+# port SWITCH:PORT).
+BOUNCE_VID = 4094
+BOUNCED_MAC = "02:da:c7:0b:0c:ed"
+BOUNCE = "bounce:"
+RESUME = "resume:"
+_PORT_ACTIONS = {
+    BOUNCE: "mod_vlan_vid:%d,load:0->NXM_OF_IN_PORT[]," % BOUNCE_VID,
+    RESUME: "strip_vlan,mod_dl_src:%s," % BOUNCED_MAC}
+
+
+def port_actions(port: str) -> Tuple[str, str]:
+    """A route's port: the actions before its output ("" for a plain
+    port, else ending with ",") and the port's name."""
+    for prefix, actions in _PORT_ACTIONS.items():
+        if port.startswith(prefix):
+            return actions, port[len(prefix):]
+    return "", port
+
+
+def port_name(port: str) -> str:
+    """The name of a route's port (see port_actions())."""
+    return port_actions(port)[1]
+
+
+def failover_group(ofports: List[str],
+                   before: Sequence[str] = ()) -> Group:
     """A fast_failover group over 'ofports' (OpenFlow port numbers), in
-    order: each bucket watches its port and outputs to it."""
-    return ("ff", tuple((p, "output:%s" % p) for p in ofports))
+    order: each bucket watches its port and outputs to it, after the
+    actions 'before' gives it, if any (port_actions())."""
+    pre = list(before) + [""] * (len(ofports) - len(before))
+    return ("ff", tuple((p, "%soutput:%s" % (a, p))
+                        for p, a in zip(ofports, pre)))
 
 
 def group_text(gid: int, g: Group) -> str:

@@ -128,8 +128,9 @@ def _dry_run(args: argparse.Namespace, db: FabricDb, state: Any) -> int:
                             ", to MAC %s" % d.dl_dst if d.dl_dst else ""))
             for r in s.routes:
                 args.say("  route %s (%s) -> %s%s%s"
-                         % ("DCM " + r.dcm if r.dcm else "host " + r.host,
-                            r.match, r.port,
+                         % ("DCM " + r.dcm if r.dcm else "host " + r.host
+                            if r.host else "detour",
+                            r.match, r.port or "drop",
                             ", to MAC %s" % r.dl_dst if r.dl_dst else "",
                             " (backups %s)" % ", ".join(r.backups)
                             if r.backups else ""))

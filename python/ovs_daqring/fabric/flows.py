@@ -27,7 +27,9 @@ from typing import Any, Dict, List, Tuple
 from ..daqctl.mapfile import parse_tuple
 from ..daqctl.model import Dcm, dcm_cookie
 from ..daqctl.flowsync import Routes
-from .slice import FROM, PRIO_ROUTE, Slice
+from ..daqctl.openflow import BOUNCE_VID, BOUNCED_MAC, port_name
+from .slice import (BOUNCED, FROM, PRIO_ROUTE, REBOUNCED, Slice,
+                    route_key)
 
 # Dcm's fields but 'where' (a message's location, not the DCM's).
 _DCM_FIELDS = tuple(f.name for f in fields(Dcm) if f.name != "where")
@@ -59,9 +61,17 @@ def slice_json(sl: Slice) -> Dict[str, Any]:
 
 
 def route_ports(r: Dict[str, Any]) -> Tuple[str, ...]:
-    """A route's ports, primary first (a slice kept by an agent of
-    before the backups has none)."""
-    return (r["port"],) + tuple(r.get("backups", []))
+    """The names of a route's ports, primary first (a slice kept by an
+    agent of before the backups has none; a route that drops has
+    none)."""
+    return tuple(port_name(p) for p in _route_ports(r))
+
+
+def _route_ports(r: Dict[str, Any]) -> Tuple[str, ...]:
+    """A route's ports as the reconcile core takes them (with their
+    actions: openflow.port_actions())."""
+    return tuple(p for p in (r["port"],) + tuple(r.get("backups", []))
+                 if p)
 
 
 def _reversed(m: List[str]) -> List[str]:
@@ -77,8 +87,9 @@ def _reversed(m: List[str]) -> List[str]:
 
 def route_matches(match: str) -> List[List[str]]:
     """The OpenFlow matches of a route's match text: "ip:ADDR[/LEN]",
-    a DCM's (Dcm.match_text()), or FROM and a DCM's (what the DCM
-    sends)."""
+    a DCM's (Dcm.match_text()), FROM and a DCM's (what the DCM sends),
+    or BOUNCED or REBOUNCED and a port (what a spine bounced to this
+    leaf through that port: tagged, and the second time marked)."""
     return [list(m) for m in _route_matches(match)]
 
 
@@ -87,6 +98,12 @@ def _route_matches(match: str) -> Tuple[Tuple[str, ...], ...]:
     """route_matches(), kept: a ROS leaf's slice has a route per DCM, and
     every new slice (a DCM added, one moved) would parse every DCM's
     four-tuples again."""
+    if match.startswith(BOUNCED):
+        return (("in_port=" + match[len(BOUNCED):],
+                 "dl_vlan=%d" % BOUNCE_VID),)
+    if match.startswith(REBOUNCED):
+        return (("in_port=" + match[len(REBOUNCED):],
+                 "dl_vlan=%d" % BOUNCE_VID, "dl_src=" + BOUNCED_MAC),)
     if match.startswith(FROM):
         inner = match[len(FROM):]
         if inner.startswith("ip:"):
@@ -103,14 +120,15 @@ def route_table(routes: List[Dict[str, Any]]) -> Routes:
     (not its ring's cookie) and one per ROS host, its matches at the
     route's priority out of the route's port, or of the first live one of
     its ports (a fast_failover group) if it has backups, after setting
-    the route's destination MAC if it has one.  A slice kept by an older
+    the route's destination MAC if it has one; no port: a drop.  A
+    detour's flows from one uplink share a cookie.  A slice kept by an older
     agent has no priorities (PRIO_ROUTE), no backups and no MACs."""
     out: Routes = {}
     for r in routes:
-        key = r["dcm"] or "host/" + r.get("host", "")
+        key = route_key(r["dcm"], r.get("host", ""), r["match"])
         c = dcm_cookie("route/" + key)
         prio = int(r.get("priority", PRIO_ROUTE))
-        ports = route_ports(r)
+        ports = _route_ports(r)
         mac = r.get("dl_dst") or ""
         out.setdefault(c, []).extend((prio, m, ports, mac)
                                      for m in route_matches(r["match"]))

@@ -52,8 +52,26 @@ the traffic to another spine that already routes it, in the time the
 link's state takes to reach ovs-vswitchd; a spine's flows depend on the
 map alone; and a move changes only which bucket comes first, on a path
 that already carries the DCM, so no order of updates between switches is
-needed.  What needs the planner is a failure a leaf cannot see: a
-spine's link down to the DCM's leaf (the spine has no other way down).
+needed.
+
+Detours (the invariant that makes the failure a leaf cannot see, a
+spine's link down to a leaf, lose nothing but what was in flight on it):
+every spine can reach every leaf of its plane while that leaf has a
+live link to another spine: down, or bounced through another leaf.  A
+spine's route down to leaf L (a DCM's, a ROS host's) is a fast_failover
+group: its links to L, then a bucket per other leaf X of the plane that
+has uplinks to other spines (detour_leaves()), which tags the packet
+(openflow.BOUNCE) and sends it to X, even if X is where it came from.
+X takes the tag off, marks the source MAC and sends it up over its
+uplinks to the plane's other spines (a route per uplink, "bounced"),
+and that spine routes it down to L as it routes everything.  A packet
+bounced a second time (L unreachable from the second spine too) comes
+to a leaf tagged and marked and is dropped there by a flow of its own
+("rebounced"), which counts it: nothing circles, nothing vanishes
+uncounted.  The spine's groups are per (spine, leaf), shared by every
+route down to that leaf; a leaf has two flows per uplink.  The planner
+still moves the DCMs off the failed link (a detour costs a second
+crossing of the fabric), but nothing waits for it.
 
 The hosts do no ARP (thesis section 6.2.3): the switches forward on the
 addresses alone, and the last hop, a host's leaf, sets the destination
@@ -67,6 +85,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..daqctl.model import PRIO_TO_RING, Dcm
+from ..daqctl.openflow import BOUNCE, RESUME
 from .model import (Assignment, FabricDcm, FabricHost, FabricState,
                     switch_ring)
 
@@ -78,8 +97,17 @@ from .model import (Assignment, FabricDcm, FabricHost, FabricState,
 PRIO_ROUTE = PRIO_TO_RING
 PRIO_FROM_DCM = PRIO_ROUTE - 1
 # Route.match: "ip:ADDR[/LEN]" (towards an address or prefix), a DCM's
-# four-tuples (towards the DCM), or FROM + a DCM's match text (from it).
+# four-tuples (towards the DCM), or FROM + a DCM's match text (from it);
+# at a leaf, BOUNCED or REBOUNCED + an uplink's port: what a spine
+# bounced to this leaf through that port (slice docstring, "Detours"),
+# for the first time, or again.
 FROM = "from "
+BOUNCED = "bounced "
+REBOUNCED = "rebounced "
+# A detour's flows at a leaf are above every other flow of the fabric's
+# (a tagged packet from a spine is a bounced one, whatever it matches).
+PRIO_BOUNCED = PRIO_ROUTE + 10
+PRIO_REBOUNCED = PRIO_BOUNCED + 1
 
 
 @dataclass(frozen=True)
@@ -93,7 +121,7 @@ class Route:
     MAC set first, at the last hop (the host's leaf), or ""."""
     dcm: str
     match: str
-    port: str
+    port: str                   # "": the packets are dropped (counted)
     backups: Tuple[str, ...] = ()
     priority: int = PRIO_ROUTE
     host: str = ""
@@ -106,8 +134,17 @@ class Route:
     @property
     def key(self) -> str:
         """What the route's flows share a cookie with: its DCM's other
-        routes on this switch, or its host's."""
-        return self.dcm or "host/" + self.host
+        routes on this switch, or its host's, or a detour's other flow
+        from the same uplink."""
+        return route_key(self.dcm, self.host, self.match)
+
+
+def route_key(dcm: str, host: str, match: str) -> str:
+    """Route.key of a route with these fields."""
+    for prefix in (BOUNCED, REBOUNCED):
+        if match.startswith(prefix):
+            return "detour/" + match[len(prefix):]
+    return dcm or "host/" + host
 
 
 @dataclass
@@ -142,7 +179,9 @@ def backup_spines(spines: List[str], spine: str, dcm: str) -> List[str]:
 def _host_routes(state: FabricState, out: Dict[str, Slice],
                  ros: List[FabricHost],
                  cabled: Dict[Tuple[str, str], List[str]],
-                 only: Optional[str] = None) -> None:
+                 only: Optional[str] = None,
+                 detours: Optional[Dict[Tuple[str, str],
+                                        Tuple[str, ...]]] = None) -> None:
     """Towards each ROS host with an address, in each plane it is cabled
     to: its leaf out of its port, every spine of the plane linked to that
     leaf down to it (over its other links to the leaf while that one is
@@ -159,7 +198,9 @@ def _host_routes(state: FabricState, out: Dict[str, Slice],
                 down = cabled.get((spine, leaf))
                 if down and spine in out and only in (None, spine):
                     out[spine].routes.append(Route(
-                        "", match, down[0], tuple(down[1:]), host=h.name))
+                        "", match, down[0], tuple(down[1:])
+                        + (detours or {}).get((spine, leaf), ()),
+                        host=h.name))
 
 
 @dataclass
@@ -174,6 +215,10 @@ class _Cabling:
     back_leaves: Dict[int, Set[str]]
     # (plane, leaf) -> the ROS leaves that route towards the DCMs there.
     ros_leaves_at: Dict[Tuple[int, str], List[str]] = field(
+        default_factory=dict)
+    # (spine, leaf) -> the detour buckets after the spine's links down to
+    # the leaf (detours()).
+    detours: Dict[Tuple[str, str], Tuple[str, ...]] = field(
         default_factory=dict)
 
     def ros_leaves(self, plane: int, leaf: str) -> List[str]:
@@ -222,8 +267,9 @@ def _dcm_routes(d: FabricDcm, plane: int, leaf: str, first: Optional[str],
         for sp in spines:
             if sp in out and only in (None, sp):
                 down = cabled[(sp, leaf)]
-                out[sp].routes.append(Route(d.name, match, down[0],
-                                            tuple(down[1:])))
+                out[sp].routes.append(Route(
+                    d.name, match, down[0],
+                    tuple(down[1:]) + ctx.detours.get((sp, leaf), ())))
     order = spine_order(spines, first, d.name)
     for rl in ros_leaves:
         if rl not in out or only not in (None, rl):
@@ -242,6 +288,92 @@ def _dcm_routes(d: FabricDcm, plane: int, leaf: str, first: Optional[str],
                                       priority=PRIO_FROM_DCM))
 
 
+def plane_leaves(spines: Dict[int, List[str]],
+                 cabled: Dict[Tuple[str, str], List[str]]
+                 ) -> Dict[int, List[str]]:
+    """Per plane, its leaves (the switches cabled to its spines),
+    sorted."""
+    spine_set = {sp for v in spines.values() for sp in v}
+    out: Dict[int, List[str]] = {}
+    for plane, sps in spines.items():
+        out[plane] = sorted({b for (a, b) in cabled
+                             if a in sps and b not in spine_set})
+    return out
+
+
+def _uplinks(leaf: str, spines: List[str],
+             cabled: Dict[Tuple[str, str], List[str]]) -> List[str]:
+    """The spines of 'spines' that 'leaf' is cabled to, in order."""
+    return [sp for sp in spines if cabled.get((leaf, sp))]
+
+
+def detour_leaves(spines: List[str], leaves: List[str], spine: str,
+                  leaf: str, cabled: Dict[Tuple[str, str], List[str]]
+                  ) -> List[str]:
+    """The leaves through which 'spine' detours what it routes down to
+    'leaf' while its links there are down, in order: the plane's other
+    leaves cabled to it that have uplinks to another spine, starting at
+    one chosen by the leaf's name (the detours of one spine's failed
+    links spread over the others)."""
+    got = [x for x in leaves
+           if x != leaf and cabled.get((spine, x))
+           and len(_uplinks(x, spines, cabled)) > 1]
+    if not got:
+        return []
+    k = zlib.crc32(leaf.encode()) % len(got)
+    return got[k:] + got[:k]
+
+
+def detours(spines: Dict[int, List[str]], planes: Dict[int, List[str]],
+            cabled: Dict[Tuple[str, str], List[str]]
+            ) -> Dict[Tuple[str, str], Tuple[str, ...]]:
+    """(spine, leaf) -> the ports a spine's route down to the leaf takes
+    after its links to it (openflow.BOUNCE and the port, see the
+    module's "Detours"): one group per (spine, leaf), whatever the number
+    of routes down to it."""
+    out: Dict[Tuple[str, str], Tuple[str, ...]] = {}
+    for plane, sps in spines.items():
+        leaves = planes.get(plane, [])
+        for sp in sps:
+            for leaf in leaves:
+                if not cabled.get((sp, leaf)):
+                    continue
+                out[(sp, leaf)] = tuple(
+                    BOUNCE + p
+                    for x in detour_leaves(sps, leaves, sp, leaf, cabled)
+                    for p in cabled[(sp, x)])
+    return out
+
+
+def _bounce_routes(spines: Dict[int, List[str]],
+                   planes: Dict[int, List[str]],
+                   cabled: Dict[Tuple[str, str], List[str]],
+                   out: Dict[str, Slice], only: Optional[str]) -> None:
+    """At every leaf cabled to more than one spine of its plane, for each
+    uplink: what a spine bounced to it through that uplink goes up over
+    its uplinks to the plane's other spines (those after the spine
+    first, in the plane's order: the detours of one spine spread over the
+    others), the tag off and the source MAC marked (openflow.RESUME);
+    what comes bounced a second time is dropped (and counted)."""
+    for plane, sps in spines.items():
+        for leaf in planes.get(plane, []):
+            if leaf not in out or only not in (None, leaf):
+                continue
+            ups = _uplinks(leaf, sps, cabled)
+            if len(ups) < 2:
+                continue
+            for i, sp in enumerate(ups):
+                others = [RESUME + p for o in ups[i + 1:] + ups[:i]
+                          for p in cabled[(leaf, o)]]
+                for port in cabled[(leaf, sp)]:
+                    out[leaf].routes.append(Route(
+                        "", BOUNCED + port, others[0], tuple(others[1:]),
+                        priority=PRIO_BOUNCED))
+                    out[leaf].routes.append(Route(
+                        "", REBOUNCED + port, "",
+                        priority=PRIO_REBOUNCED))
+
+
 def slices(state: FabricState, assignments: Dict[str, Assignment],
            only: Optional[str] = None) -> Dict[str, Slice]:
     """Every switch's slice (switches without anything have empty
@@ -253,13 +385,17 @@ def slices(state: FabricState, assignments: Dict[str, Assignment],
                for s in state.sharing_db()}
     ros = [h for h in state.hosts if h.role == "ros"]
     cabled = _links_between(state)
-    _host_routes(state, out, ros, cabled, only)
+    spines = state.spines()
+    planes = plane_leaves(spines, cabled)
+    detour = detours(spines, planes, cabled)
+    _host_routes(state, out, ros, cabled, only, detour)
+    _bounce_routes(spines, planes, cabled, out, only)
     back_leaves: Dict[int, Set[str]] = {}
     for r in ros:
         for plane, rleaf, _ in r.attachments:
             if r.ip:
                 back_leaves.setdefault(plane, set()).add(rleaf)
-    ctx = _Cabling(out, cabled, state.spines(), ros, back_leaves)
+    ctx = _Cabling(out, cabled, spines, ros, back_leaves, detours=detour)
     for d in sorted(state.dcms, key=lambda d: d.name):
         a = assignments.get(d.name)
         host = hosts.get(d.host)

@@ -112,7 +112,8 @@ def expected(sl: Any, ofports: Dict[str, int]
     reconcile core: an output, or a fast_failover group over the route's
     ports that are on the bridge."""
     from ...daqctl import openflow
-    from ...daqctl.flowsync import FlowSync, route_groups
+    from ...daqctl.flowsync import (FlowSync, route_group, route_groups,
+                                    route_match)
     from ...fabric.flows import route_table, slice_json
     rings = {d.ring: d.options() for d in sl.rings}
     flows: Set[CFlow] = set()
@@ -136,15 +137,17 @@ def expected(sl: Any, ofports: Dict[str, int]
     table: Dict[int, List[Any]] = route_table(slice_json(sl)["routes"])
     ids, _ = route_groups(table, ofports, None)
     for ports, gid in ids.items():
-        groups[gid] = openflow.failover_group(
-            [openflow.ofport_text(ofports[p]) for p in ports])
+        groups[gid] = route_group(ports, ofports)
     for cookie, specs in table.items():
         for prio, match, out, mac in specs:
             ports = (out,) if isinstance(out, str) else tuple(out)
-            if port(ports[0]) is None:
+            if ports and port(openflow.port_name(ports[0])) is None:
+                continue
+            m = route_match(match, ofports)
+            if m is None:
                 continue
             action = FlowSync.route_action(ports, ofports, ids, mac)
-            flows.add((cookie, prio, frozenset(match), action))
+            flows.add((cookie, prio, frozenset(m), action))
     return rings, flows, groups, problems
 
 

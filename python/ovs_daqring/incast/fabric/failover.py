@@ -25,7 +25,8 @@ from ..topology import parse_snmp
 from .plan import HLT_LEAF, NET, FabricPlan, plane_name
 from .probe import LossProbe
 from .procs import SYSTEM_PORT_RCVBUF, rcvbuf
-from .routes import fabric_flows, no_flood_ports
+from ...daqctl.openflow import BOUNCE_VID
+from .routes import detour_counts, fabric_flows, no_flood_ports
 
 # --failover: seconds between samples of the TCP counters and the routes,
 # and the width of the goodput timeline's bins.
@@ -307,6 +308,21 @@ class Failover(threading.Thread):
                      and (self.dcm_ips is None or f[1] in self.dcm_ips))
         return n
 
+    def detours(self) -> Dict[str, Dict[str, int]]:
+        """Per leaf, the packets its detour flows carried (bounced to it
+        by a spine and sent up again) and dropped (a second bounce), as
+        its flows count them now (routes.detour_counts())."""
+        out: Dict[str, Dict[str, int]] = {}
+        for s in self.plan.switches:
+            if s.role == "spine" or s.name not in self.switches:
+                continue
+            try:
+                out[s.name] = detour_counts(self.switches[s.name].ofctl(
+                    "dump-flows", s.bridge, "dl_vlan=%d" % BOUNCE_VID))
+            except RunError:
+                continue
+        return out
+
     def set_link(self, up: bool) -> None:
         assert self.target.link is not None
         _, _, spine, port = self.target.link
@@ -457,6 +473,7 @@ class Failover(threading.Thread):
                 {"t_s": t, "flows": n} for t, n in self.routes],
             "retrans_samples": [{"t_s": t, "retrans_segs": n}
                                 for t, n in self.samples]}
+        out["detours"] = self.detours()
         if self.probe is not None:
             out["probe"] = self.probe.result()
         if self.error:

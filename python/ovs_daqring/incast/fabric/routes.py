@@ -10,7 +10,7 @@ hold for the DCMs' assignments (expected_flows()) and the difference
 
 from typing import Any, Dict, List
 
-from ...daqctl.openflow import parse_group, split_dl_dst
+from ...daqctl.openflow import BOUNCE_VID, parse_group, split_dl_dst
 from ...fabric.slice import spine_order
 from .plan import FabricPlan, FabricSwitch, plane_name, ros_host_prefix
 
@@ -39,6 +39,23 @@ def normal_packets(dump: str) -> int:
     return n
 
 
+def detour_counts(dump: str) -> Dict[str, int]:
+    """The packets of the detours' flows (fabric/slice.py) in ovs-ofctl
+    dump-flows output DUMP of a leaf: "bounced" (what the spines bounced
+    to it and it sent up again), "rebounced" (bounced a second time:
+    dropped)."""
+    out = {"bounced": 0, "rebounced": 0}
+    for line in dump.splitlines():
+        if "dl_vlan=%d" % BOUNCE_VID not in line:
+            continue
+        n = 0
+        for f in line.replace(" ", "").split(","):
+            if f.startswith("n_packets="):
+                n = int(f[len("n_packets="):])
+        out["rebounced" if "dl_src=" in line else "bounced"] += n
+    return out
+
+
 def fabric_flows(fsw: FabricSwitch, dump: str,
                  groups: str = "") -> List[List[str]]:
     """The fabric's flows (cookie 0xdac7...) in ovs-ofctl dump-flows
@@ -65,6 +82,9 @@ def fabric_flows(fsw: FabricSwitch, dump: str,
         head, _, actions = line.partition(" actions=")
         fields = dict(f.split("=", 1) for f in head.replace(" ", "")
                       .split(",") if "=" in f)
+        if fields.get("dl_vlan") == str(BOUNCE_VID):
+            # A detour's (fabric/slice.py): no route of a DCM or host.
+            continue
         dl_dst, actions = split_dl_dst(actions.strip())
         mac = [dl_dst] if dl_dst else []
         port = primary.get(actions, actions)
