@@ -23,6 +23,7 @@ from typing import Any, Dict, Optional, Tuple
 import pytest
 
 from ovs_daqring.bench import peers
+from incast_helpers import cfg
 
 LINK = 1e9
 
@@ -195,3 +196,16 @@ def test_points_not_run() -> None:
     assert v["peer_goodput"][1] is False and v["peer_p99"][1] is None
     v = verdicts({})
     assert all(x == ("not run", None) for x in v.values())
+
+
+def test_fast_points_burst_within_the_link() -> None:
+    """From 500 Mbit/s the ring's byte burst is the emulated link's burst
+    (daq-incast's --link-burst default), so that the link's tbf never
+    stays throttled; the other points keep daq-incast's default."""
+    fast = {"r60-64k-500m", "r120-128k-1g"}
+    for name, (_, args) in peers.GRID.items():
+        c = cfg("--modes", "daqring,deep-fifo", *args)
+        if name in fast:
+            assert c.max_burst_bytes == c.link_burst == 16384, name
+        else:
+            assert c.max_burst_bytes == 0, name
