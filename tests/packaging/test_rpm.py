@@ -587,6 +587,7 @@ EXPECTED_IMPORT_ERRORS = {
     "ovs_daqring.metrics.rings": "'prometheus_client'",
     "ovs_daqring.metrics.pmd": "'prometheus_client'",
     "ovs_daqring.metrics.collector": "'prometheus_client'",
+    "ovs_daqring.metrics.server": "'prometheus_client'",
     "ovs_daqring.metrics.fabric": "'prometheus_client'",
 }
 
