@@ -71,6 +71,10 @@ PORTS = {"spine1": ["down1", "down2"], "spine2": ["down1", "down2"],
          # TWO_PLANES' HLT leaf of plane 1.
          "hlt-leaf2": ["h1", "up1"]}
 UPLINK = {"spine1": "up1", "spine2": "up2"}
+# A spine's detour bucket: tag, clear in_port, then output to another
+# leaf (fabric.rst, "Detours"), as ovs-ofctl shows it.
+BOUNCE_ACTIONS = ("mod_vlan_vid:4094,load:0->NXM_OF_IN_PORT[],",
+                  "mod_vlan_vid:4094,set_field:0->in_port,")
 # The example's links, both ways: (switch, port) -> (switch, port).
 CABLES = {}
 for _a, _b in ((("ros-leaf1", "up1"), ("spine1", "down1")),
@@ -269,18 +273,14 @@ class Node:
                 if "tp_dst" not in f and "nw_src" not in f}
 
     def flows(self) -> List[Dict[str, str]]:
-        """Our flows on the switch: their match fields, "action": the
-        port they go out of, or "group:ID", and "dl_dst": the destination
-        MAC they set first ("" for none)."""
+        """Our flows on the switch but the detours' (detour_flows()):
+        their match fields, "action": the port they go out of, or
+        "group:ID", and "dl_dst": the destination MAC they set first (""
+        for none)."""
         out = []
-        for line in self.sb.ofctl("--names", "--no-stats", "dump-flows",
-                                  "br0").splitlines():
-            line = line.strip()
-            if not line.startswith("cookie=0xdac7"):
+        for fields, actions, line in self._our_flows():
+            if "dl_vlan" in fields:
                 continue
-            head, _, actions = line.partition(" actions=")
-            fields = dict(f.split("=", 1) for f in head.replace(" ", "")
-                          .split(",") if "=" in f)
             fields["dl_dst"] = ""
             if actions.startswith("mod_dl_dst:"):
                 fields["dl_dst"], _, actions = actions[11:].partition(",")
@@ -291,10 +291,36 @@ class Node:
             out.append(fields)
         return out
 
+    def _our_flows(self) -> List[Tuple[Dict[str, str], str, str]]:
+        """Our flows on the switch: (match fields, actions, the line)."""
+        out = []
+        for line in self.sb.ofctl("--names", "--no-stats", "dump-flows",
+                                  "br0").splitlines():
+            line = line.strip()
+            if not line.startswith("cookie=0xdac7"):
+                continue
+            head, _, actions = line.partition(" actions=")
+            fields = dict(f.split("=", 1) for f in head.replace(" ", "")
+                          .split(",") if "=" in f)
+            out.append((fields, actions, line))
+        return out
+
+    def detour_flows(self) -> Dict[Tuple[str, bool], str]:
+        """A leaf's flows for what spines bounce to it (fabric.rst,
+        "Detours"): (uplink, marked) -> actions."""
+        out = {}
+        for fields, actions, line in self._our_flows():
+            if "dl_vlan" not in fields:
+                continue
+            assert fields["dl_vlan"] == "4094", line
+            out[(fields["in_port"], "dl_src" in fields)] = actions
+        return out
+
     def groups(self) -> Dict[int, List[str]]:
-        """The switch's groups: id -> the ports of its buckets, in order
-        (each bucket of a fast_failover group watches the port it outputs
-        to: asserted here)."""
+        """The switch's groups: id -> the ports of its buckets, in order,
+        a detour's (a spine's bucket that bounces the packet to another
+        leaf) as "bounce:PORT" (each bucket of a fast_failover group
+        watches the port it outputs to: asserted here)."""
         out = {}
         for line in self.sb.ofctl("--names", "dump-groups",
                                   "br0").splitlines():
@@ -303,8 +329,15 @@ class Node:
                 continue
             gid, (kind, buckets) = g
             assert kind == "ff", line
-            assert all(a == "output:" + w for w, a in buckets), line
-            out[gid] = [w for w, _ in buckets]
+            ports = []
+            for w, a in buckets:
+                if a == "output:" + w:
+                    ports.append(w)
+                else:
+                    assert a in [b + "output:" + w
+                                 for b in BOUNCE_ACTIONS], line
+                    ports.append("bounce:" + w)
+            out[gid] = ports
         return out
 
     def traced_output(self, dst_port: int) -> str:
@@ -1211,11 +1244,23 @@ def test_failover_groups_switch_without_the_control_plane(
         assert a.startswith("group:"), a
         assert groups[int(a[6:])] == [UPLINK[spine]] + [
             p for p in ("up1", "up2") if p != UPLINK[spine]]
-    # A spine has one link to the HLT leaf: plain outputs, no groups.
+    # A spine has one link to the HLT leaf: its routes down to it share
+    # a group, that link and then a detour through the ROS leaf, the
+    # other leaf with uplinks to another spine (fabric.rst, "Detours").
     for sp in ("spine1", "spine2"):
-        assert fabric.nodes[sp].groups() == {}
-        assert all(a == "down2" for a in
-                   fabric.nodes[sp].route_actions().values())
+        sg = fabric.nodes[sp].groups()
+        acts = fabric.nodes[sp].route_actions()
+        assert sorted(acts) == sorted(10000 + int(d[3:]) for d in asg)
+        assert len(set(acts.values())) == 1, acts
+        a = next(iter(acts.values()))
+        assert a.startswith("group:"), a
+        assert sg[int(a[6:])] == ["down2", "bounce:down1"], sg
+    # The ROS leaf sends up over the other spine what a spine bounced to
+    # it, from either uplink, and drops what was bounced twice.
+    assert sorted(leaf.detour_flows()) == [
+        ("up1", False), ("up1", True), ("up2", False), ("up2", True)]
+    assert all(a == "drop" for (_, marked), a
+               in leaf.detour_flows().items() if marked)
     # Nothing of the control plane runs any more.
     for n in fabric.nodes.values():
         n.exit_agent()

@@ -23,7 +23,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from ovs_daqring.daqctl.openflow import set_dl_dst
+from ovs_daqring.daqctl.openflow import port_actions, port_name, set_dl_dst
 from ovs_daqring.fabric.flows import route_table
 from ovs_daqring.fabric.fabmap import FabricMapReader
 from ovs_daqring.fabric.planner import plan as fabric_plan
@@ -974,8 +974,10 @@ def _dump(sl: Any, rings: bool = True) -> Any:
             if len(ports) > 1:
                 gid = groups.setdefault(ports, 0xdac70000 + len(groups))
                 action = "group:%d" % gid
+            elif ports:
+                action = "%soutput:%s" % port_actions(ports[0])
             else:
-                action = "output:%s" % ports[0]
+                action = "drop"         # A detour's twice bounced.
             if mac:
                 action = "mod_dl_dst:%s,%s" % (mac, action)
             lines.append("cookie=%#x, duration=1s, table=0, n_packets=0, "
@@ -993,8 +995,9 @@ def _dump(sl: Any, rings: bool = True) -> Any:
                          % (d.ring, d.egress))
     gdump = "".join(
         " group_id=%d,type=ff,%s\n" % (gid, ",".join(
-            "bucket=bucket_id:%d,watch_port:%s,actions=output:%s"
-            % (i, p, p) for i, p in enumerate(ports)))
+            "bucket=bucket_id:%d,watch_port:%s,actions=%soutput:%s"
+            % ((i, port_name(p)) + port_actions(p))
+            for i, p in enumerate(ports)))
         for ports, gid in groups.items())
     return "\n".join(" " + ln for ln in lines) + "\n", gdump
 
