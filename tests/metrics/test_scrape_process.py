@@ -244,6 +244,46 @@ def test_exit_stops_both(bare_db: Dict[str, Any]) -> None:
         stop_process(p)
 
 
+def test_the_scrape_processs_lines_follow_a_rotated_log(
+        bare_db: Dict[str, Any]) -> None:
+    """The scrape process's log lines (its PMD readings failing: no
+    ovs-vswitchd here) are the daemon's: after the log is rotated
+    (renamed, then vlog/reopen), a new line goes to the new file.
+    Before, the process wrote to the file it had inherited, the rotated
+    one, for good."""
+    d = bare_db["dir"]
+    path = Path(d, "exporter.log")
+    ctl = os.path.join(d, "exporter.ctl")
+
+    def relayed(f: Path) -> List[str]:
+        try:
+            return [ln for ln in f.read_text().splitlines()
+                    if "no-vswitchd.ctl: " in ln]
+        except OSError:
+            return []
+
+    p = start_exporter(bare_db)
+    try:
+        serving(bare_db)        # A scrape asks for a PMD reading.
+        first = wait_for(lambda: relayed(path),
+                         "the scrape process's first line")
+        os.rename(path, str(path) + ".1")
+        subprocess.run([tool("ovs-appctl"), "-t", ctl, "vlog/reopen"],
+                       check=True, timeout=60)
+        # Another failure (the control socket's path a file now): the
+        # process says so once.
+        Path(d, "no-vswitchd.ctl").write_text("")
+
+        def new_line() -> List[str]:
+            try_scrape(bare_db["url"])
+            return relayed(path)
+        got = wait_for(new_line, "the scrape process's next line")
+        assert got[0] not in first, (first, got)
+        assert relayed(Path(str(path) + ".1")) == first
+    finally:
+        stop_process(p)
+
+
 def test_detached_monitored_daemon(bare_db: Dict[str, Any]) -> None:
     """--detach --monitor --pidfile: the scrape process is the daemon's
     child; when it dies the daemon exits to be restarted by the monitor,

@@ -33,7 +33,12 @@ its render; the daemon may even be stopped) nor ovs-vswitchd.
 
 The process dies with the daemon: at the end of the socket pair (EOF),
 and by PR_SET_PDEATHSIG if the daemon is killed; the daemon exits (with
-the status that makes --monitor restart it) if the process dies."""
+the status that makes --monitor restart it) if the process dies.
+
+The process writes no log of its own: its lines (a PMD reading that
+failed) go back over the socket pair (LogRelay), one per line, and the
+daemon logs them (ScrapeServer.run()), so that its log options,
+vlog/set and vlog/reopen (a rotated log) hold for them too."""
 
 import ctypes
 import gc
@@ -64,6 +69,28 @@ CLOSE_WAIT_S = 5.0
 _FATAL = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM)
 _PR_SET_NAME = 15
 _PR_SET_PDEATHSIG = 1
+# The prefix of the scrape process's lines in the daemon's log.
+LOG_PREFIX = "scrape process: "
+# A longer line of the scrape process's is logged in pieces of this size.
+MAX_LINE = 65536
+
+
+class LogRelay:
+    """The scrape process's log: each message sent to the daemon over
+    CONN as one line (its own newlines as spaces), from any of the
+    process's threads; nothing if the daemon is gone."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+
+    def __call__(self, msg: str) -> None:
+        line = " ".join(msg.splitlines()) + "\n"
+        with self.lock:
+            try:
+                self.conn.sendall(line.encode("utf-8", "replace"))
+            except OSError:
+                pass
 
 
 def pack(pub: Rendered, same_texts: bool = False) -> List[bytes]:
@@ -236,6 +263,8 @@ class ScrapeServer:
         self.broken = False
         # The daqrings' texts sent last (not sent again while the same).
         self.sent_texts: Optional[Dict[str, bytes]] = None
+        # What the scrape process sent of a log line not ended yet.
+        self.partial_line = b""
 
     def register(self, collector: Any) -> None:
         """COLLECTOR's families (collect()) served too, rendered with the
@@ -253,14 +282,14 @@ class ScrapeServer:
         pid = os.fork()
         if pid == 0:
             status = 0
+            relay = LogRelay(theirs)
             try:
                 mine.close()
                 _scrape_process(self.httpd, theirs, daemon,
-                                self.collector.read_pmds, self.log)
+                                self.collector.read_pmds, relay)
             except BaseException as e:  # noqa: B902 -- the process's end
                 status = 1
-                if self.log is not None:
-                    self.log("the scrape process failed: %r" % e)
+                relay("failed: %r" % e)
             finally:
                 # Nothing of the daemon's (its atexit hooks remove its
                 # pidfile and control socket).
@@ -290,25 +319,41 @@ class ScrapeServer:
                              "exposition: %s" % e)
 
     def run(self) -> None:
-        """Raises ScrapeProcessDied once the scrape process is gone."""
+        """Logs the scrape process's lines (LogRelay); raises
+        ScrapeProcessDied once the process is gone."""
         self.start()
         if self.conn is None or self.pid is None:
             return
-        try:
-            gone = self.conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) \
-                == b""
-        except BlockingIOError:
-            gone = False
-        except OSError:
-            gone = True
+        gone = False
+        while not gone:
+            try:
+                got = self.conn.recv(65536, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            except OSError:
+                got = b""
+            gone = got == b""
+            self.relay_lines(got)
         if gone:
             _, status = os.waitpid(self.pid, 0)
             self.pid = None
             raise ScrapeProcessDied("the scrape process (HTTP) exited: %s"
                                     % _status(status))
 
+    def relay_lines(self, got: bytes) -> None:
+        """Logs each whole line of the scrape process's in GOT (after
+        what came before it of the first)."""
+        *lines, self.partial_line = (self.partial_line + got).split(b"\n")
+        if len(self.partial_line) > MAX_LINE:
+            lines.append(self.partial_line)
+            self.partial_line = b""
+        for line in lines:
+            if self.log is not None:
+                self.log(LOG_PREFIX + line.decode("utf-8", "replace"))
+
     def wait(self, poller: Any) -> None:
-        """POLLER wakes when the scrape process is gone."""
+        """POLLER wakes when the scrape process has written a line or is
+        gone."""
         import ovs.poller
         if self.conn is not None:
             poller.fd_wait(self.conn.fileno(), ovs.poller.POLLIN)
