@@ -16,10 +16,8 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -30,6 +28,8 @@ import pytest
 from ovs_daqring import hugepages
 from ovs_daqring.process import die_with_parent, stop_process
 from ovs_daqring.sandbox import Sandbox, dpdk_settings, tree_binaries
+
+from fabric_helpers import free_ports, wait_for
 
 pytestmark = pytest.mark.every_base
 
@@ -88,22 +88,7 @@ def needs() -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(cond: Callable[[], Any], what: str,
-             timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out (%g s) waiting for %s"
-                                 % (timeout, what))
-        time.sleep(0.2)
+    return free_ports(1)[0]
 
 
 def http_get(url: str) -> str:

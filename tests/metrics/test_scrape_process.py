@@ -23,7 +23,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -31,6 +31,8 @@ pytest.importorskip("prometheus_client",
                     reason="needs python3-prometheus-client")
 
 from ovs_daqring.process import die_with_parent, stop_process  # noqa: E402
+
+from fabric_helpers import free_ports, wait_for  # noqa: E402
 
 TOP = Path(__file__).resolve().parent.parent.parent
 EXPORTER = TOP / "utilities" / "ovs-daqring-exporter"
@@ -56,22 +58,7 @@ def tool(name: str) -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(cond: Callable[[], Any], what: str,
-             timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out (%g s) waiting for %s"
-                                 % (timeout, what))
-        time.sleep(0.1)
+    return free_ports(1)[0]
 
 
 def scrape(url: str, accept: str = OPENMETRICS) -> bytes:
