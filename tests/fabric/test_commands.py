@@ -237,7 +237,9 @@ def test_status_text_and_json(cluster: Cluster) -> None:
     p = daqctl("fabric", "plan", "--name", "t-planner", "--db",
                cluster.remotes())
     assert p.returncode == 0, p.stderr
-    p = daqctl("fabric", "status", "--json", "--db", cluster.remotes())
+    # (No agents: nothing to listen for.)
+    p = daqctl("fabric", "status", "--listen", "0", "--json", "--db",
+               cluster.remotes())
     assert p.returncode == 0, p.stderr
     st = json.loads(p.stdout)["fabric"]
     assert st["generation"] == 1 and st["planned_generation"] == 1
@@ -247,7 +249,8 @@ def test_status_text_and_json(cluster: Cluster) -> None:
     assert all(not n["up"] for n in st["nodes"])     # no agents
     spines = [d["spine"] for d in st["dcms"]]
     assert spines == ["spine1", "spine2", "spine1", "spine2"]
-    p = daqctl("fabric", "status", "-v", "--db", cluster.remotes())
+    p = daqctl("fabric", "status", "--listen", "0", "-v", "--db",
+               cluster.remotes())
     assert "dcm2 on hlt1: plane 0 spine spine2" in p.stdout
 
 
@@ -280,9 +283,10 @@ def test_status_verbose_lists_rings_worst_first(cluster: Cluster) -> None:
         assert status == "success", status
     finally:
         db.close()
-    p = daqctl("fabric", "status", "--db", cluster.remotes())
+    p = daqctl("fabric", "status", "--listen", "0", "--db", cluster.remotes())
     assert "%d rings" % n in p.stdout and "ring r" not in p.stdout
-    p = daqctl("fabric", "status", "-v", "--db", cluster.remotes())
+    p = daqctl("fabric", "status", "--listen", "0", "-v", "--db",
+               cluster.remotes())
     assert p.returncode == 0, p.stderr
     rings = [ln.split()[1] for ln in p.stdout.splitlines()
              if ln.strip().startswith("ring ")]
@@ -714,7 +718,7 @@ def test_apply_wait_ends_on_a_failure_of_its_generation(
     assert ("node spine1 failed to apply generation 3: no DPDK here"
             in out), out
     assert "within" not in out, out
-    p = daqctl("fabric", "status", "--db", remotes)
+    p = daqctl("fabric", "status", "--listen", "0", "--db", remotes)
     assert p.returncode == 0, p.stderr
     assert "failed generation 3" in p.stdout and "no DPDK here" in p.stdout
 
