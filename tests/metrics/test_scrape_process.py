@@ -23,7 +23,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -36,6 +36,7 @@ from fabric_helpers import free_ports, wait_for  # noqa: E402
 
 TOP = Path(__file__).resolve().parent.parent.parent
 EXPORTER = TOP / "utilities" / "ovs-daqring-exporter"
+AGENT = TOP / "utilities" / "ovs-daqfabric-agent"
 OVS = TOP / "ovs"
 SCHEMA = OVS / "vswitchd" / "vswitch.ovsschema"
 PYTHON = "/usr/bin/python3"
@@ -280,10 +281,61 @@ def test_detached_monitored_daemon(bare_db: Dict[str, Any]) -> None:
     ctl = os.path.join(bare_db["dir"], "exporter.ctl")
     p = start_exporter(bare_db, "--detach", "--monitor",
                        "--pidfile=" + pidfile)
+    detached_monitored(p, pidfile, ctl, lambda: serving(bare_db),
+                       lambda: log(bare_db))
+
+
+def test_detached_monitored_fabric_agent(tmp_path: Path) -> None:
+    """The same for ovs-daqfabric-agent --metrics-address (the node's
+    metrics; no switch behind its --ovsdb here, which its metrics say)."""
+    from fabric_helpers import Cluster
+    d = str(tmp_path)
+    pidfile, ctl = d + "/agent.pid", d + "/agent.ctl"
+    url = "http://127.0.0.1:%d/metrics" % free_port()
+    cluster = Cluster(1)
+    try:
+        p = subprocess.Popen(
+            [PYTHON, str(AGENT), "--node", "spine1", "--db",
+             cluster.remotes(), "--ovsdb", "unix:%s/none.sock" % d,
+             "--state-file", d + "/state.json",
+             "--metrics-address", url.split("/")[2],
+             "--unixctl=" + ctl, "--log-file=" + d + "/agent.log",
+             "-vconsole:off", "--detach", "--monitor",
+             "--pidfile=" + pidfile],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=die_with_parent)
+
+        def agent_log() -> str:
+            try:
+                return Path(d, "agent.log").read_text()[-3000:]
+            except OSError:
+                return ""
+
+        def agent_serving() -> None:
+            def ok() -> bool:
+                body = try_scrape(url)
+                return body is not None and \
+                    b'daqfabric_node_applies_total{node="spine1"}' in body
+            try:
+                wait_for(ok, "the agent to serve its node's metrics")
+            except AssertionError:
+                raise AssertionError(agent_log())
+        detached_monitored(p, pidfile, ctl, agent_serving, agent_log)
+    finally:
+        cluster.stop()
+
+
+def detached_monitored(p: "subprocess.Popen[bytes]", pidfile: str,
+                       ctl: str, serving: Callable[[], Any],
+                       log: Callable[[], str]) -> None:
+    """P, a daemon started with --detach --monitor --pidfile=PIDFILE
+    --unixctl=CTL: once detached (P exits 0) it serves (SERVING()); its
+    scrape process killed, the monitor restarts it and the new daemon
+    serves; ovs-appctl exit then ends every one of them."""
     pids: List[int] = []
     try:
-        assert p.wait(WAIT_S) == 0, log(bare_db)
-        serving(bare_db)
+        assert p.wait(WAIT_S) == 0, log()
+        serving()
         daemon = int(Path(pidfile).read_text())
         pids.append(daemon)
         kids = children(daemon)
@@ -300,7 +352,7 @@ def test_detached_monitored_daemon(bare_db: Dict[str, Any]) -> None:
         new = wait_for(restarted, "the monitor to restart the daemon")
         pids.append(new)
         pids += children(new)
-        serving(bare_db)
+        serving()
         assert os.path.exists(ctl)
         subprocess.run([tool("ovs-appctl"), "-t", ctl, "exit"], check=True,
                        timeout=60)
