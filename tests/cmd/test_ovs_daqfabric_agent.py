@@ -41,7 +41,7 @@ import ovs.stream
 import pytest
 
 from ovs_daqring import hugepages
-from ovs_daqring.daqctl.openflow import parse_group
+from ovs_daqring.daqctl.openflow import is_ours, parse_flow, parse_group
 from ovs_daqring.daqctl.ovsdb import Ovsdb
 from ovs_daqring.fabric.db import FabricDb
 from ovs_daqring.process import RunError
@@ -292,17 +292,17 @@ class Node:
         return out
 
     def _our_flows(self) -> List[Tuple[Dict[str, str], str, str]]:
-        """Our flows on the switch: (match fields, actions, the line)."""
+        """Our flows on the switch: (match fields, with "cookie" and
+        "priority", actions, the line)."""
         out = []
         for line in self.sb.ofctl("--names", "--no-stats", "dump-flows",
                                   "br0").splitlines():
-            line = line.strip()
-            if not line.startswith("cookie=0xdac7"):
+            f = parse_flow(line)
+            if f is None or not is_ours(f.cookie):
                 continue
-            head, _, actions = line.partition(" actions=")
-            fields = dict(f.split("=", 1) for f in head.replace(" ", "")
-                          .split(",") if "=" in f)
-            out.append((fields, actions, line))
+            fields = dict(m.split("=", 1) for m in f.match if "=" in m)
+            fields.update(cookie="%#x" % f.cookie, priority=str(f.priority))
+            out.append((fields, f.actions, line.strip()))
         return out
 
     def detour_flows(self) -> Dict[Tuple[str, bool], str]:
