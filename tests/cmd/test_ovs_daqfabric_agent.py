@@ -938,6 +938,13 @@ def frw_keys(node: Node) -> Tuple[Optional[str], Optional[str]]:
             get("external_ids", "daqfabric-flow-restore-wait"))
 
 
+def link_check_key(node: Node) -> Optional[str]:
+    """The switch's other_config:dpdk-link-check-interval (None: unset)."""
+    return node.sb.vsctl("--if-exists", "get", "Open_vSwitch", ".",
+                         "other_config:dpdk-link-check-interval"
+                         ).strip().strip('"') or None
+
+
 @pytest.mark.parametrize("fabric", [["ros-leaf1"]], indirect=True)
 def test_bridge_made_secure_and_restart_waits_for_the_slice(
         fabric: Fabric, tmp_path: Path) -> None:
@@ -949,7 +956,9 @@ def test_bridge_made_secure_and_restart_waits_for_the_slice(
     seen by its controller socket, which it does not open while it
     waits although its management socket, configured in the same pass,
     is open -- until the agent has applied the slice and removed the
-    key; then the key is set again.  A clean exit removes it."""
+    key; then the key is set again.  A clean exit removes it.  The
+    switch is told to read its link states every 10 ms
+    (other_config:dpdk-link-check-interval, unless someone set it)."""
     node = fabric.nodes["ros-leaf1"]
     node.sb.vsctl("clear", "Bridge", "br0", "fail_mode")
     assert "actions=NORMAL" in node.sb.ofctl("dump-flows", "br0")
@@ -960,6 +969,17 @@ def test_bridge_made_secure_and_restart_waits_for_the_slice(
     assert "actions=NORMAL" not in node.sb.ofctl("dump-flows", "br0")
     assert ("bridge br0 was in fail_mode standalone (unset)"
             in Path(node.log).read_text())
+    # The switch reads its DPDK ports' link states every 10 ms (the key
+    # was not set); a value set by someone else stays theirs.
+    assert link_check_key(node) == "10"
+    assert ("other_config:dpdk-link-check-interval=10"
+            in Path(node.log).read_text())
+    node.sb.vsctl("set", "Open_vSwitch", ".",
+                  "other_config:dpdk-link-check-interval=250")
+    checks = sum(node.agent_status()["checks"].values())
+    wait_for(lambda: sum(node.agent_status()["checks"].values())
+             >= checks + 2, "two more checks", WAIT_S)
+    assert link_check_key(node) == "250"
     wait_for(lambda: frw_keys(node) == ("true", "ros-leaf1"),
              "flow-restore-wait for the next start", WAIT_S)
     # (A passive controller's socket must be BRIDGE.* in OVS_RUNDIR.)
@@ -1173,6 +1193,10 @@ def test_daemon_options_and_bad_arguments(tmp_path: Path) -> None:
     try:
         # Bad arguments: a clear error, exit status 2, no daemon.
         for bad, msg in ((["--interval", "0"], "--interval"),
+                         (["--link-check-interval", "5001"],
+                          "--link-check-interval: 5001 is not between"),
+                         (["--link-check-interval", "-1"],
+                          "--link-check-interval: -1 is not between"),
                          (["--db", "nosuch:x"], "not an OVSDB remote"),
                          (["--state-file", "/nonexistent/x.json"],
                           "does not exist")):

@@ -54,7 +54,8 @@ from ..fabric.agent import Agent
 from ..fabric.hostagent import HostAgent
 from ..fabric.model import PLANE_MAX
 from ..fabric.node import INTERVAL_MIN, PROG, vlog
-from ..fabric.switchhold import FULL_CHECK_EVERY
+from ..fabric.switchhold import (FULL_CHECK_EVERY, LINK_CHECK_MAX_MS,
+                                 LINK_CHECK_MS)
 from ..metrics.address import parse_address
 from ..options import SSL_FILES_NEEDED, add_ssl_options, ssl_missing
 
@@ -108,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "compares every flow, group and port; the others its "
                    "daqrings and flow count (default %d; 1: all)"
                    % FULL_CHECK_EVERY)
+    p.add_argument("--link-check-interval", type=int,
+                   default=LINK_CHECK_MS, metavar="MS",
+                   help="set other_config:dpdk-link-check-interval of the "
+                   "switch to MS when it is not set (default %d; 0: never "
+                   "set it)" % LINK_CHECK_MS)
     p.add_argument("--timeout", "-t", type=float, default=60,
                    metavar="SECS", help="give up on a switch operation "
                    "after SECS (default 60)")
@@ -190,6 +196,9 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--node: %r is not a switch name" % args.node)
     if args.full_check_every < 1:
         p.error("--full-check-every: %d is below 1" % args.full_check_every)
+    if not 0 <= args.link_check_interval <= LINK_CHECK_MAX_MS:
+        p.error("--link-check-interval: %d is not between 0 and %d"
+                % (args.link_check_interval, LINK_CHECK_MAX_MS))
     if not (args.interval >= INTERVAL_MIN):
         p.error("--interval: %s s is below %g s" % (args.interval,
                                                     INTERVAL_MIN))

@@ -68,6 +68,14 @@ SWITCH_COLUMNS = {"Interface": ["bfd", "bfd_status"],
 # external_ids:ovn-managed-flow-restore-wait did (restore_wait()).
 FRW = "flow-restore-wait"
 FRW_OWNER = "daqfabric-flow-restore-wait"
+# Open_vSwitch:other_config's key for how often ovs-vswitchd reads its
+# DPDK ports' link states (patch 0027, vswitch.xml), what the agent sets
+# it to when it is not set (--link-check-interval), and its largest
+# value: a leaf's fast_failover groups move off a failed uplink when
+# ovs-vswitchd reads that the link is down (link_check()).
+LINK_CHECK = "dpdk-link-check-interval"
+LINK_CHECK_MS = 10
+LINK_CHECK_MAX_MS = 5000
 # An ovs-vswitchd that started held by the agent's flow-restore-wait is
 # released all the same after this many failed attempts in a row to
 # apply the slice (one every --interval): a switch is never held for
@@ -321,6 +329,30 @@ class SwitchHold(NodeBase):
                   % (self.node, bridge, mode or "standalone (unset)"))
         return True
 
+    def link_check(self, rec: Reconciler) -> None:
+        """Sets other_config:dpdk-link-check-interval of the switch to
+        --link-check-interval when the key is not set, in a transaction
+        of its own (0: never; a value someone set stays theirs).  A leaf
+        moves what it sends up off a failed uplink (its fast_failover
+        groups) when ovs-vswitchd reads that the link is down: the main
+        loop does when something wakes it, the port watchdog every 5 s
+        unless the key says more often (a NIC's link state interrupt
+        wakes the watchdog at once).  Until then the leaf sends into the
+        dead link."""
+        want = self.args.link_check_interval
+        if not want or LINK_CHECK in self.ovs_root(rec).other_config:
+            return
+
+        def build(txn: Any) -> None:
+            root = self.ovs_root(rec)
+            root.verify("other_config")
+            oc = dict(root.other_config)
+            oc[LINK_CHECK] = str(want)
+            root.other_config = oc
+        rec.db.transact(build, "%s: %s=%d" % (PROG, LINK_CHECK, want))
+        vlog.info("switch %s: other_config:%s=%d (link states read every "
+                  "%d ms)" % (self.node, LINK_CHECK, want, want))
+
     def frw_unsafe(self, rec: Reconciler) -> Optional[str]:
         """Why the agent must not leave flow-restore-wait set for the
         next start of ovs-vswitchd (None: it may).  An ovs-vswitchd that
@@ -557,6 +589,7 @@ class SwitchHold(NodeBase):
             # (A bridge whose fail mode changes loses its flows and
             # groups: the check is a full one.)
             flushed = self.secure(rec)
+            self.link_check(rec)
             br = rec.db.bridge(rec.spec.bridge)
             missing = sorted(route_ports_ - set(rec.db.ports(br)))
             # Whether the flows may have changed since the last check
