@@ -519,3 +519,27 @@ def test_only_the_other_collectors_changed() -> None:
 
 if __name__ == "__main__":           # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+def test_the_scrape_processs_lines_relayed_whole_or_in_pieces() -> None:
+    """LogRelay's relay: whole lines as they complete, one longer than
+    MAX_LINE in pieces of MAX_LINE (not one piece of up to twice that),
+    and, once the process is gone (nothing more to read), the line it
+    left unterminated (before, it was never logged)."""
+    from ovs_daqring.metrics import server
+    logged: List[str] = []
+    relay = object.__new__(server.ScrapeServer)
+    relay.partial_line = b""
+    relay.log = logged.append
+    relay.relay_lines(b"one\ntw")
+    relay.relay_lines(b"o\n" + b"x" * (server.MAX_LINE - 10))
+    assert logged == [server.LOG_PREFIX + "one", server.LOG_PREFIX + "two"]
+    relay.relay_lines(b"y" * (2 * server.MAX_LINE))
+    pieces = [line[len(server.LOG_PREFIX):] for line in logged[2:]]
+    assert [len(p) for p in pieces] == [server.MAX_LINE, server.MAX_LINE]
+    assert pieces[0] == "x" * (server.MAX_LINE - 10) + "y" * 10
+    relay.relay_lines(b"")
+    rest = logged[4][len(server.LOG_PREFIX):]
+    assert len(logged) == 5 and rest == "y" * (server.MAX_LINE - 10)
+    relay.relay_lines(b"")
+    assert len(logged) == 5

@@ -342,11 +342,17 @@ class ScrapeServer:
 
     def relay_lines(self, got: bytes) -> None:
         """Logs each whole line of the scrape process's in GOT (after
-        what came before it of the first)."""
-        *lines, self.partial_line = (self.partial_line + got).split(b"\n")
-        if len(self.partial_line) > MAX_LINE:
-            lines.append(self.partial_line)
-            self.partial_line = b""
+        what came before it of the first), a longer one than MAX_LINE in
+        pieces of MAX_LINE, and with GOT empty (the process is gone)
+        what it left unterminated."""
+        *lines, partial = (self.partial_line + got).split(b"\n")
+        while len(partial) > MAX_LINE:
+            lines.append(partial[:MAX_LINE])
+            partial = partial[MAX_LINE:]
+        if not got and partial:
+            lines.append(partial)
+            partial = b""
+        self.partial_line = partial
         for line in lines:
             if self.log is not None:
                 self.log(LOG_PREFIX + line.decode("utf-8", "replace"))

@@ -10,7 +10,8 @@ hold for the DCMs' assignments (expected_flows()) and the difference
 
 from typing import Any, Dict, List
 
-from ...daqctl.openflow import BOUNCE_VID, parse_group, split_dl_dst
+from ...daqctl.openflow import (BOUNCE_VID, is_ours, parse_flow, parse_group,
+                                split_dl_dst)
 from ...fabric.slice import spine_order
 from .plan import FabricPlan, FabricSwitch, plane_name, ros_host_prefix
 
@@ -76,16 +77,14 @@ def fabric_flows(fsw: FabricSwitch, dump: str,
             primary["group:%d" % g[0]] = g[1][1][0][0]
     out = []
     for line in dump.splitlines():
-        line = line.strip()
-        if not line.startswith("cookie=0xdac7"):
+        flow = parse_flow(line)
+        if flow is None or not is_ours(flow.cookie):
             continue
-        head, _, actions = line.partition(" actions=")
-        fields = dict(f.split("=", 1) for f in head.replace(" ", "")
-                      .split(",") if "=" in f)
+        fields = dict(f.split("=", 1) for f in flow.match if "=" in f)
         if fields.get("dl_vlan") == str(BOUNCE_VID):
             # A detour's (fabric/slice.py): no route of a DCM or host.
             continue
-        dl_dst, actions = split_dl_dst(actions.strip())
+        dl_dst, actions = split_dl_dst(flow.actions)
         mac = [dl_dst] if dl_dst else []
         port = primary.get(actions, actions)
         port = (port[len("output:"):] if port.startswith("output:")
