@@ -300,7 +300,7 @@ class Node:
             f = parse_flow(line)
             if f is None or not is_ours(f.cookie):
                 continue
-            fields = dict(m.split("=", 1) for m in f.match if "=" in m)
+            fields = f.fields()
             fields.update(cookie="%#x" % f.cookie, priority=str(f.priority))
             out.append((fields, f.actions, line.strip()))
         return out

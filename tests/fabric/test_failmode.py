@@ -31,7 +31,7 @@ import pytest
 
 from ovs_daqring.daqctl.model import DaqctlError
 from ovs_daqring.fabric.switchhold import (FRW, FRW_MAX_FAILURES, FRW_OWNER,
-                                           SwitchHold)
+                                           LINK_CHECK, SwitchHold)
 
 NODE = "spine1"
 
@@ -115,6 +115,8 @@ def hold(sw: FakeSwitch, kept: bool = True, db: str = "unix:/r/db.sock",
     h.frw_releases = 0
     h.frw_note = None
     h.frw_why = None
+    h.link_check_error = None
+    h.args = SimpleNamespace(link_check_interval=10)
     return h
 
 
@@ -146,6 +148,45 @@ def test_a_bridge_that_cannot_be_made_secure_is_a_failure() -> None:
     assert "cannot be made secure" in str(e.value)
     assert "constraint violation" in str(e.value)
     assert sw.br["br0"].fail_mode == ["standalone"]
+
+
+# ============================================= dpdk-link-check-interval
+def test_link_check_key_set_when_unset_and_left_when_set() -> None:
+    """link_check(): the key set to --link-check-interval when it is not
+    set (one transaction), never written again, someone's value kept,
+    and nothing with --link-check-interval 0."""
+    sw = FakeSwitch()
+    h = hold(sw)
+    h.link_check(h.rec)
+    h.link_check(h.rec)
+    assert sw.root.other_config[LINK_CHECK] == "10"
+    assert len(sw.txns()) == 1
+    sw.root.other_config[LINK_CHECK] = "250"
+    h.link_check(h.rec)
+    assert sw.root.other_config[LINK_CHECK] == "250"
+    assert len(sw.txns()) == 1
+    sw = FakeSwitch()
+    h = hold(sw)
+    h.args.link_check_interval = 0
+    h.link_check(h.rec)
+    assert LINK_CHECK not in sw.root.other_config and not sw.txns()
+
+
+def test_link_check_key_refused_does_not_fail_the_attempt() -> None:
+    """A database that refuses the key: no exception (the slice is
+    applied all the same), the reason kept (logged once), and the key
+    set at a later check once the database takes it."""
+    sw = FakeSwitch()
+    sw.refuse = "transaction failed (permission denied); nothing changed"
+    h = hold(sw)
+    h.link_check(h.rec)
+    h.link_check(h.rec)
+    assert LINK_CHECK not in sw.root.other_config
+    assert "permission denied" in (h.link_check_error or "")
+    sw.refuse = None
+    h.link_check(h.rec)
+    assert sw.root.other_config[LINK_CHECK] == "10"
+    assert h.link_check_error is None
 
 
 # ======================================================= flow-restore-wait

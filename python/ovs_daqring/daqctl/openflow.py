@@ -69,6 +69,11 @@ class DumpedFlow:
     props: List[str]          # idle_timeout=..., send_flow_rem, ...
     actions: str
 
+    def fields(self) -> Dict[str, str]:
+        """The match's FIELD=VALUE pairs (a bare one, e.g. "ip", left
+        out)."""
+        return dict(m.split("=", 1) for m in self.match if "=" in m)
+
     def compared(self) -> Flow:
         """The flow as ovs-daqctl compares it with the flows it wants:
         a property (a timeout, a flag) or another table makes it

@@ -177,6 +177,9 @@ class SwitchHold(NodeBase):
         # the key set for the next start (None: it does), as last said.
         self.frw_released = False
         self.frw_failures = 0
+        # Why link_check() last could not set its key (None: it could,
+        # or did not need to), as logged.
+        self.link_check_error: Optional[str] = None
         self.frw_releases = 0
         self.frw_note: Optional[str] = None
         self.frw_why: Optional[str] = None
@@ -338,7 +341,9 @@ class SwitchHold(NodeBase):
         loop does when something wakes it, the port watchdog every 5 s
         unless the key says more often (a NIC's link state interrupt
         wakes the watchdog at once).  Until then the leaf sends into the
-        dead link."""
+        dead link.  A database that refuses the write is logged (once
+        per reason) and does not fail the attempt: the slice matters
+        more, and the write is tried again at the next check."""
         want = self.args.link_check_interval
         if not want or LINK_CHECK in self.ovs_root(rec).other_config:
             return
@@ -349,7 +354,16 @@ class SwitchHold(NodeBase):
             oc = dict(root.other_config)
             oc[LINK_CHECK] = str(want)
             root.other_config = oc
-        rec.db.transact(build, "%s: %s=%d" % (PROG, LINK_CHECK, want))
+        try:
+            rec.db.transact(build, "%s: %s=%d" % (PROG, LINK_CHECK, want))
+        except DaqctlError as e:
+            if str(e) != self.link_check_error:
+                vlog.warn("switch %s: cannot set other_config:%s=%d (a "
+                          "link that goes down may be seen late): %s"
+                          % (self.node, LINK_CHECK, want, e))
+            self.link_check_error = str(e)
+            return
+        self.link_check_error = None
         vlog.info("switch %s: other_config:%s=%d (link states read every "
                   "%d ms)" % (self.node, LINK_CHECK, want, want))
 

@@ -80,7 +80,7 @@ def fabric_flows(fsw: FabricSwitch, dump: str,
         flow = parse_flow(line)
         if flow is None or not is_ours(flow.cookie):
             continue
-        fields = dict(f.split("=", 1) for f in flow.match if "=" in f)
+        fields = flow.fields()
         if fields.get("dl_vlan") == str(BOUNCE_VID):
             # A detour's (fabric/slice.py): no route of a DCM or host.
             continue
