@@ -29,10 +29,12 @@ def doc(target: str = "hlt-leaf:up1-spine1:dn1", kind: str = "link",
         up: List[Any] = (), down: List[Any] = (), up_ms: float = 0.0,
         down_ms: float = 0.0, rtos: int = 0, slowest: float = 0.1,
         balanced: bool = True, events: int = 600,
-        role: Optional[str] = "") -> Dict[str, Any]:
+        role: Optional[str] = "",
+        told: Optional[float] = None) -> Dict[str, Any]:
     """daq-incast's JSON of a failover run: the failure at 2 s, its
     repair at 5 s; UP / DOWN: the probe's ROS->DCM / DCM->ROS loss
-    runs; ROLE: the failed link's leaf's ("": as its name says)."""
+    runs; ROLE: the failed link's leaf's ("": as its name says);
+    TOLD: when the kernel told the leaf, from the failure."""
     leaf = target.split(":", 1)[0] if kind == "link" else None
     if role == "" and leaf is not None:
         role = "hlt" if "hlt" in leaf else "ros"
@@ -49,7 +51,7 @@ def doc(target: str = "hlt-leaf:up1-spine1:dn1", kind: str = "link",
             "failover": {
                 "target": target, "kind": kind, "down_at_s": 2.0,
                 "leaf": leaf, "leaf_role": role if leaf else None,
-                "down_wall": 1000.0,
+                "down_wall": 1000.0, "leaf_notified_after_s": told,
                 "up_at_s": 5.0, "rerouted_after_s": 0.1,
                 "back_after_s": 2.2,
                 "probe": {"ros_to_dcm": direction(list(up), window=up_ms),
@@ -219,3 +221,25 @@ def test_in_the_summary() -> None:
     md = markdown(res)
     assert "## Fabric failover" in md and "### spine:spine1" in md
     assert "| 2 | FAILED: no results |" in md
+
+
+def test_what_a_leaf_loses_before_its_kernel_tells_it_is_apart() -> None:
+    """The failure at 2.0 s, the leaf told at 2.05 s, the probe at 100/s:
+    datagrams sent at 2.02-2.04 s are lost before the notice (not
+    judged), those from 2.05 s on count; without a notice, all do."""
+    before = doc("ros-leaf0:up1-spine1:dn0", up=[(2.01, 3)], told=0.05)
+    row = ff.failover_row(before, 1)
+    assert row["ros_to_dcm"]["failure"] == 3
+    assert row["ros_to_dcm"]["after_notice"] == 0
+    assert judge(("link:ros-leaf0:up1", [before]))["failover_local"][
+        "met"] is True
+    after = doc("ros-leaf0:up1-spine1:dn0", up=[(2.03, 3)], told=0.05)
+    assert ff.failover_row(after, 1)["ros_to_dcm"]["after_notice"] == 2
+    got = judge(("link:ros-leaf0:up1", [after]))["failover_local"]
+    assert got["met"] is False
+    assert "2 after the leaf was told (50 ms after the failure)" in got[
+        "value"]
+    unseen = doc("ros-leaf0:up1-spine1:dn0", up=[(2.01, 3)])
+    assert ff.failover_row(unseen, 1)["ros_to_dcm"]["after_notice"] is None
+    got = judge(("link:ros-leaf0:up1", [unseen]))["failover_local"]
+    assert got["met"] is False and "notice not seen" in got["value"]

@@ -781,6 +781,14 @@ def test_the_summary_prints_the_balance_and_the_degraded_limit() -> None:
     assert "one spine fewer while spine1 fails" in format_fabric(doc)
     doc["modes"][0]["failover"] = fo
     assert "home after never" in text, text
+    assert "told by its kernel" not in text, text
+    doc["modes"][0]["failover"] = dict(fo, kind="link", leaf="hlt-leaf",
+                                       leaf_notified_after_s=0.0461)
+    assert "  hlt-leaf told by its kernel that the link was down 46 ms " \
+        "after the failure\n" in format_fabric(doc)
+    doc["modes"][0]["failover"] = dict(fo, kind="link", leaf="hlt-leaf")
+    assert "was down never after" in format_fabric(doc)
+    doc["modes"][0]["failover"] = fo
     doc["modes"][0]["drops"] = _failover_drops(
         links={"spine1:dn1": {"tx_dropped": 10}})
     assert "NOT BALANCED (unaccounted 0, overcounted 10)" in \

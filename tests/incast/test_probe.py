@@ -9,6 +9,7 @@ Run: /usr/bin/python3 -m pytest -q tests/incast/test_probe.py
 """
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -20,7 +21,8 @@ import pytest
 
 from ovs_daqring.hosts import ConfigError, HostInfo
 from ovs_daqring.incast import options, validation
-from ovs_daqring.incast.fabric.failover import (FailTarget, dcms_on,
+from ovs_daqring.incast.fabric.failover import (CarrierWatch, FailTarget,
+                                                carrier_down_at, dcms_on,
                                                 probe_ends, resolve_target,
                                                 watched_leaves)
 from ovs_daqring.incast.fabric.plan import make_fabric_plan
@@ -348,3 +350,55 @@ def test_the_summary_prints_the_probe() -> None:
         in text
     assert "DCM -> ROS: sent 100, received 99, lost 1 (longest run 1)" \
         in text
+
+
+def test_a_carrier_loss_read_from_ip_monitor() -> None:
+    """`ip -ts -o monitor link` lines: the port's carrier loss (no
+    carrier, or no lower layer up) at the line's time, nothing for
+    another port or a carrier that is up."""
+    line = ("[2026-12-03T15:30:55.478595] 2: up1@if2: <NO-CARRIER,"
+            "BROADCAST,MULTICAST,UP> mtu 1500 qdisc noqueue state DOWN "
+            "group default \\    link/ether 72:12:dd:e9:eb:a0")
+    t = carrier_down_at(line, "up1")
+    assert t is not None
+    assert time.strftime("%H:%M:%S", time.localtime(t)) == "15:30:55"
+    assert abs(t % 1 - 0.478595) < 1e-5
+    assert carrier_down_at(line, "up0") is None
+    assert carrier_down_at(line.replace("NO-CARRIER,", "").replace(
+        "UP>", "UP,LOWER_UP>"), "up1") is None
+    assert carrier_down_at("[2026-12-03T15:30:55.478595] 7: up1: "
+                           "<BROADCAST,MULTICAST> mtu 1500", "up1") == t
+    assert carrier_down_at("Deleted 7: up1: <BROADCAST>", "up1") is None
+    assert carrier_down_at("", "up1") is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_carrier_watch_sees_the_far_end_go_down() -> None:
+    """A veth pair across two namespaces, one end set down: the other
+    end's carrier loss is seen, at or after the moment it was set down,
+    and not before."""
+    a, b = "dqbcw%dA" % os.getpid(), "dqbcw%dB" % os.getpid()
+    subprocess.run(["ip", "netns", "add", a], check=True)
+    try:
+        subprocess.run(["ip", "netns", "add", b], check=True)
+        subprocess.run(["ip", "link", "add", "cwa", "netns", a, "type",
+                        "veth", "peer", "name", "cwb", "netns", b],
+                       check=True)
+        for ns, port in ((a, "cwa"), (b, "cwb")):
+            subprocess.run(["ip", "-n", ns, "link", "set", port, "up"],
+                           check=True)
+        watch = CarrierWatch(b, "cwb")
+        watch.start()
+        try:
+            time.sleep(0.3)
+            since = time.time()
+            assert watch.seen(since, 0) is None
+            subprocess.run(["ip", "-n", a, "link", "set", "cwa", "down"],
+                           check=True)
+            t = watch.seen(since, 10)
+            assert t is not None and since <= t < since + 10
+        finally:
+            watch.stop()
+    finally:
+        for ns in (a, b):
+            subprocess.run(["ip", "netns", "del", ns])

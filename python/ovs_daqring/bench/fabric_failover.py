@@ -22,7 +22,12 @@ spine) runs --failover-runs times (10, quick 1).
 What each run is judged on, from daq-incast's JSON:
 - the direction whose failure its own leaf sees (a leaf's uplink: what
   that leaf sends up, its fast_failover group) loses at most what was
-  in flight on the failed link (IN_FLIGHT datagrams of the probe);
+  in flight on the failed link (IN_FLIGHT datagrams of the probe) from
+  the moment the leaf's kernel told it that the link was down
+  (leaf_notified_after_s, daq-incast's CarrierWatch): what the leaf
+  sent before, into a link whose failure the kernel had not announced
+  yet (its link watch: tens of milliseconds on the emulator), is lost
+  whatever a switch does, and is shown apart ("before notice");
 - the direction that needs the planner (what comes down through the
   failed spine; both directions when a spine dies, which only BFD
   tells) is rerouted within PLANNER_MS: the probe's longest run of
@@ -53,7 +58,7 @@ from .source import rel_top
 
 FAILOVER_TARGETS = {
     "failover_local": "fabric failover: what a leaf sends up over a failed "
-                      "link loses only what was in flight on it",
+                      "link once told of it loses only what was in flight",
     "failover_planner": "fabric failover: traffic that needs the planner "
                         "rerouted within 100 ms",
     "failover_home": "fabric failover: 0 probe datagrams lost on the "
@@ -176,18 +181,26 @@ def critical_path(logs: Dict[str, str], down_wall: Optional[float],
 
 
 def _losses(d: Dict[str, Any], down: Optional[float],
-            up: Optional[float]) -> Dict[str, Any]:
+            up: Optional[float], notice: Optional[float] = None,
+            period: float = 0.01) -> Dict[str, Any]:
     """One probe direction's losses split by when they began: during the
     failure (from DOWN until UP) and after UP (the return home), from
     its loss runs (after_s: the send before each run, the failover's
-    clock); loss_ms: the longest loss window of the failure."""
+    clock); loss_ms: the longest loss window of the failure.
+    after_notice: of the failure's, those sent at or after NOTICE (the
+    failover's clock), each datagram of a run sent PERIOD after the one
+    before it; None without NOTICE."""
     failure = home = other = 0
+    after_notice = 0
     for r in d.get("loss_runs") or []:
         at = r.get("after_s")
         if at is None or down is None or at < down - 1.0:
             other += r["lost"]
         elif up is None or at < up:
             failure += r["lost"]
+            if notice is not None:
+                after_notice += sum(1 for k in range(1, r["lost"] + 1)
+                                    if at + k * period >= notice)
         else:
             home += r["lost"]
     # The runs listed may be only the first few (probe.LOSS_RUNS): what
@@ -195,6 +208,8 @@ def _losses(d: Dict[str, Any], down: Optional[float],
     # for every verdict but the return home's, which then cannot be met).
     rest = d.get("lost", 0) - (failure + home + other)
     return {"lost": d.get("lost", 0), "failure": failure + max(0, rest),
+            "after_notice": (None if notice is None
+                             else after_notice + max(0, rest)),
             "home": home, "other": other, "unlisted": max(0, rest),
             "window_ms": d.get("loss_window_ms"),
             "longest_run": d.get("longest_loss_run")}
@@ -225,6 +240,9 @@ def failover_row(doc: Optional[Dict[str, Any]], run: int
                         or "no failover or probe result")
         return row
     down, up = f.get("down_at_s"), f.get("up_at_s")
+    told = f.get("leaf_notified_after_s")
+    notice = down + told if down is not None and told is not None else None
+    period = 1.0 / (probe.get("rate_pps") or 100)
     ideal = (doc.get("ideal") or {}).get("collection_time_s")
     slowest = (m.get("collection_time_s") or {}).get("max")
     drops = m.get("drops") or {}
@@ -242,8 +260,11 @@ def failover_row(doc: Optional[Dict[str, Any]], run: int
         # "hlt"; None for a spine).
         "leaf": f.get("leaf"), "leaf_role": f.get("leaf_role"),
         "down_wall": f.get("down_wall"),
-        "ros_to_dcm": _losses(probe["ros_to_dcm"], down, up),
-        "dcm_to_ros": _losses(probe["dcm_to_ros"], down, up),
+        "leaf_notified_after_s": told,
+        "ros_to_dcm": _losses(probe["ros_to_dcm"], down, up, notice,
+                              period),
+        "dcm_to_ros": _losses(probe["dcm_to_ros"], down, up, notice,
+                              period),
         "rerouted_after_s": f.get("rerouted_after_s"),
         "back_after_s": f.get("back_after_s"),
         "rtos": (m.get("tcp") or {}).get("rto_timeouts"),
@@ -297,8 +318,18 @@ def failover_verdicts(res: Optional[Dict[str, Any]],
             local = local_direction(row)
             if local is not None:
                 lost = row[local]["failure"]
-                judge("failover_local", where, "%d lost %s" % (
-                    lost, local.replace("_", " ")), lost <= IN_FLIGHT)
+                after = row[local].get("after_notice")
+                told = row.get("leaf_notified_after_s")
+                if after is None:
+                    judge("failover_local", where, "%d lost %s (the "
+                          "leaf's notice not seen)" % (
+                              lost, local.replace("_", " ")),
+                          lost <= IN_FLIGHT)
+                else:
+                    judge("failover_local", where, "%d lost %s, %d after "
+                          "the leaf was told (%.0f ms after the failure)"
+                          % (lost, local.replace("_", " "), after,
+                             told * 1000), after <= IN_FLIGHT)
             for d in ("ros_to_dcm", "dcm_to_ros"):
                 if d == local:
                     continue
@@ -344,7 +375,9 @@ def failover_markdown(res: Optional[Dict[str, Any]]) -> List[str]:
              "demo-fabric` (%s); the probe: 100 datagrams/s each way.  "
              "Lost: during the failure / on the return home; window: the "
              "longest run of losses, from the send before it to the send "
-             "after it." % (res.get("runs", 0), ARGS))
+             "after it; told: when the failed link's leaf was told by its "
+             "kernel (after the failure), and what its own direction "
+             "lost from then on." % (res.get("runs", 0), ARGS))
     L.append("")
     for fail in res.get("failures", []):
         L.append("### %s" % fail["target"])
@@ -352,20 +385,27 @@ def failover_markdown(res: Optional[Dict[str, Any]]) -> List[str]:
         L.append("`%s`" % fail["command"])
         L.append("")
         L.append("| run | ROS->DCM lost | window | DCM->ROS lost | window "
-                 "| routes off | RTOs | slowest | balanced | PMD |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|")
+                 "| told | lost since | routes off | RTOs | slowest "
+                 "| balanced | PMD |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in fail.get("rows", []):
             if r.get("error"):
-                L.append("| %d | FAILED: %s |||||||||" % (r["run"],
-                                                          r["error"]))
+                L.append("| %d | FAILED: %s |||||||||||" % (r["run"],
+                                                            r["error"]))
                 continue
             a, b = r["ros_to_dcm"], r["dcm_to_ros"]
+            local = local_direction(r)
+            told = r.get("leaf_notified_after_s")
             L.append("| %d | %d / %d | %s | %d / %d | %s | %s | %s | %s | "
-                     "%s | %s%s |" % (
+                     "%s | %s | %s | %s%s |" % (
                          r["run"], a["failure"], a["home"],
                          _cell(a["window_ms"], "%.0f ms"),
                          b["failure"], b["home"],
                          _cell(b["window_ms"], "%.0f ms"),
+                         _cell(None if told is None else told * 1000,
+                               "%.0f ms"),
+                         _cell(r[local].get("after_notice")
+                               if local else None),
                          _cell(r.get("rerouted_after_s"), "%.2f s"),
                          _cell(r.get("rtos")),
                          _cell(r.get("slowest_ratio"), "%.1fx"),

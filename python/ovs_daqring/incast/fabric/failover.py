@@ -10,7 +10,9 @@ the fabric did meanwhile (the routes moved off the failed spine and
 back, the retransmissions, a loss probe's count: probe.py), and the
 goodput's timeline and recovery judged on the events."""
 
+import datetime
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -53,8 +55,84 @@ TIMELINE_BIN = 0.25
 SPINE_BFD = {"min-rx": 100, "min-tx": 100, "mult": 5}
 # Seconds a restarted spine's ovs-vswitchd may take to open its ports.
 RESTART_TIMEOUT = 30
+# Seconds the kernel may take to tell a failed link's leaf (CarrierWatch).
+CARRIER_TIMEOUT = 2.0
 
 Link = Tuple[str, str, str, str]
+
+# `ip -ts -o monitor link`: "[TIME] INDEX: NAME[@PEER]: <FLAGS> ...", TIME
+# local, to the microsecond.
+MONITOR_LINE = re.compile(
+    r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)\]\s+\d+:\s+"
+    r"([^:@\s]+)(?:@\S+)?:\s+<([^>]*)>")
+
+
+def carrier_down_at(line: str, port: str) -> Optional[float]:
+    """When (time.time()) a line of `ip -ts -o monitor link` says that
+    PORT's carrier is down (NO-CARRIER, or no LOWER_UP), or None."""
+    m = MONITOR_LINE.match(line)
+    if not m or m.group(2) != port:
+        return None
+    flags = m.group(3).split(",")
+    if "NO-CARRIER" not in flags and "LOWER_UP" in flags:
+        return None
+    return datetime.datetime.strptime(
+        m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+
+
+class CarrierWatch:
+    """When the kernel tells a switch that its PORT (in namespace NS)
+    lost its carrier: a netlink link message, which is all a leaf's
+    ovs-vswitchd learns a link failure by (its system ports' carrier, its
+    DPDK af_packet and tap ports' link state).  Setting the far end of a
+    veth down takes the near end's carrier off at once, but the kernel
+    sends the message only after its link watch has run (tens of
+    milliseconds here): frames the leaf sends meanwhile are lost in the
+    link whatever the switch does.  `ip monitor` in NS from start() on;
+    seen(): the first such message at or after SINCE (time.time())."""
+
+    def __init__(self, ns: str, port: str) -> None:
+        self.ns, self.port = ns, port
+        self.proc: Optional[subprocess.Popen] = None
+        self.times: List[float] = []
+        self.lock = threading.Lock()
+        self.thread: Optional[threading.Thread] = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["ip", "-n", self.ns, "-ts", "-o", "monitor", "link"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            universal_newlines=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            t = carrier_down_at(line, self.port)
+            if t is not None:
+                with self.lock:
+                    self.times.append(t)
+
+    def seen(self, since: float, timeout: float) -> Optional[float]:
+        """The first carrier loss at or after SINCE, waiting up to
+        TIMEOUT seconds for it; None if there was none."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                after = [t for t in self.times if t >= since]
+            if after or time.monotonic() >= deadline:
+                return min(after) if after else None
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
 
 def failover_link(plan: FabricPlan) -> Link:
@@ -260,6 +338,9 @@ class Failover(threading.Thread):
         self.routes: List[Tuple[float, int]] = []
         self.events: Dict[str, float] = {}
         self.down_wall: Optional[float] = None
+        # A link's: when the leaf's kernel told it of the failure.
+        self.carrier: Optional[CarrierWatch] = None
+        self.notified_wall: Optional[float] = None
         self.error: Optional[str] = None
         self.probe: Optional[LossProbe] = None
         # The addresses of the DCMs on the failed spine when the mode
@@ -390,6 +471,11 @@ class Failover(threading.Thread):
 
     def run(self) -> None:
         try:
+            if self.target.link is not None:
+                leaf, port = self.target.link[:2]
+                self.carrier = CarrierWatch(self.plan.switch(leaf).ns, port)
+                self.cleanup.push("stop ip monitor", self.carrier.stop)
+                self.carrier.start()
             self._run()
         except Exception as e:              # reported, not raised
             self.error = str(e)
@@ -448,6 +534,9 @@ class Failover(threading.Thread):
 
     def result(self) -> Dict[str, Any]:
         ev = self.events
+        if self.carrier is not None and self.down_wall is not None:
+            self.notified_wall = self.carrier.seen(self.down_wall,
+                                                   CARRIER_TIMEOUT)
         out: Dict[str, Any] = {
             "target": self.target.name, "kind": self.target.kind,
             "spine": self.target.spine,
@@ -461,6 +550,13 @@ class Failover(threading.Thread):
             "down_at_s": ev.get("down"), "up_at_s": ev.get("up"),
             # The same moment by the wall clock (time.time()).
             "down_wall": self.down_wall,
+            # A link's: when the kernel told its leaf that the link's
+            # carrier was lost (CarrierWatch), from the failure; None if
+            # it did not (within CARRIER_TIMEOUT of this result).
+            "leaf_notified_after_s": (
+                round(self.notified_wall - self.down_wall, 4)
+                if self.notified_wall is not None
+                and self.down_wall is not None else None),
             # (A spine: when its restarted ovs-vswitchd had its ports.)
             "up_done_at_s": ev.get("up_done"),
             "rerouted_after_s": (ev["rerouted"] - ev["down"]

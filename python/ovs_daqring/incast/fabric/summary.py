@@ -104,6 +104,13 @@ def format_fabric(doc: Dict[str, Any]) -> str:
                 s_(fo["down_at_s"]),
                 s_(fo["up_at_s"]), s_(fo["rerouted_after_s"]),
                 s_(fo["back_after_s"])))
+        if fo.get("kind") == "link":
+            told = fo.get("leaf_notified_after_s")
+            lines.append(
+                "  %s told by its kernel that the link was down %s after "
+                "the failure" % (fo.get("leaf") or "the leaf",
+                                 "never" if told is None
+                                 else "%.0f ms" % (told * 1000)))
         lines += probe_lines(fo.get("probe"))
         if fo.get("degraded_limit"):
             lines.append("  " + degraded_formula(fo["degraded_limit"],
