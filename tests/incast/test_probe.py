@@ -369,6 +369,10 @@ def test_a_carrier_loss_read_from_ip_monitor() -> None:
     assert carrier_down_at("[2026-12-03T15:30:55.478595] 7: up1: "
                            "<BROADCAST,MULTICAST> mtu 1500", "up1") == t
     assert carrier_down_at("Deleted 7: up1: <BROADCAST>", "up1") is None
+    # Unreadable times: no answer, no exception.
+    assert carrier_down_at(line.replace(".478595", ".4785951"), "up1") \
+        is None
+    assert carrier_down_at(line.replace("T15:30", "T25:30"), "up1") is None
     assert carrier_down_at("", "up1") is None
 
 

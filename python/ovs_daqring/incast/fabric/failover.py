@@ -63,21 +63,25 @@ Link = Tuple[str, str, str, str]
 # `ip -ts -o monitor link`: "[TIME] INDEX: NAME[@PEER]: <FLAGS> ...", TIME
 # local, to the microsecond.
 MONITOR_LINE = re.compile(
-    r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)\]\s+\d+:\s+"
+    r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{1,6})\]\s+\d+:\s+"
     r"([^:@\s]+)(?:@\S+)?:\s+<([^>]*)>")
 
 
 def carrier_down_at(line: str, port: str) -> Optional[float]:
     """When (time.time()) a line of `ip -ts -o monitor link` says that
-    PORT's carrier is down (NO-CARRIER, or no LOWER_UP), or None."""
+    PORT's carrier is down (NO-CARRIER, or no LOWER_UP), or None (also
+    for a line it cannot read: the reader thread must not die of one)."""
     m = MONITOR_LINE.match(line)
     if not m or m.group(2) != port:
         return None
     flags = m.group(3).split(",")
     if "NO-CARRIER" not in flags and "LOWER_UP" in flags:
         return None
-    return datetime.datetime.strptime(
-        m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+    try:
+        return datetime.datetime.strptime(
+            m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+    except ValueError:
+        return None
 
 
 class CarrierWatch:
