@@ -160,10 +160,11 @@ def add_measure_options(g: argparse._ArgumentGroup) -> None:
                    help="share: null sources whose packets the slow PMD "
                    "thread drops, to poll its ring less often (default: "
                    "%(default)s)")
-    g.add_argument("--share-burst-us", type=float, default=20.0,
+    g.add_argument("--share-burst-us", type=float, default=300.0,
                    help="share: egress-max-burst-bytes, what the rate "
-                   "sends in this many us, where more than the default "
-                   "(default: %(default)s)")
+                   "sends in this many us, where more than the default; "
+                   "it must outlast the PMD threads' stalls (default: "
+                   "%(default)s)")
     g.add_argument("--shaping-max-fps", type=float, default=2e6,
                    help="shaping: skip max-rate points above this many "
                    "frames per second, beyond what one PMD forwards "
