@@ -243,3 +243,23 @@ def test_what_a_leaf_loses_before_its_kernel_tells_it_is_apart() -> None:
     assert ff.failover_row(unseen, 1)["ros_to_dcm"]["after_notice"] is None
     got = judge(("link:ros-leaf0:up1", [unseen]))["failover_local"]
     assert got["met"] is False and "notice not seen" in got["value"]
+
+
+def test_a_slow_event_repaired_by_loss_probes_says_so() -> None:
+    """A failure that loses a DCM's whole batch of requests (one segment
+    each) costs no RTO, but TCP's loss probes repair them at least 200
+    ms later: the verdict and the run's row name those repairs."""
+    d = doc("ros-leaf0:up1-spine1:dn0", slowest=0.41)
+    d["modes"][0]["tcp"]["probe_recoveries"] = 12
+    row = ff.failover_row(d, 1)
+    assert row["probe_recoveries"] == 12
+    got = judge(("link:ros-leaf0:up1", [d]))["failover_tcp"]
+    assert got["met"] is False
+    assert "0 RTOs, 12 loss-probe repairs, slowest event 4.1x" in got[
+        "value"]
+    plain = judge(("link:ros-leaf0:up1", [doc()]))["failover_tcp"]
+    assert "0 RTOs, slowest event 1.0x" in plain["value"]
+    md = "\n".join(ff.failover_markdown({
+        "runs": 1, "failures": [{"target": "link:ros-leaf0:up1",
+                                 "command": "daq-incast", "rows": [row]}]}))
+    assert "| probe repairs |" in md and "| 0 | 12 | 4.1x |" in md

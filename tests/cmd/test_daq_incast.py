@@ -19,8 +19,9 @@ import pytest
 
 from ovs_daqring import hosts, hugepages
 from ovs_daqring.cmd import daq_incast
-from ovs_daqring.incast import (agents, binaries, config, describe, lifecycle,
-                                limits, modes, options, report, runner,
+from ovs_daqring.incast import (agents, binaries, config, counters,
+                                describe, lifecycle, limits, modes,
+                                options, report, runner,
                                 sizing, stats, switch, topology, units,
                                 validation, values)
 from ovs_daqring.hosts import ConfigError, HostInfo
@@ -902,6 +903,27 @@ def test_parse_snmp() -> None:
     assert topology.parse_snmp(text) == {
         "Tcp.RtoAlgorithm": 1, "Tcp.RetransSegs": 42, "Tcp.InErrs": 0,
         "TcpExt.TCPTimeouts": 7, "TcpExt.TCPLossProbes": 3}
+
+
+def test_loss_probe_repairs_are_counted_apart_from_rtos() -> None:
+    """A tail loss that a loss probe repaired is no RTO, but it costs
+    its event 200 ms or more: the TCP figures and the mode's summary
+    line say how many there were (TcpExt.TCPLossProbeRecovery)."""
+    before = {"tcp": {"dcm": {"Tcp.RetransSegs": 1,
+                              "TcpExt.TCPLossProbeRecovery": 2}}}
+    after = {"tcp": {"dcm": {"Tcp.RetransSegs": 13,
+                             "TcpExt.TCPLossProbeRecovery": 14,
+                             "TcpExt.TCPLossProbes": 20},
+                     "ros": {"Tcp.RetransSegs": 0}}}
+    got = counters.tcp_figures(before, after)  # type: ignore[arg-type]
+    assert got["probe_recoveries"] == 12 and got["rto_timeouts"] == 0
+    assert got["by_namespace"] == {"dcm": {
+        "retrans_segs": 12, "rto_timeouts": 0, "probe_recoveries": 12}}
+    assert stats.probe_words(got) == (
+        " (12 tail losses repaired by loss probes)")
+    assert stats.probe_words({"probe_recoveries": 1}) == (
+        " (1 tail loss repaired by loss probes)")
+    assert stats.probe_words({"rto_timeouts": 3}) == ""
 
 
 def test_stale_namespaces() -> None:

@@ -268,6 +268,7 @@ def failover_row(doc: Optional[Dict[str, Any]], run: int
         "rerouted_after_s": f.get("rerouted_after_s"),
         "back_after_s": f.get("back_after_s"),
         "rtos": (m.get("tcp") or {}).get("rto_timeouts"),
+        "probe_recoveries": (m.get("tcp") or {}).get("probe_recoveries"),
         "slowest_ratio": (slowest / ideal if slowest is not None
                           and ideal else None),
         "balanced": balance.get("balanced"),
@@ -342,8 +343,11 @@ def failover_verdicts(res: Optional[Dict[str, Any]],
             home = row["ros_to_dcm"]["home"] + row["dcm_to_ros"]["home"]
             judge("failover_home", where, "%d lost" % home, home == 0)
             sr = row.get("slowest_ratio")
-            judge("failover_tcp", where, "%s RTOs, slowest event %s" % (
-                row.get("rtos"), "?" if sr is None else "%.1fx" % sr),
+            pr = row.get("probe_recoveries")
+            judge("failover_tcp", where, "%s RTOs%s, slowest event %s" % (
+                row.get("rtos"),
+                ", %d loss-probe repairs" % pr if pr else "",
+                "?" if sr is None else "%.1fx" % sr),
                 row.get("rtos") == 0 and sr is not None and sr <= SLOWEST)
             judge("failover_counted", where, "%s/%s events, %s unaccounted"
                   "%s" % (row.get("events"), row.get("events_wanted"),
@@ -377,7 +381,10 @@ def failover_markdown(res: Optional[Dict[str, Any]]) -> List[str]:
              "longest run of losses, from the send before it to the send "
              "after it; told: when the failed link's leaf was told by its "
              "kernel (after the failure), and what its own direction "
-             "lost from then on." % (res.get("runs", 0), ARGS))
+             "lost from then on; probe repairs: tail losses that TCP's "
+             "loss probes repaired (no RTO, but each at least 200 ms "
+             "late when a connection's only segment in flight, as a "
+             "DCM's request, was lost)." % (res.get("runs", 0), ARGS))
     L.append("")
     for fail in res.get("failures", []):
         L.append("### %s" % fail["target"])
@@ -385,19 +392,19 @@ def failover_markdown(res: Optional[Dict[str, Any]]) -> List[str]:
         L.append("`%s`" % fail["command"])
         L.append("")
         L.append("| run | ROS->DCM lost | window | DCM->ROS lost | window "
-                 "| told | lost since | routes off | RTOs | slowest "
-                 "| balanced | PMD |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                 "| told | lost since | routes off | RTOs | probe repairs "
+                 "| slowest | balanced | PMD |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in fail.get("rows", []):
             if r.get("error"):
-                L.append("| %d | FAILED: %s |||||||||||" % (r["run"],
-                                                            r["error"]))
+                L.append("| %d | FAILED: %s ||||||||||||"
+                         % (r["run"], r["error"]))
                 continue
             a, b = r["ros_to_dcm"], r["dcm_to_ros"]
             local = local_direction(r)
             told = r.get("leaf_notified_after_s")
             L.append("| %d | %d / %d | %s | %d / %d | %s | %s | %s | %s | "
-                     "%s | %s | %s | %s%s |" % (
+                     "%s | %s | %s | %s | %s%s |" % (
                          r["run"], a["failure"], a["home"],
                          _cell(a["window_ms"], "%.0f ms"),
                          b["failure"], b["home"],
@@ -408,6 +415,7 @@ def failover_markdown(res: Optional[Dict[str, Any]]) -> List[str]:
                                if local else None),
                          _cell(r.get("rerouted_after_s"), "%.2f s"),
                          _cell(r.get("rtos")),
+                         _cell(r.get("probe_recoveries")),
                          _cell(r.get("slowest_ratio"), "%.1fx"),
                          "yes" if r.get("balanced") else "NO",
                          "-" if r.get("share") is None

@@ -25,7 +25,7 @@ from .lifecycle import ModeFailed, RunnerBase
 from .limits import DEEP_FIFO, SWEEP_PARAMS
 from .modes import deep_label, mode_runs
 from .stats import (SCHEMA, busy_time, cpu_per_byte, dcm_figures,
-                    link_split, link_words, others_latency,
+                    link_split, link_words, others_latency, probe_words,
                     parse_proc_stat, parse_proc_steal, summarize_mode,
                     summarize_times)
 from .switch import (STATS_INTERVAL, ModeUnavailable, program_daqrings,
@@ -358,13 +358,14 @@ class Runner(RunnerBase):
                 continue
             self.progress.done(
                 "[%s] %d events, goodput %.1f Mbit/s (%.1f%% of ideal),"
-                " p99 %.1f ms, first byte p50 %.0f us,%s %d TCP RTOs, %d "
+                " p99 %.1f ms, first byte p50 %.0f us,%s %d TCP RTOs%s, %d "
                 "events >= %.0f ms, %s; machine CPU %.1f ns per byte"
                 % (label, r["events"], r["goodput_bps"] / 1e6,
                    100 * r["ideal_ratio"],
                    r["collection_time_s"]["p99"] * 1e3,
                    r["first_byte_s"]["p50"] * 1e6, link_words(r),
-                   r["tcp"]["rto_timeouts"], r["timeouts"],
+                   r["tcp"]["rto_timeouts"], probe_words(r["tcp"]),
+                   r["timeouts"],
                    self.cfg.rto_threshold_s * 1e3,
                    "no PMD (Linux bridge)" if mode == DEEP_FIFO else
                    "PMD had %.0f%% of its core" % (100 * r["pmd_cpu_share"]),

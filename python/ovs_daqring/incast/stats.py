@@ -151,6 +151,19 @@ def link_words(mode: Mapping[str, Any]) -> str:
             % (100 * link["busy_ratio"]))
 
 
+def probe_words(tcp: Mapping[str, Any]) -> str:
+    """' (N tail losses repaired by loss probes)' after a mode's RTO
+    count, or '' when none was: a loss probe is no RTO, but it repairs
+    a lost message of one segment only after 2 x SRTT plus the minimum
+    RTO (200 ms), so an event that took that long with no RTO had one
+    (see counters.tcp_figures())."""
+    n = tcp.get("probe_recoveries") or 0
+    if not n:
+        return ""
+    return " (%d tail loss%s repaired by loss probes)" % (
+        n, "" if n == 1 else "es")
+
+
 def counter_delta(before: Mapping[str, int],
                   after: Mapping[str, int]) -> Dict[str, int]:
     """after - before per key; keys missing before count from 0."""
