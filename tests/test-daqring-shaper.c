@@ -1267,6 +1267,35 @@ sharer_init_len(struct sharer *r, const char *egress, const char *name,
     backlog_init(&r->b, SIZE_MAX, len);
 }
 
+/* Polls ring 'r[0]' every 'fast' cycles and ring 'r[1]' whenever the TSC
+ * is 'slow_at' modulo 'slow', every 'step' cycles up to 'end', except in
+ * the first 'stall' cycles of every 'period' (0: none), when neither
+ * thread polls.  Stores in '*a' and '*b' the bits each sent after 'warm'. */
+static void
+poll_two(struct sharer r[2], uint64_t fast, uint64_t slow, uint64_t slow_at,
+         uint64_t step, uint64_t warm, uint64_t end, uint64_t period,
+         uint64_t stall, uint64_t *a, uint64_t *b)
+{
+    uint64_t a0 = 0, b0 = 0;
+
+    for (uint64_t now = step; now <= end; now += step) {
+        if (!period || now % period >= stall) {
+            if (now % fast == 0) {
+                poll_shared(&r[0], now);
+            }
+            if (now % slow == slow_at) {
+                poll_shared(&r[1], now);
+            }
+        }
+        if (now == warm) {
+            a0 = r[0].bits;
+            b0 = r[1].bits;
+        }
+    }
+    *a = r[0].bits - a0;
+    *b = r[1].bits - b0;
+}
+
 /* Two backlogged rings of one egress whose threads poll them at very
  * different rates: ring a every 'fast' cycles, ring b every 10 x 'fast'
  * (offset by half a 'fast', as another thread's polls are), at 10 and 100
@@ -1293,25 +1322,12 @@ test_share_poll_rates(void)
         const uint64_t rate = cases[k].rate, fast = cases[k].fast;
         const uint64_t slow = 10 * fast, step = fast / 2;
         const uint64_t warm = 2 * TEST_HZ / 1000, end = warm + TEST_HZ / 50;
-        uint64_t a0 = 0, b0 = 0, a, b, total, want;
+        uint64_t a, b, total, want;
         struct sharer r[2];
 
         sharer_init_len(&r[0], "eth-rates", "ring-a", rate, 1500);
         sharer_init_len(&r[1], "eth-rates", "ring-b", rate, 1500);
-        for (uint64_t now = step; now <= end; now += step) {
-            if (now % fast == 0) {
-                poll_shared(&r[0], now);
-            }
-            if (now % slow == step) {
-                poll_shared(&r[1], now);
-            }
-            if (now == warm) {
-                a0 = r[0].bits;
-                b0 = r[1].bits;
-            }
-        }
-        a = r[0].bits - a0;
-        b = r[1].bits - b0;
+        poll_two(r, fast, slow, step, step, warm, end, 0, 0, &a, &b);
         total = a + b;
         want = (end - warm) * rate / TEST_HZ;
         CHECK(a * 100 >= total / 2 * 90 && b * 100 >= total / 2 * 90,
@@ -1388,7 +1404,7 @@ test_share_stalls(void)
         };
         const uint64_t fast = US, slow = 6500, step = 100;
         const uint64_t warm = 2 * TEST_HZ / 1000, end = warm + TEST_HZ / 20;
-        uint64_t a0 = 0, b0 = 0, a, b, want;
+        uint64_t a, b, want;
         double egress, lost;
         struct sharer r[2];
 
@@ -1404,22 +1420,7 @@ test_share_stalls(void)
             CHECK(r[i].share && !error, "could not join: %s", error);
             backlog_init(&r[i].b, SIZE_MAX, 1500);
         }
-        for (uint64_t now = step; now <= end; now += step) {
-            if (now % period >= stall) {
-                if (now % fast == 0) {
-                    poll_shared(&r[0], now);
-                }
-                if (now % slow == 0) {
-                    poll_shared(&r[1], now);
-                }
-            }
-            if (now == warm) {
-                a0 = r[0].bits;
-                b0 = r[1].bits;
-            }
-        }
-        a = r[0].bits - a0;
-        b = r[1].bits - b0;
+        poll_two(r, fast, slow, 0, step, warm, end, period, stall, &a, &b);
         want = (end - warm) * rate / TEST_HZ;
         egress = (double) (a + b) / want;
         /* What the stalls beyond the depth cost, as a fraction. */
