@@ -1006,6 +1006,24 @@ test_share_join(void)
  * no longer polled may hold the others back at most. */
 #define FEW_TURNS 6
 
+/* Ring 'r' of 'n' packets of 'len' bytes, joined to the share of 'egress'
+ * with parameters 'sp'. */
+static void
+sharer_init_params(struct sharer *r, const char *egress, const char *name,
+                   const struct daqring_share_params *sp, size_t n,
+                   size_t len)
+{
+    char *error = NULL;
+
+    memset(r, 0, sizeof *r);
+    r->s = make_shaper(32, 0, 0, 24);
+    daqring_shaper_state_init(&r->st, r->s, 0);
+    r->share = daqring_share_join(egress, name, sp, TEST_HZ, 0, NULL,
+                                  &r->slot, &error);
+    CHECK(r->share && !error, "%s could not join: %s", name, error);
+    backlog_init(&r->b, n, len);
+}
+
 /* Polls ring 'r', bound to the share of 'egress' (not "eth-test"), as
  * poll_shared() does. */
 static void
@@ -1016,15 +1034,8 @@ sharer_init_egress(struct sharer *r, const char *egress, const char *name,
         .max_rate = egress_rate,
         .frame_overhead = 24,
     };
-    char *error = NULL;
 
-    memset(r, 0, sizeof *r);
-    r->s = make_shaper(32, 0, 0, 24);
-    daqring_shaper_state_init(&r->st, r->s, 0);
-    r->share = daqring_share_join(egress, name, &sp, TEST_HZ, 0, NULL,
-                                  &r->slot, &error);
-    CHECK(r->share && !error, "%s could not join: %s", name, error);
-    backlog_init(&r->b, n, 1000);
+    sharer_init_params(r, egress, name, &sp, n, 1000);
 }
 
 /* Polls 'r' every microsecond from 'now' on until it sends, and returns
@@ -1408,18 +1419,8 @@ test_share_stalls(void)
         double egress, lost;
         struct sharer r[2];
 
-        for (size_t i = 0; i < 2; i++) {
-            char *error = NULL;
-
-            memset(&r[i], 0, sizeof r[i]);
-            r[i].s = make_shaper(32, 0, 0, 24);
-            daqring_shaper_state_init(&r[i].st, r[i].s, 0);
-            r[i].share = daqring_share_join("eth-stalls", i ? "b" : "a",
-                                            &sp, TEST_HZ, 0, NULL,
-                                            &r[i].slot, &error);
-            CHECK(r[i].share && !error, "could not join: %s", error);
-            backlog_init(&r[i].b, SIZE_MAX, 1500);
-        }
+        sharer_init_params(&r[0], "eth-stalls", "a", &sp, SIZE_MAX, 1500);
+        sharer_init_params(&r[1], "eth-stalls", "b", &sp, SIZE_MAX, 1500);
         poll_two(r, fast, slow, 0, step, warm, end, period, stall, &a, &b);
         want = (end - warm) * rate / TEST_HZ;
         egress = (double) (a + b) / want;
