@@ -250,10 +250,17 @@ def test_the_scrape_processs_lines_follow_a_rotated_log(
         except OSError:
             return []
 
+    def scraped_then_relayed() -> List[str]:
+        # A reading's failure is logged by the scrape that serves it,
+        # one after the scrape that asked for it (it never waits): so
+        # scrape until the line comes.
+        try_scrape(bare_db["url"])
+        return relayed(path)
+
     p = start_exporter(bare_db)
     try:
-        serving(bare_db)        # A scrape asks for a PMD reading.
-        first = wait_for(lambda: relayed(path),
+        serving(bare_db)
+        first = wait_for(scraped_then_relayed,
                          "the scrape process's first line")
         os.rename(path, str(path) + ".1")
         subprocess.run([tool("ovs-appctl"), "-t", ctl, "vlog/reopen"],
@@ -261,11 +268,8 @@ def test_the_scrape_processs_lines_follow_a_rotated_log(
         # Another failure (the control socket's path a file now): the
         # process says so once.
         Path(d, "no-vswitchd.ctl").write_text("")
-
-        def new_line() -> List[str]:
-            try_scrape(bare_db["url"])
-            return relayed(path)
-        got = wait_for(new_line, "the scrape process's next line")
+        got = wait_for(scraped_then_relayed,
+                       "the scrape process's next line")
         assert got[0] not in first, (first, got)
         assert relayed(Path(str(path) + ".1")) == first
     finally:
